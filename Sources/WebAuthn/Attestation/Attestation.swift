@@ -1,0 +1,44 @@
+import Foundation
+
+/// The attestation step of registration (WebAuthn Level 3 §7.1 steps 21–24): dispatch on the
+/// format, verify the statement, then decide trust.
+enum Attestation {
+    static func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationVerdict {
+        // §7.1 step 21: Determine the attestation statement format by performing a USASCII
+        // case-sensitive match on fmt against the set of supported WebAuthn Attestation Statement
+        // Format Identifier values.
+        if let allowed = input.policy.allowedFormats, !allowed.contains(input.format) {
+            throw WebAuthnError(.attestationNotAllowed, "attestation format \(input.format) is not allowed by policy")
+        }
+        // §7.1 step 22: Verify that attStmt is a correct attestation statement, conveying a valid
+        // attestation signature, by using the attestation statement format fmt's verification
+        // procedure given attStmt, authData and hash.
+        let result: StatementResult
+        switch input.format {
+        case "none": result = try NoneAttestation.verify(input)
+        case "packed": result = try PackedAttestation.verify(input)
+        case "fido-u2f": result = try FIDOU2FAttestation.verify(input)
+        case "apple": result = try AppleAttestation.verify(input)
+        case "android-key": result = try AndroidKeyAttestation.verify(input)
+        case "android-safetynet": result = try AndroidSafetyNetAttestation.verify(input)
+        case "tpm": result = try TPMAttestation.verify(input)
+        default:
+            throw WebAuthnError(.unsupportedAttestationFormat, "attestation format \"\(input.format)\" is not supported")
+        }
+        // §7.1 step 23: If validation is successful, obtain a list of acceptable trust anchors
+        // for that attestation type and statement format; assess the attestation trustworthiness
+        // using the outputs of the verification procedure: for basic/attCA/anonCA, the x5c chain
+        // must lead to an acceptable root certificate.
+        var trusted = false
+        if !result.certificates.isEmpty {
+            trusted = try CertificateChain.validate(result.certificates, anchors: input.policy.trustAnchors,
+                                                    at: input.verificationTime, format: input.format)
+        }
+        // §7.1 step 24: If the attestation statement is not trustworthy under the relying party's
+        // policy, fail the registration ceremony.
+        if input.policy.requireTrustedAttestation && !trusted {
+            throw WebAuthnError(.attestationUntrusted, "\(input.format) attestation (\(result.type.rawValue)) does not chain to a configured trust anchor")
+        }
+        return AttestationVerdict(format: input.format, type: result.type, certificates: result.certificates, trusted: trusted)
+    }
+}

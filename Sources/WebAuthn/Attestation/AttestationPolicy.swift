@@ -1,0 +1,63 @@
+import SwiftASN1
+import X509
+import Foundation
+
+/// How a relying party judges attestation statements (WebAuthn Level 3 §7.1 steps 21–24).
+///
+/// The default accepts any valid statement (including `none`) without requiring trust: the right
+/// setting for consumer passkeys, where attestation conveyance is `none`. Operators who need to
+/// know the authenticator model configure ``trustAnchors`` and ``requireTrustedAttestation``.
+public struct AttestationPolicy: Sendable {
+    /// Root certificates an attestation certificate chain (x5c) must lead to. Empty: statements
+    /// are verified, chains are checked link by link, and the result is reported as untrusted.
+    public var trustAnchors: [Certificate]
+    /// Reject registrations whose attestation does not chain to ``trustAnchors`` (including
+    /// `none` and self attestation).
+    public var requireTrustedAttestation: Bool
+    /// Statement formats accepted; `nil` accepts every format this library verifies.
+    public var allowedFormats: Set<String>?
+    /// Android SafetyNet: require `ctsProfileMatch` (on by default, as Google recommends).
+    public var requireSafetyNetCTSProfileMatch: Bool
+    /// Accept RSASSA-PKCS1-v1_5 with SHA-1 (COSE -65535) in attestation statements. Some TPMs
+    /// sign their certify structure with SHA-1; SHA-1 is broken for collision resistance.
+    public var unsafeAllowSHA1Attestation: Bool
+
+    public init(trustAnchors: [Certificate] = [], requireTrustedAttestation: Bool = false, allowedFormats: Set<String>? = nil,
+                requireSafetyNetCTSProfileMatch: Bool = true, unsafeAllowSHA1Attestation: Bool = false) {
+        self.trustAnchors = trustAnchors
+        self.requireTrustedAttestation = requireTrustedAttestation
+        self.allowedFormats = allowedFormats
+        self.requireSafetyNetCTSProfileMatch = requireSafetyNetCTSProfileMatch
+        self.unsafeAllowSHA1Attestation = unsafeAllowSHA1Attestation
+    }
+
+    /// Parses PEM text holding one or more certificates.
+    public static func certificates(pem: String) throws(WebAuthnError) -> [Certificate] {
+        do {
+            let documents = try PEMDocument.parseMultiple(pemString: pem)
+            return try documents.map { try Certificate(pemDocument: $0) }
+        } catch {
+            throw WebAuthnError(.invalidConfiguration, "trust anchor PEM could not be read: \(error)")
+        }
+    }
+}
+
+/// The attestation type a statement established (§6.5.3).
+public enum AttestationType: String, Sendable, Codable {
+    case none
+    case `self` = "self"
+    case basic
+    case attCA = "attca"
+    case anonCA = "anonca"
+}
+
+/// What the attestation check concluded.
+public struct AttestationVerdict: Sendable {
+    /// The statement format identifier (`none`, `packed`, `tpm`, …).
+    public let format: String
+    public let type: AttestationType
+    /// The attestation certificate chain as sent (leaf first); empty for none/self.
+    public let certificates: [Certificate]
+    /// Whether the chain leads to one of the configured trust anchors.
+    public let trusted: Bool
+}

@@ -1,0 +1,143 @@
+import Foundation
+
+/// `PublicKeyCredentialUserEntity` (§5.4.3): the account a passkey is created for.
+public struct PublicKeyCredentialUserEntity: Sendable, Hashable {
+    /// The user handle: random, at most 64 bytes, never personal data (§14.6.1).
+    public var id: [UInt8]
+    public var name: String
+    public var displayName: String
+    public init(id: [UInt8], name: String, displayName: String) {
+        self.id = id
+        self.name = name
+        self.displayName = displayName
+    }
+}
+
+/// A credential ID with the transports its authenticator reported, for
+/// `excludeCredentials` / `allowCredentials`.
+public struct CredentialDescriptor: Sendable, Hashable {
+    public var id: [UInt8]
+    public var transports: [String]
+    public init(id: [UInt8], transports: [String] = []) {
+        self.id = id
+        self.transports = transports
+    }
+}
+
+/// What `beginRegistration` returns: the options to send, and the challenge to store.
+public struct RegistrationBegin: Sendable {
+    public let options: PublicKeyCredentialCreationOptionsJSON
+    public var challenge: [UInt8] { options.challenge.bytes }
+}
+
+/// A registration that passed every check of §7.1: everything the store keeps for a passkey.
+/// Only ``RelyingParty/finishRegistration(response:expectedChallenge:userVerification:now:unsafeToleratesRewrittenFlags:)`` makes one.
+public struct VerifiedRegistration: Sendable {
+    public let credentialID: [UInt8]
+    public let publicKey: CredentialPublicKey
+    public let signCount: UInt32
+    public let aaguid: AAGUID
+    /// `response.transports`, as the client reported them (hints for later `allowCredentials`).
+    public let transports: [String]
+    public let userVerified: Bool
+    /// BE: the passkey can be synced (multi-device).
+    public let backupEligible: Bool
+    /// BS: the passkey is synced now.
+    public let backedUp: Bool
+    public let attestation: AttestationVerdict
+    /// `platform` or `cross-platform`, when the client said.
+    public let authenticatorAttachment: String?
+    /// The origin the ceremony ran on (web or Android app).
+    public let origin: String
+    /// `clientExtensionResults.credProps.rk`, when the client reported it.
+    public let discoverable: Bool?
+}
+
+extension RelyingParty {
+    /// Builds `PublicKeyCredentialCreationOptionsJSON` for a new passkey (§5.4).
+    ///
+    /// Resident key `required` (a passkey), the configured algorithms in preference order,
+    /// attestation conveyance from the configuration, and `excludeCredentials` so one
+    /// authenticator does not register twice for the same account.
+    public func beginRegistration(user: PublicKeyCredentialUserEntity, excludeCredentials: [CredentialDescriptor] = [],
+                                  userVerification: UserVerificationRequirement? = nil, authenticatorAttachment: String? = nil,
+                                  hints: [String] = [], challenge: [UInt8]? = nil) -> RegistrationBegin {
+        let options = PublicKeyCredentialCreationOptionsJSON(
+            rp: PublicKeyCredentialRpEntity(id: configuration.rpID, name: configuration.rpName),
+            user: PublicKeyCredentialUserEntityJSON(id: user.id, name: user.name, displayName: user.displayName),
+            challenge: Base64URLBytes(challenge ?? Self.makeChallenge()),
+            pubKeyCredParams: configuration.algorithms.map { PublicKeyCredentialParameters(alg: $0) },
+            timeout: timeoutMilliseconds,
+            excludeCredentials: excludeCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
+            authenticatorSelection: AuthenticatorSelectionCriteria(
+                authenticatorAttachment: authenticatorAttachment, residentKey: "required", requireResidentKey: true,
+                userVerification: (userVerification ?? configuration.userVerification).rawValue),
+            hints: hints,
+            attestation: configuration.attestation.rawValue,
+            extensions: ["credProps": .bool(true)]
+        )
+        return RegistrationBegin(options: options)
+    }
+
+    /// Verifies a registration response (§7.1) against the challenge the caller stored.
+    ///
+    /// - Parameters:
+    ///   - userVerification: overrides the configured requirement for this ceremony.
+    ///   - now: the time attestation certificates are checked at.
+    ///   - unsafeToleratesRewrittenFlags: accept authenticator data whose ED flag is clear
+    ///     although an extension map follows. Only for a client known to rewrite the flags
+    ///     (the reference Android app); every other check stays as is.
+    /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
+    ///   is not registered yet (§7.1 step 26) before storing it.
+    public func finishRegistration(response: RegistrationResponseJSON, expectedChallenge: [UInt8],
+                                   userVerification: UserVerificationRequirement? = nil, now: Date = Date(),
+                                   unsafeToleratesRewrittenFlags: Bool = false) throws(WebAuthnError) -> VerifiedRegistration {
+        // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
+        guard response.type == "public-key" else {
+            throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
+        }
+        // credential.id is the base64url encoding of credential.rawId (§5.1).
+        guard let idBytes = Base64.decode(response.id, flavor: .any), constantTimeEquals(idBytes, response.rawId.bytes) else {
+            throw WebAuthnError(.credentialIDMismatch, "credential.id does not encode credential.rawId")
+        }
+        // §7.1 steps 5–11: client data.
+        let (clientData, clientDataHash) = try verifyClientData(response.response.clientDataJSON.bytes, type: "webauthn.create",
+                                                                challenge: expectedChallenge)
+        // §7.1 step 12: Perform CBOR decoding on the attestationObject field to obtain the
+        // attestation statement format fmt, the authenticator data authData, and the attestation
+        // statement attStmt.
+        let attestationObject = try AttestationObject(
+            bytes: response.response.attestationObject.bytes,
+            extensionFlagHandling: unsafeToleratesRewrittenFlags ? .unsafeAllowExtensionsWithoutFlag : .strict)
+        let authData = attestationObject.authenticatorData
+        // §7.1 steps 13–16: rpIdHash, UP, UV, BE/BS.
+        try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification)
+        guard let credential = authData.attestedCredentialData else {
+            throw WebAuthnError(.malformedAuthenticatorData, "registration authenticator data has no attested credential data (AT)")
+        }
+        // §7.1 step 19: Verify that the "alg" parameter in the credential public key in authData
+        // matches the alg attribute of one of the items in options.pubKeyCredParams.
+        guard configuration.algorithms.contains(credential.publicKey.algorithm) else {
+            throw WebAuthnError(.unsupportedAlgorithm, "credential algorithm \(credential.publicKey.algorithm) was not offered in pubKeyCredParams")
+        }
+        // §7.1 steps 21–24: attestation statement format, verification and trust.
+        let attestation = try Attestation.verify(AttestationInput(
+            format: attestationObject.format, statement: attestationObject.statement, authenticatorData: authData,
+            credential: credential, clientDataHash: clientDataHash, policy: configuration.attestationPolicy, verificationTime: now))
+        // §7.1 step 25: Verify that the credentialId is ≤ 1023 bytes (enforced while parsing).
+        // Level 3 §7.1 (credential record): credential.rawId must be the credentialId the
+        // authenticator attested, or the record would be stored under a different ID.
+        guard constantTimeEquals(response.rawId.bytes, credential.credentialID) else {
+            throw WebAuthnError(.credentialIDMismatch, "credential.rawId differs from the credential ID in authenticator data")
+        }
+        var discoverable: Bool?
+        if case .object(let props)? = response.clientExtensionResults?["credProps"], case .bool(let rk)? = props["rk"] {
+            discoverable = rk
+        }
+        return VerifiedRegistration(
+            credentialID: credential.credentialID, publicKey: credential.publicKey, signCount: authData.signCount,
+            aaguid: credential.aaguid, transports: response.response.transports ?? [], userVerified: authData.userVerified,
+            backupEligible: authData.backupEligible, backedUp: authData.backedUp, attestation: attestation,
+            authenticatorAttachment: response.authenticatorAttachment, origin: clientData.origin, discoverable: discoverable)
+    }
+}

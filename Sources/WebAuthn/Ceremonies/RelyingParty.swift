@@ -1,0 +1,125 @@
+import Crypto
+import Foundation
+
+/// A WebAuthn relying party: builds ceremony options and verifies responses, following
+/// WebAuthn Level 3 §7.1 (registration) and §7.2 (authentication) step by step.
+///
+/// It keeps no state: the caller stores the challenge returned by a `begin…` call (with its
+/// ceremony, account and expiry) and hands it back to the matching `finish…` call.
+///
+/// ```swift
+/// let rp = try RelyingParty(.init(rpID: "example.com", rpName: "Example",
+///                                 origins: ["https://example.com"]))
+/// // Registration
+/// let begin = rp.beginRegistration(user: .init(id: userHandle, name: "ada", displayName: "Ada"))
+/// store(begin.challenge)                                        // send begin.options as JSON
+/// let passkey = try rp.finishRegistration(response: responseJSON, expectedChallenge: stored)
+/// // Authentication
+/// let request = rp.beginAuthentication()
+/// let verdict = try rp.finishAuthentication(response: assertionJSON, expectedChallenge: stored,
+///                                           credential: storedCredential)
+/// ```
+public struct RelyingParty: Sendable {
+    public let configuration: Configuration
+    private let rpIDHash: [UInt8]
+    private let origins: Set<String>
+
+    /// Validates `configuration` (`invalid_configuration` on a bad value).
+    public init(_ configuration: Configuration) throws(WebAuthnError) {
+        try Self.validate(configuration)
+        self.configuration = configuration
+        self.rpIDHash = sha256(Array(configuration.rpID.utf8))
+        self.origins = Set(configuration.origins)
+    }
+
+    /// 32 random bytes from the system's secure generator (§13.4.3: at least 16).
+    public static func makeChallenge() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// A new random user handle (64 bytes, never derived from the username: §14.6.1).
+    public static func makeUserHandle() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<64).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    var timeoutMilliseconds: Int {
+        let (seconds, attoseconds) = configuration.timeout.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
+    // MARK: - Shared client data checks
+
+    /// §7.1 steps 5–11 / §7.2 steps 9–14 (and 21): parse clientDataJSON and check type,
+    /// challenge, origin and cross-origin context. Returns the parsed data and its hash.
+    func verifyClientData(_ bytes: [UInt8], type expectedType: String, challenge expectedChallenge: [UInt8],
+                          challengeEquivalents: [[UInt8]] = []) throws(WebAuthnError) -> (CollectedClientData, [UInt8]) {
+        // §7.1 step 5 / §7.2 step 9: Let JSONtext be the result of running UTF-8 decode on
+        // clientDataJSON. §7.1 step 6 / §7.2 step 10: Let C be the result of parsing JSONtext.
+        let clientData = try CollectedClientData(bytes: bytes)
+        // §7.1 step 7 / §7.2 step 11: Verify that the value of C.type is webauthn.create /
+        // webauthn.get.
+        guard clientData.type == expectedType else {
+            throw WebAuthnError(.typeMismatch, "clientData.type is \"\(clientData.type)\", expected \"\(expectedType)\"")
+        }
+        // §7.1 step 8 / §7.2 step 12: Verify that the value of C.challenge equals the base64url
+        // encoding of the challenge option. (Compared as bytes, in constant time.)
+        var challengeMatches = constantTimeEquals(clientData.challenge, expectedChallenge)
+        for equivalent in challengeEquivalents where constantTimeEquals(clientData.challenge, equivalent) {
+            challengeMatches = true
+        }
+        guard challengeMatches else {
+            throw WebAuthnError(.challengeMismatch, "clientData.challenge is not the challenge of this ceremony")
+        }
+        // §7.1 step 9 / §7.2 step 13: Verify that the value of C.origin is an origin expected by
+        // the Relying Party.
+        guard origins.contains(clientData.origin) else {
+            throw WebAuthnError(.originNotAllowed, "clientData.origin \"\(clientData.origin)\" is not an allowed origin")
+        }
+        // §7.1 step 10 / §7.2 step 14: If C.crossOrigin is present and set to true, verify that
+        // the Relying Party expects this credential to be used within an iframe that is not
+        // same-origin with its ancestors.
+        if clientData.crossOrigin == true && !configuration.allowCrossOrigin {
+            throw WebAuthnError(.crossOriginNotAllowed, "the ceremony ran in a cross-origin iframe, which this relying party does not allow")
+        }
+        // If C.topOrigin is present: verify that the Relying Party expects this credential to be
+        // used within an iframe, and that C.topOrigin matches the origin of a page that the
+        // Relying Party expects to be sub-framed within.
+        if let topOrigin = clientData.topOrigin {
+            guard configuration.allowCrossOrigin, configuration.allowedTopOrigins.contains(topOrigin) else {
+                throw WebAuthnError(.topOriginNotAllowed, "clientData.topOrigin \"\(topOrigin)\" is not an allowed top-level origin")
+            }
+        }
+        // Level 2 §7.1 step 7 / §7.2 step 11: if C.tokenBinding is present, its status must be
+        // one of the TokenBindingStatus values ("present", "supported"). Token binding itself is
+        // not used by any current browser, so a "present" id is not matched against TLS.
+        if let status = clientData.tokenBindingStatus, status != "present" && status != "supported" {
+            throw WebAuthnError(.malformedClientData, "clientData.tokenBinding.status \"\(status)\" is not a valid status")
+        }
+        // §7.1 step 11 / §7.2 step 21: Let hash be the result of computing a hash over
+        // response.clientDataJSON using SHA-256.
+        return (clientData, sha256(bytes))
+    }
+
+    /// §7.1 steps 13–16 / §7.2 steps 15–18: RP ID hash, user presence, user verification and
+    /// backup flags.
+    func verifyAuthenticatorFlags(_ authData: AuthenticatorData, userVerification: UserVerificationRequirement) throws(WebAuthnError) {
+        // §7.1 step 13 / §7.2 step 15: Verify that the rpIdHash in authData is the SHA-256 hash
+        // of the RP ID expected by the Relying Party.
+        guard constantTimeEquals(authData.rpIDHash, rpIDHash) else {
+            throw WebAuthnError(.rpIDHashMismatch, "authenticatorData.rpIdHash is not SHA-256(\"\(configuration.rpID)\")")
+        }
+        // §7.1 step 14 / §7.2 step 16: Verify that the UP bit of the flags in authData is set.
+        if configuration.requireUserPresence && !authData.userPresent {
+            throw WebAuthnError(.userNotPresent, "the authenticator did not report user presence (UP)")
+        }
+        // §7.1 step 15 / §7.2 step 17: If user verification is required for this ceremony,
+        // verify that the UV bit of the flags in authData is set.
+        if userVerification == .required && !authData.userVerified {
+            throw WebAuthnError(.userNotVerified, "user verification is required but the authenticator did not perform it (UV)")
+        }
+        // §7.1 step 16 / §7.2 step 18: If the BE bit of the flags in authData is not set, verify
+        // that the BS bit is not set. (Enforced while parsing AuthenticatorData.)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// `RegistrationResponseJSON` (W3C WebAuthn Level 3 §5.1, `PublicKeyCredential.toJSON()` of a
+/// created credential), as browsers, Android Credential Manager and iOS apps send it.
+public struct RegistrationResponseJSON: Codable, Sendable {
+    public var id: String
+    public var rawId: Base64URLBytes
+    public var type: String
+    public var response: AuthenticatorAttestationResponseJSON
+    public var authenticatorAttachment: String?
+    public var clientExtensionResults: [String: JSONValue]?
+
+    public init(id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAttestationResponseJSON,
+                authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]) {
+        self.id = id
+        self.rawId = rawId
+        self.type = type
+        self.response = response
+        self.authenticatorAttachment = authenticatorAttachment
+        self.clientExtensionResults = clientExtensionResults
+    }
+
+    /// Decodes the JSON bytes of a registration response; `malformed_json` on any shape error.
+    public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
+        try JSONEdge.decode(Self.self, from: json)
+    }
+}
+
+/// `AuthenticatorAttestationResponseJSON` (Level 3 §5.2.1).
+public struct AuthenticatorAttestationResponseJSON: Codable, Sendable {
+    public var clientDataJSON: Base64URLBytes
+    public var attestationObject: Base64URLBytes
+    public var authenticatorData: Base64URLBytes?
+    public var transports: [String]?
+    public var publicKey: Base64URLBytes?
+    public var publicKeyAlgorithm: Int?
+
+    public init(clientDataJSON: Base64URLBytes, attestationObject: Base64URLBytes, authenticatorData: Base64URLBytes? = nil,
+                transports: [String]? = nil, publicKey: Base64URLBytes? = nil, publicKeyAlgorithm: Int? = nil) {
+        self.clientDataJSON = clientDataJSON
+        self.attestationObject = attestationObject
+        self.authenticatorData = authenticatorData
+        self.transports = transports
+        self.publicKey = publicKey
+        self.publicKeyAlgorithm = publicKeyAlgorithm
+    }
+}
+
+/// `AuthenticationResponseJSON` (Level 3 §5.1, `toJSON()` of an assertion).
+public struct AuthenticationResponseJSON: Codable, Sendable {
+    public var id: String
+    public var rawId: Base64URLBytes
+    public var type: String
+    public var response: AuthenticatorAssertionResponseJSON
+    public var authenticatorAttachment: String?
+    public var clientExtensionResults: [String: JSONValue]?
+
+    public init(id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAssertionResponseJSON,
+                authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]) {
+        self.id = id
+        self.rawId = rawId
+        self.type = type
+        self.response = response
+        self.authenticatorAttachment = authenticatorAttachment
+        self.clientExtensionResults = clientExtensionResults
+    }
+
+    /// Decodes the JSON bytes of an authentication response; `malformed_json` on any shape error.
+    public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
+        try JSONEdge.decode(Self.self, from: json)
+    }
+}
+
+/// `AuthenticatorAssertionResponseJSON` (Level 3 §5.2.2).
+public struct AuthenticatorAssertionResponseJSON: Codable, Sendable {
+    public var clientDataJSON: Base64URLBytes
+    public var authenticatorData: Base64URLBytes
+    public var signature: Base64URLBytes
+    public var userHandle: Base64URLBytes?
+
+    public init(clientDataJSON: Base64URLBytes, authenticatorData: Base64URLBytes, signature: Base64URLBytes, userHandle: Base64URLBytes? = nil) {
+        self.clientDataJSON = clientDataJSON
+        self.authenticatorData = authenticatorData
+        self.signature = signature
+        self.userHandle = userHandle
+    }
+}
+
+/// JSON decoding at the edge, with its errors mapped onto `malformed_json`.
+public enum JSONEdge {
+    /// Decodes `type` from JSON bytes. Unknown keys are ignored (browsers add fields over time);
+    /// every known key must have its specified JSON type.
+    public static func decode<T: Decodable>(_ type: T.Type, from json: [UInt8]) throws(WebAuthnError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(json))
+        } catch let error as DecodingError {
+            throw WebAuthnError(.malformedJSON, describe(error))
+        } catch {
+            throw WebAuthnError(.malformedJSON, "\(error)")
+        }
+    }
+
+    /// A short, path-naming description of a decoding error (safe for clients: no input echoed).
+    public static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            let p = codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return p.isEmpty ? "the body" : p
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(path(context.codingPath)) has the wrong JSON type"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "the body is not valid JSON" }
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "invalid JSON"
+        }
+    }
+}
