@@ -23,7 +23,6 @@ enum AndroidKeyAttestation {
     }
 
     static func verify(_ input: AttestationInput) throws(WebAuthnError) -> StatementResult {
-        try input.requireOnlyKeys(["alg", "sig", "x5c"])
         let algorithm = try input.algorithm()
         let signature = try input.bytes("sig")
         guard let chain = try input.certificateChain(required: true), let credCert = chain.first else {

@@ -24,7 +24,6 @@ enum AndroidSafetyNetAttestation {
     }
 
     static func verify(_ input: AttestationInput) throws(WebAuthnError) -> StatementResult {
-        try input.requireOnlyKeys(["ver", "response"])
         // §8.5 step 1: Verify that attStmt is valid CBOR conforming to the syntax above.
         guard let version = input.statement[text: "ver"]?.textValue, !version.isEmpty else {
             throw WebAuthnError(.attestationInvalid, "android-safetynet attStmt.ver is missing or empty")

@@ -8,7 +8,6 @@ enum AppleAttestation {
     static let nonceExtension = "1.2.840.113635.100.8.2"
 
     static func verify(_ input: AttestationInput) throws(WebAuthnError) -> StatementResult {
-        try input.requireOnlyKeys(["x5c"])
         guard let chain = try input.certificateChain(required: true), let credCert = chain.first else {
             throw WebAuthnError(.attestationInvalid, "apple attestation x5c is missing")
         }

@@ -52,16 +52,6 @@ struct AttestationInput {
         }
         return out
     }
-
-    /// The fields a format may hold; anything else in attStmt is rejected (the CDDL is closed).
-    func requireOnlyKeys(_ allowed: Set<String>) throws(WebAuthnError) {
-        guard let entries = statement.mapValue else { return }
-        for entry in entries {
-            guard let key = entry.key.textValue, allowed.contains(key) else {
-                throw WebAuthnError(.attestationInvalid, "\(format) attStmt has unexpected member \(entry.key)")
-            }
-        }
-    }
 }
 
 /// What a format verifier returns before the trust decision.

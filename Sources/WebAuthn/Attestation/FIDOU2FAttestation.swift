@@ -5,7 +5,6 @@
 /// ```
 enum FIDOU2FAttestation {
     static func verify(_ input: AttestationInput) throws(WebAuthnError) -> StatementResult {
-        try input.requireOnlyKeys(["x5c", "sig"])
         let signature = try input.bytes("sig")
         // §8.6 step 2: Check that x5c has exactly one element and let attCert be that element.
         guard let chain = try input.certificateChain(required: true), chain.count == 1, let certificate = chain.first else {

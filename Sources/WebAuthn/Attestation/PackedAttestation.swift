@@ -8,7 +8,6 @@ import X509
 /// ```
 enum PackedAttestation {
     static func verify(_ input: AttestationInput) throws(WebAuthnError) -> StatementResult {
-        try input.requireOnlyKeys(["alg", "sig", "x5c"])
         // §8.2 step 1: Verify that attStmt is valid CBOR conforming to the syntax defined above
         // and perform CBOR decoding on it to extract the contained fields.
         let algorithm = try input.algorithm()
