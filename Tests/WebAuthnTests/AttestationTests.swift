@@ -1,0 +1,136 @@
+import Crypto
+import SwiftASN1
+import X509
+import Foundation
+import Testing
+@testable import WebAuthn
+import WebAuthnTesting
+
+@Suite("Attestation statements (§8) with generated PKI")
+struct AttestationTests {
+    @Test func packedSelfAttestationVerifies() throws {
+        var harness = try CeremonyHarness()
+        harness.authenticator.attestation = .packedSelf
+        let verdict = try harness.register().0.attestation
+        #expect(verdict.format == "packed" && verdict.type == .self && !verdict.trusted)
+    }
+
+    @Test func packedSelfAttestationWithABadSignatureFails() throws {
+        var harness = try CeremonyHarness()
+        harness.authenticator.attestation = .packedSelf
+        #expect(throws: WebAuthnError(.attestationInvalid, "")) {
+            try harness.register { response in
+                response.response.attestationObject = Base64URLBytes(Self.replacingStatement(response.response.attestationObject.bytes) { statement in
+                    .map([CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes([0x30, 0x00]))])
+                })
+            }
+        }
+    }
+
+    @Test func packedFullAttestationIsTrustedOnlyWithItsRoot() throws {
+        let ca = try AttestationCA()
+        let otherCA = try AttestationCA(name: "Another Root")
+        // No anchors: verified, reported untrusted.
+        var open = try CeremonyHarness { $0.attestation = .direct }
+        open.authenticator.attestation = .packedFull(ca)
+        let untrusted = try open.register().0.attestation
+        #expect(untrusted.type == .basic && !untrusted.trusted && untrusted.certificates.count == 1)
+        // Its root configured and required: trusted.
+        var strict = try CeremonyHarness {
+            $0.attestation = .direct
+            $0.attestationPolicy = AttestationPolicy(trustAnchors: [ca.root], requireTrustedAttestation: true)
+        }
+        strict.authenticator.attestation = .packedFull(ca)
+        #expect(try strict.register().0.attestation.trusted)
+        // Another root required: rejected.
+        var wrongRoot = try CeremonyHarness {
+            $0.attestationPolicy = AttestationPolicy(trustAnchors: [otherCA.root], requireTrustedAttestation: true)
+        }
+        wrongRoot.authenticator.attestation = .packedFull(ca)
+        #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try wrongRoot.register() }
+        // Trust required and no attestation at all: rejected.
+        strict.authenticator.attestation = .none
+        #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try strict.register() }
+        strict.authenticator.attestation = .packedSelf
+        #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try strict.register() }
+    }
+
+    @Test func anAttestationCertificateOutsideItsValidityIsUntrusted() throws {
+        let expired = try AttestationCA(notBefore: Date(timeIntervalSince1970: 1_000_000_000), notAfter: Date(timeIntervalSince1970: 1_100_000_000))
+        var harness = try CeremonyHarness { $0.attestationPolicy = AttestationPolicy(trustAnchors: [expired.root], requireTrustedAttestation: true) }
+        harness.authenticator.attestation = .packedFull(expired)
+        #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try harness.register() }
+    }
+
+    @Test func packedCertificateRequirementsAreEnforced() throws {
+        let ca = try AttestationCA()
+        let key = P256.Signing.PrivateKey()
+        let cases: [(String, Certificate)] = [
+            ("CA certificate", try ca.issueAttestationCertificate(for: key, aaguid: nil, isCA: true)),
+            ("wrong OU", try ca.issueAttestationCertificate(for: key, aaguid: nil, organizationalUnit: "Something Else")),
+            ("AAGUID mismatch", try ca.issueAttestationCertificate(for: key, aaguid: AAGUID(bytes: Array(repeating: 1, count: 16)))),
+        ]
+        for (label, certificate) in cases {
+            var harness = try CeremonyHarness()
+            #expect(throws: WebAuthnError(.attestationInvalid, ""), "\(label)") {
+                try harness.register { response in
+                    let authData = Self.authData(of: response.response.attestationObject.bytes)
+                    let clientDataHash = Array(SHA256.hash(data: response.response.clientDataJSON.bytes))
+                    let sig = Array(try! key.signature(for: authData + clientDataHash).derRepresentation)
+                    response.response.attestationObject = Base64URLBytes(Self.replacingStatement(response.response.attestationObject.bytes, format: "packed") { _ in
+                        .map([CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes(sig)),
+                              CBORMapEntry(.text("x5c"), .array([.bytes(Self.der(certificate))]))])
+                    })
+                }
+            }
+        }
+    }
+
+    @Test func formatsArePolicedByPolicy() throws {
+        var onlyPacked = try CeremonyHarness { $0.attestationPolicy = AttestationPolicy(allowedFormats: ["packed"]) }
+        #expect(throws: WebAuthnError(.attestationNotAllowed, "")) { try onlyPacked.register() }
+        var harness = try CeremonyHarness()
+        #expect(throws: WebAuthnError(.unsupportedAttestationFormat, "")) {
+            try harness.register { r in r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes, format: "made-up") { $0 }) }
+        }
+        #expect(throws: WebAuthnError(.attestationInvalid, "")) {
+            try harness.register { r in
+                r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes) { _ in .map([CBORMapEntry(.text("x"), .null)]) })
+            }
+        }
+    }
+
+    @Test func sha1AttestationNeedsTheUnsafeSwitch() throws {
+        var harness = try CeremonyHarness()
+        #expect(throws: WebAuthnError(.unsupportedAlgorithm, "")) {
+            try harness.register { r in
+                r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes, format: "packed") { _ in
+                    .map([CBORMapEntry(.text("alg"), .int(-65535)), CBORMapEntry(.text("sig"), .bytes([1]))])
+                })
+            }
+        }
+    }
+
+    // MARK: helpers
+
+    static func der(_ certificate: Certificate) -> [UInt8] {
+        var serializer = DER.Serializer()
+        try? serializer.serialize(certificate)
+        return serializer.serializedBytes
+    }
+
+    static func authData(of attestationObject: [UInt8]) -> [UInt8] {
+        (try? CBORReader.decode(attestationObject))?[text: "authData"]?.bytesValue ?? []
+    }
+
+    static func replacingStatement(_ attestationObject: [UInt8], format: String? = nil, _ change: (CBORValue) -> CBORValue) -> [UInt8] {
+        guard let value = try? CBORReader.decode(attestationObject), let entries = value.mapValue else { return attestationObject }
+        return CBORWriter.encode(.map(entries.map { entry in
+            switch entry.key {
+            case .text("attStmt"): CBORMapEntry(entry.key, change(entry.value))
+            case .text("fmt"): CBORMapEntry(entry.key, format.map(CBORValue.text) ?? entry.value)
+            default: entry
+            }
+        }))
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import WebAuthn
+import WebAuthnTesting
+
+extension CeremonyHarness {
+    /// Registers a passkey and returns what a store would keep.
+    mutating func enroll(keyType: SoftwareCredential.KeyType = .es256, signCount: UInt32 = 0) throws -> (StoredCredential, SoftwareCredential) {
+        authenticator.keyType = keyType
+        let begin = rp.beginRegistration(user: user)
+        let (response, credential) = try authenticator.register(options: begin.options, origin: Self.origin, signCount: signCount)
+        let verified = try rp.finishRegistration(response: response, expectedChallenge: begin.challenge)
+        return (StoredCredential(id: verified.credentialID, publicKey: verified.publicKey, signCount: verified.signCount,
+                                 userHandle: user.id, backupEligible: verified.backupEligible), credential)
+    }
+
+    func signIn(_ stored: StoredCredential, _ credential: inout SoftwareCredential, origin: String = origin,
+                overrides: SoftwareAuthenticator.ClientDataOverrides = .init(), counterStep: UInt32 = 1, includeUserHandle: Bool = true,
+                allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false, expectedChallenge: [UInt8]? = nil,
+                mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }) throws -> VerifiedAuthentication {
+        let begin = rp.beginAuthentication()
+        var response = try authenticator.authenticate(options: begin.options, origin: origin, credential: &credential, overrides: overrides,
+                                                      counterStep: counterStep, includeUserHandle: includeUserHandle)
+        mutate(&response)
+        return try rp.finishAuthentication(response: response, expectedChallenge: expectedChallenge ?? begin.challenge, credential: stored,
+                                           allowCredentials: allowCredentials, requireUserHandle: requireUserHandle)
+    }
+}
+
+@Suite("Authentication ceremony (§7.2)")
+struct AuthenticationCeremonyTests {
+    @Test(arguments: SoftwareCredential.KeyType.allCases)
+    func aPasskeySignsIn(_ keyType: SoftwareCredential.KeyType) throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll(keyType: keyType)
+        let verified = try harness.signIn(stored, &credential, requireUserHandle: true)
+        #expect(verified.newSignCount == 1 && !verified.counterLooksCloned)
+        #expect(verified.credentialID == stored.id && verified.userVerified && verified.backedUp)
+        stored.signCount = verified.newSignCount
+        #expect(try harness.signIn(stored, &credential).newSignCount == 2)
+    }
+
+    @Test func syncedPasskeysWithZeroCountersSignIn() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        #expect(try harness.signIn(stored, &credential, counterStep: 0).newSignCount == 0)
+        #expect(try harness.signIn(stored, &credential, counterStep: 0).newSignCount == 0)
+    }
+
+    @Test func optionsForDiscoverableSignInHaveNoAllowList() throws {
+        let harness = try CeremonyHarness()
+        let options = harness.rp.beginAuthentication().options
+        #expect(options.allowCredentials.isEmpty && options.rpId == "example.com" && options.userVerification == "required")
+        let named = harness.rp.beginAuthentication(allowCredentials: [CredentialDescriptor(id: [1], transports: ["internal"])]).options
+        #expect(named.allowCredentials.count == 1)
+    }
+
+    // §7.2 step 23
+    @Test func aCounterThatDidNotIncreaseIsRejectedOrFlagged() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll(signCount: 10)
+        #expect(throws: WebAuthnError(.counterRegression, "")) { try harness.signIn(stored, &credential, counterStep: 0) }
+        credential.signCount = 3
+        #expect(throws: WebAuthnError(.counterRegression, "")) { try harness.signIn(stored, &credential) }
+
+        var flagging = try CeremonyHarness { $0.signCountPolicy = .flag }
+        (stored, credential) = try flagging.enroll(signCount: 10)
+        let verified = try flagging.signIn(stored, &credential, counterStep: 0)
+        #expect(verified.counterLooksCloned && verified.newSignCount == 10)
+    }
+
+    // §7.2 step 22
+    @Test func aTamperedSignatureIsRejected() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) {
+            try harness.signIn(stored, &credential) { $0.response.signature.bytes[10] ^= 1 }
+        }
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) {
+            try harness.signIn(stored, &credential) { $0.response.authenticatorData.bytes[33] ^= 0x01 }
+        }
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) {
+            try harness.signIn(stored, &credential) { $0.response.signature = Base64URLBytes([]) }
+        }
+    }
+
+    @Test func aSignatureByAnotherKeyIsRejected() throws {
+        var harness = try CeremonyHarness()
+        let (stored, _) = try harness.enroll()
+        var (_, other) = try harness.enroll()
+        other.id = stored.id
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) { try harness.signIn(stored, &other) }
+    }
+
+    // §7.2 step 6
+    @Test func thePasskeyOfAnotherAccountIsRejected() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        stored.userHandle = [1, 2, 3]
+        #expect(throws: WebAuthnError(.userHandleMismatch, "")) { try harness.signIn(stored, &credential) }
+    }
+
+    @Test func discoverableSignInNeedsAUserHandle() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        #expect(throws: WebAuthnError(.userHandleMismatch, "")) { try harness.signIn(stored, &credential, includeUserHandle: false, requireUserHandle: true) }
+        #expect(throws: Never.self) { try harness.signIn(stored, &credential, includeUserHandle: false) }
+    }
+
+    // §7.2 step 5
+    @Test func aCredentialOutsideAllowCredentialsIsRejected() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        #expect(throws: WebAuthnError(.credentialNotAllowed, "")) { try harness.signIn(stored, &credential, allowCredentials: [[1, 2, 3]]) }
+        #expect(throws: Never.self) { try harness.signIn(stored, &credential, allowCredentials: [stored.id]) }
+    }
+
+    // §7.2 step 7
+    @Test func theRecordPassedInMustBeTheOneThatSigned() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        stored.id = [7, 7, 7]
+        #expect(throws: WebAuthnError(.credentialIDMismatch, "")) { try harness.signIn(stored, &credential) }
+    }
+
+    // §7.2 steps 11–14
+    @Test func clientDataIsChecked() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        #expect(throws: WebAuthnError(.typeMismatch, "")) { try harness.signIn(stored, &credential, overrides: .init(type: "webauthn.create")) }
+        #expect(throws: WebAuthnError(.challengeMismatch, "")) { try harness.signIn(stored, &credential, expectedChallenge: RelyingParty.makeChallenge()) }
+        #expect(throws: WebAuthnError(.originNotAllowed, "")) { try harness.signIn(stored, &credential, origin: "https://example.com.evil.example") }
+        #expect(throws: WebAuthnError(.crossOriginNotAllowed, "")) { try harness.signIn(stored, &credential, overrides: .init(crossOrigin: true)) }
+    }
+
+    // §7.2 steps 15–17
+    @Test func authenticatorFlagsAreChecked() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        var wrongRP = credential
+        wrongRP.rpID = "evil.example"
+        #expect(throws: WebAuthnError(.rpIDHashMismatch, "")) { try harness.signIn(stored, &wrongRP) }
+        harness.authenticator.userVerified = false
+        #expect(throws: WebAuthnError(.userNotVerified, "")) { try harness.signIn(stored, &credential) }
+        harness.authenticator.userVerified = true
+        harness.authenticator.userPresent = false
+        #expect(throws: WebAuthnError(.userNotPresent, "")) { try harness.signIn(stored, &credential) }
+    }
+
+    // §7.2 step 19
+    @Test func backupEligibilityCannotChange() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        harness.authenticator.backupEligible = false
+        harness.authenticator.backedUp = false
+        #expect(throws: WebAuthnError(.backupEligibilityChanged, "")) { try harness.signIn(stored, &credential) }
+        stored.backupEligible = nil
+        #expect(throws: Never.self) { try harness.signIn(stored, &credential) }
+    }
+
+    @Test func authenticationResponseJSONAcceptsStandardBase64FromNativeApps() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        let begin = harness.rp.beginAuthentication()
+        let response = try harness.authenticator.authenticate(options: begin.options, origin: CeremonyHarness.origin, credential: &credential)
+        // What an iOS app sends: base64EncodedString() of every binary field.
+        let json = """
+        {"id":"\(response.rawId.base64)","rawId":"\(response.rawId.base64)","type":"public-key","response":{
+        "clientDataJSON":"\(response.response.clientDataJSON.base64)","authenticatorData":"\(response.response.authenticatorData.base64)",
+        "signature":"\(response.response.signature.base64)","userHandle":"\(response.response.userHandle!.base64)"}}
+        """
+        let decoded = try AuthenticationResponseJSON.decode(Array(json.utf8))
+        stored.signCount = 0
+        #expect(try harness.rp.finishAuthentication(response: decoded, expectedChallenge: begin.challenge, credential: stored).newSignCount == 1)
+    }
+}
