@@ -42,6 +42,7 @@ let package = Package(
             dependencies: [
                 "WebAuthn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "X509", package: "swift-certificates"),
             ]
         ),
         .executableTarget(
