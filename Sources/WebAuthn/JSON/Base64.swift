@@ -56,39 +56,67 @@ enum Base64 {
 
     /// Decodes strictly: only alphabet characters, correct padding if any, zero trailing bits.
     static func decode(_ text: String, flavor: Flavor) -> [UInt8]? {
-        var chars = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { decode(utf8: $0, flavor: flavor) }
+    }
+
+    static func decode(utf8 input: UnsafeBufferPointer<UInt8>, flavor: Flavor) -> [UInt8]? {
+        var count = input.count
         if flavor == .any {
             // Padding, when present, must complete the last quantum exactly.
             var padding = 0
-            while chars.last == UInt8(ascii: "=") {
-                chars.removeLast()
+            while count > 0 && input[count - 1] == UInt8(ascii: "=") {
+                count -= 1
                 padding += 1
             }
-            if padding > 0 && (padding > 2 || (chars.count + padding) % 4 != 0) { return nil }
-            let hasURL = chars.contains(UInt8(ascii: "-")) || chars.contains(UInt8(ascii: "_"))
-            let hasStandard = chars.contains(UInt8(ascii: "+")) || chars.contains(UInt8(ascii: "/"))
-            if hasURL && hasStandard { return nil }
-        } else if chars.contains(UInt8(ascii: "+")) || chars.contains(UInt8(ascii: "/")) {
-            return nil
+            if padding > 0 && (padding > 2 || (count + padding) % 4 != 0) { return nil }
         }
-        if chars.count % 4 == 1 { return nil }
-
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for char in chars {
-            let value = decodeTable[Int(char)]
-            guard value < 64 else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        if count % 4 == 1 { return nil }
+        let outputCount = count * 3 / 4
+        // Validation state: the OR of every decoded value (>= 64 means an invalid character) and
+        // which alphabet-specific characters appeared (1: "-" "_", 2: "+" "/").
+        var invalid: UInt8 = 0
+        var alphabets: UInt8 = 0
+        let output = decodeTable.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                @inline(__always) func value(_ index: Int) -> UInt32 {
+                    let char = input[index]
+                    let v = table[Int(char)]
+                    invalid |= v & 0xc0
+                    if v >= 62 { alphabets |= (char == UInt8(ascii: "-") || char == UInt8(ascii: "_")) ? 1 : 2 }
+                    return UInt32(v & 0x3f)
+                }
+                var index = 0
+                var written = 0
+                while index + 4 <= count {
+                    let n = value(index) << 18 | value(index + 1) << 12 | value(index + 2) << 6 | value(index + 3)
+                    out[written] = UInt8(truncatingIfNeeded: n >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    out[written + 2] = UInt8(truncatingIfNeeded: n)
+                    index += 4
+                    written += 3
+                }
+                switch count - index {
+                case 2:
+                    let a = value(index), b = value(index + 1)
+                    // The unused low bits of the last character must be zero (canonical encoding).
+                    if b & 0x0f != 0 { invalid |= 0x80 }
+                    out[written] = UInt8(truncatingIfNeeded: (a << 18 | b << 12) >> 16)
+                    written += 1
+                case 3:
+                    let a = value(index), b = value(index + 1), c = value(index + 2)
+                    if c & 0x03 != 0 { invalid |= 0x80 }
+                    let n = a << 18 | b << 12 | c << 6
+                    out[written] = UInt8(truncatingIfNeeded: n >> 16)
+                    out[written + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                    written += 2
+                default:
+                    break
+                }
+                initialized = written
             }
         }
-        // The unused low bits of the last character must be zero (canonical encoding).
-        if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
-        return out
+        if invalid != 0 || alphabets == 3 || (flavor == .urlUnpadded && alphabets & 2 != 0) { return nil }
+        return output
     }
 }

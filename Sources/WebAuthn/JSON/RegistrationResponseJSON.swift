@@ -22,7 +22,21 @@ public struct RegistrationResponseJSON: Codable, Sendable {
 
     /// Decodes the JSON bytes of a registration response; `malformed_json` on any shape error.
     public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
-        try JSONEdge.decode(Self.self, from: json)
+        try Self(json: JSONObject(bytes: json))
+    }
+
+    /// Reads a registration response from a parsed JSON object (unknown members are ignored:
+    /// browsers add members over time; known members must have their specified types).
+    public init(json: JSONObject) throws(WebAuthnError) {
+        let response = try json.object("response")
+        self.init(
+            id: try json.string("id"), rawId: try json.bytes("rawId"), type: try json.string("type"),
+            response: AuthenticatorAttestationResponseJSON(
+                clientDataJSON: try response.bytes("clientDataJSON"), attestationObject: try response.bytes("attestationObject"),
+                authenticatorData: try response.optionalBytes("authenticatorData"), transports: try response.optionalStringArray("transports"),
+                publicKey: try response.optionalBytes("publicKey"), publicKeyAlgorithm: try response.optionalInt("publicKeyAlgorithm")),
+            authenticatorAttachment: try json.optionalString("authenticatorAttachment"),
+            clientExtensionResults: try json.optionalObject("clientExtensionResults")?.members)
     }
 }
 
@@ -67,7 +81,19 @@ public struct AuthenticationResponseJSON: Codable, Sendable {
 
     /// Decodes the JSON bytes of an authentication response; `malformed_json` on any shape error.
     public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
-        try JSONEdge.decode(Self.self, from: json)
+        try Self(json: JSONObject(bytes: json))
+    }
+
+    /// Reads an authentication response from a parsed JSON object.
+    public init(json: JSONObject) throws(WebAuthnError) {
+        let response = try json.object("response")
+        self.init(
+            id: try json.string("id"), rawId: try json.bytes("rawId"), type: try json.string("type"),
+            response: AuthenticatorAssertionResponseJSON(
+                clientDataJSON: try response.bytes("clientDataJSON"), authenticatorData: try response.bytes("authenticatorData"),
+                signature: try response.bytes("signature"), userHandle: try response.optionalBytes("userHandle")),
+            authenticatorAttachment: try json.optionalString("authenticatorAttachment"),
+            clientExtensionResults: try json.optionalObject("clientExtensionResults")?.members)
     }
 }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// `CollectedClientData` (WebAuthn Level 3 §5.8.1): the JSON the client built and the
 /// authenticator signed (through its hash).
 ///
@@ -20,38 +18,26 @@ public struct CollectedClientData: Sendable {
     /// The exact bytes (hashed for the signature).
     public let bytes: [UInt8]
 
-    private struct Wire: Decodable {
-        var type: String
-        var challenge: String
-        var origin: String
-        var crossOrigin: Bool?
-        var topOrigin: String?
-        var tokenBinding: TokenBinding?
-        struct TokenBinding: Decodable { var status: String; var id: String? }
-    }
-
     /// Parses clientDataJSON; `malformed_client_data` when it is not the JSON object above.
     public init(bytes: [UInt8]) throws(WebAuthnError) {
         guard bytes.count <= 64 * 1024 else {
             throw WebAuthnError(.malformedClientData, "clientDataJSON is larger than 64 KiB")
         }
-        let wire: Wire
-        do {
-            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw WebAuthnError(.malformedClientData, "clientDataJSON: \(JSONEdge.describe(error))")
+        do throws(WebAuthnError) {
+            let json = try JSONObject(node: JSONReader.parseNode(bytes), path: "clientData")
+            let challengeText = try json.string("challenge")
+            guard let challenge = Base64.decode(challengeText, flavor: .any) else {
+                throw WebAuthnError(.malformedClientData, "clientData.challenge is not base64url")
+            }
+            self.type = try json.string("type")
+            self.challenge = challenge
+            self.origin = try json.string("origin")
+            self.crossOrigin = try json.optionalBool("crossOrigin")
+            self.topOrigin = try json.optionalString("topOrigin")
+            self.tokenBindingStatus = try json.optionalObject("tokenBinding")?.string("status")
+            self.bytes = bytes
         } catch {
-            throw WebAuthnError(.malformedClientData, "clientDataJSON is not JSON")
+            throw WebAuthnError(.malformedClientData, "clientDataJSON: \(error.reason)")
         }
-        guard let challenge = Base64.decode(wire.challenge, flavor: .any) else {
-            throw WebAuthnError(.malformedClientData, "clientDataJSON.challenge is not base64url")
-        }
-        self.type = wire.type
-        self.challenge = challenge
-        self.origin = wire.origin
-        self.crossOrigin = wire.crossOrigin
-        self.topOrigin = wire.topOrigin
-        self.tokenBindingStatus = wire.tokenBinding?.status
-        self.bytes = bytes
     }
 }

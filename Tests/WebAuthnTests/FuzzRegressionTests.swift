@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+@testable import WebAuthn
+
+/// Inputs the fuzzers (scripts/fuzz) found interesting or crashing, replayed through every
+/// parser they reach. Each must be rejected or accepted cleanly, never trap.
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {
+    static let inputs: [String] = {
+        let directory = Fixtures.directory.appendingPathComponent("fuzz-regressions")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+    }()
+
+    @Test(arguments: inputs)
+    func replaysWithoutTrapping(_ name: String) throws {
+        let bytes = Array(try Fixtures.data("fuzz-regressions/\(name)"))
+        _ = try? CBORReader.decode(bytes, limits: .init(allowIndefiniteLength: true))
+        _ = try? AuthenticatorData(bytes: bytes)
+        _ = try? CredentialPublicKey(cose: bytes)
+        if let object = try? AttestationObject(bytes: bytes) {
+            let rp = try RelyingParty(.init(rpID: "localhost", origins: ["http://localhost:8080"], userVerification: .discouraged))
+            let id = object.authenticatorData.attestedCredentialData?.credentialID ?? [1]
+            let clientData = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
+            let response = RegistrationResponseJSON(id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id), response: .init(
+                clientDataJSON: Base64URLBytes(clientData), attestationObject: Base64URLBytes(bytes)))
+            _ = try? rp.finishRegistration(response: response, expectedChallenge: Array(repeating: 7, count: 32))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Testing
+@testable import WebAuthn
+
+@Suite("JSON reader")
+struct JSONReaderTests {
+    static let sample = #"{"id":"AQID","n":[1,-2.5e3,0,true,false,null],"s":"a\"b\\c\/\u00e9\ud83d\ude00\n","o":{"k":{}}}"#
+
+    @Test func readsEveryJSONValue() throws {
+        let value = try JSONReader.parse(Array(Self.sample.utf8))
+        #expect(value["id"] == .string("AQID"))
+        #expect(value["n"] == .array([.number(1), .number(-2500), .number(0), .bool(true), .bool(false), .null]))
+        #expect(value["s"] == .string("a\"b\\c/é😀\n"))
+        #expect(value["o"]?["k"] == .object([:]))
+    }
+
+    @Test(arguments: [
+        #"{"a":1,"a":2}"#, "{" + (0..<40).map { "\"k\($0)\":1" }.joined(separator: ",") + ",\"k3\":2}",
+        "{} x", "[1,]", "{\"a\" 1}", "01", "1.", "-", "1e", "\"\\x\"", "\"\\ud800\"", "\"a\u{01}\"", "tru", "nul",
+        "\"unterminated", "[" , "", "{\"a\":}", String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
+    ])
+    func rejectsMalformedJSON(_ text: String) {
+        #expect(throws: WebAuthnError(.malformedJSON, "")) { try JSONReader.parse(Array(text.utf8)) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        #expect(throws: WebAuthnError(.malformedJSON, "")) { try JSONReader.parse([0x22, 0xff, 0x22]) }
+    }
+
+    @Test func everyTruncatedPrefixThrows() {
+        let bytes = Array(Self.sample.utf8)
+        for length in 0..<bytes.count {
+            #expect(throws: WebAuthnError.self) { try JSONReader.parse(Array(bytes[0..<length])) }
+        }
+    }
+
+    @Test func flippedBitsNeverCrash() {
+        let bytes = Array(Self.sample.utf8)
+        for index in bytes.indices {
+            for bit in 0..<8 {
+                var mutated = bytes
+                mutated[index] ^= 1 << bit
+                _ = try? JSONReader.parse(mutated)
+            }
+        }
+    }
+
+    @Test func typedAccessNamesThePath() throws {
+        let object = try JSONObject(bytes: Array(#"{"response":{"signature":5,"x":"!!"}}"#.utf8))
+        do {
+            _ = try object.object("response").bytes("signature")
+            Issue.record("a number is not bytes")
+        } catch {
+            #expect(error.reason == "response.signature has the wrong JSON type")
+        }
+        #expect(throws: WebAuthnError(.malformedJSON, "")) { try object.object("response").bytes("x") }
+        #expect(throws: WebAuthnError(.malformedJSON, "")) { try object.object("response").bytes("missing") }
+    }
+}
