@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "WebAuthnTesting", targets: ["WebAuthnTesting"]),
+        .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
+        .library(name: "PasskeyServer", targets: ["PasskeyServer"]),
         .executable(name: "passkeyd", targets: ["passkeyd"]),
     ],
     dependencies: [
@@ -14,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // The pure protocol library: bytes in, verdicts out.
@@ -37,10 +43,31 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Storage: the PasskeyStore protocol, SQLite (embedded default) and PostgreSQL.
+        .target(
+            name: "PasskeyStore",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The Hummingbird 2 application: routes, sessions, errors, well-known files.
+        .target(
+            name: "PasskeyServer",
+            dependencies: [
+                "WebAuthn", "PasskeyStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "passkeyd",
             dependencies: [
-                "WebAuthn",
+                "WebAuthn", "PasskeyStore", "PasskeyServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
             ]
@@ -52,6 +79,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Benchmarks/WebAuthnBenchmarks"
+        ),
+        .testTarget(
+            name: "PasskeyServerTests",
+            dependencies: [
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "WebAuthnTests",

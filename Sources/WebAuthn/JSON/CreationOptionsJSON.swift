@@ -65,4 +65,15 @@ public struct PublicKeyCredentialRequestOptionsJSON: Codable, Sendable {
     public var userVerification: String
     public var hints: [String]
     public var extensions: [String: JSONValue]?
+
+    public init(challenge: Base64URLBytes, timeout: Int?, rpId: String, allowCredentials: [PublicKeyCredentialDescriptorJSON],
+                userVerification: String, hints: [String] = [], extensions: [String: JSONValue]? = nil) {
+        self.challenge = challenge
+        self.timeout = timeout
+        self.rpId = rpId
+        self.allowCredentials = allowCredentials
+        self.userVerification = userVerification
+        self.hints = hints
+        self.extensions = extensions
+    }
 }

@@ -4,12 +4,15 @@ import WebAuthn
 /// registration ceremony (every attestation format, certificate parsing, chain checks), with a
 /// client data whose challenge and origin match so the fuzzer reaches the attestation code.
 /// It must never trap.
-let relyingParty = try! RelyingParty(.init(
+/// Static members initialise lazily: libFuzzer's main runs, not this file's top-level code.
+enum Fixture {
+static let relyingParty = try! RelyingParty(.init(
     rpID: "localhost", rpName: "fuzz", origins: ["http://localhost:8080"], userVerification: .discouraged,
     algorithms: RelyingParty.defaultAlgorithms + [.rs1, .ps384, .ps512, .rs384, .rs512],
     attestation: .direct, attestationPolicy: AttestationPolicy(unsafeAllowSHA1Attestation: true)))
-let challenge: [UInt8] = Array(repeating: 7, count: 32)
-let clientDataJSON = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
+static let challenge: [UInt8] = Array(repeating: 7, count: 32)
+static let clientDataJSON = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAttestationObject(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
@@ -21,7 +24,7 @@ public func fuzzAttestationObject(_ start: UnsafeRawPointer, _ count: Int) -> CI
     let id = object.authenticatorData.attestedCredentialData?.credentialID ?? [1]
     let response = RegistrationResponseJSON(
         id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id),
-        response: AuthenticatorAttestationResponseJSON(clientDataJSON: Base64URLBytes(clientDataJSON), attestationObject: Base64URLBytes(bytes)))
-    _ = try? relyingParty.finishRegistration(response: response, expectedChallenge: challenge)
+        response: AuthenticatorAttestationResponseJSON(clientDataJSON: Base64URLBytes(Fixture.clientDataJSON), attestationObject: Base64URLBytes(bytes)))
+    _ = try? Fixture.relyingParty.finishRegistration(response: response, expectedChallenge: Fixture.challenge)
     return 0
 }

@@ -1,0 +1,71 @@
+import Foundation
+import PasskeyStore
+import WebAuthn
+
+/// Response bodies of the native API.
+struct UserJSON: Encodable, Sendable {
+    let id: String
+    let username: String
+    let displayName: String
+    init(_ account: Account) {
+        id = account.id.uuidString.lowercased()
+        username = account.username
+        displayName = account.displayName
+    }
+}
+
+struct PasskeyJSON: Encodable, Sendable {
+    let id: String
+    let name: String
+    let provider: String?
+    let aaguid: String
+    let createdAt: Date
+    let lastUsedAt: Date?
+    /// BS: synced by its provider now.
+    let backedUp: Bool
+    /// BE: a multi-device (syncable) passkey; false means bound to one device.
+    let backupEligible: Bool
+    let deviceBound: Bool
+    let transports: [String]
+    let attestationFormat: String
+    let userVerified: Bool
+
+    init(_ passkey: Passkey) {
+        id = Base64URLBytes(passkey.credentialID).base64URL
+        name = passkey.name
+        provider = AAGUID(passkey.aaguid)?.providerName
+        aaguid = passkey.aaguid
+        createdAt = passkey.createdAt
+        lastUsedAt = passkey.lastUsedAt
+        backedUp = passkey.backedUp
+        backupEligible = passkey.backupEligible
+        deviceBound = !passkey.backupEligible
+        transports = passkey.transports
+        attestationFormat = passkey.attestationFormat
+        userVerified = passkey.userVerified
+    }
+}
+
+struct RegisterVerifyJSON: Encodable, Sendable {
+    let verified = true
+    let user: UserJSON
+    let passkey: PasskeyJSON
+    let token: String?
+}
+
+struct SignInJSON: Encodable, Sendable {
+    let verified = true
+    let user: UserJSON
+    let token: String
+    let expiresAt: Date
+}
+
+struct SessionJSON: Encodable, Sendable {
+    let user: UserJSON
+    let createdAt: Date
+    let expiresAt: Date
+}
+
+struct PasskeyListJSON: Encodable, Sendable {
+    let passkeys: [PasskeyJSON]
+}

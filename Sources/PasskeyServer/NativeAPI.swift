@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import WebAuthn
+
+/// The native JSON API (../docs/openapi.json): W3C Level 3 JSON for options and responses, so
+/// browsers' `parseCreationOptionsFromJSON` / `toJSON()`, Android Credential Manager and iOS
+/// apps use it as is.
+struct NativeAPI: Sendable {
+    let service: PasskeyService
+    let sessions: SessionResolver
+
+    init(service: PasskeyService) {
+        self.service = service
+        sessions = SessionResolver(service: service)
+    }
+
+    var limit: Int { service.configuration.maxBodySize }
+    var sessionMaxAge: Int { Int(service.configuration.sessionLifetime.components.seconds) }
+
+    func register(on router: Router<PasskeyRequestContext>) {
+        let api = router.group("api/auth")
+        api.post("register/options") { request, _ in try await registerOptions(request) }
+        api.post("register/verify") { request, context in try await registerVerify(request, context) }
+        api.post("authenticate/options") { request, _ in try await authenticateOptions(request) }
+        api.get("authenticate/options") { request, _ in try await authenticateOptions(request) }
+        api.post("authenticate/verify") { request, context in try await authenticateVerify(request, context) }
+        api.get("session") { request, _ in try await session(request) }
+        api.delete("session") { request, context in try await signOut(request, context) }
+        api.get("passkeys") { request, _ in try await listPasskeys(request) }
+        api.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
+        api.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
+    }
+
+    func registerOptions(_ request: Request) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let signedIn = try await sessions.optional(request)
+        let options = try await service.registrationOptions(username: try body.optionalString("username"),
+                                                            displayName: try body.optionalString("displayName"), signedIn: signedIn)
+        return try HTTP.json(options)
+    }
+
+    func registerVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let signedIn = try await sessions.optional(request)
+        let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
+        let result = try await service.finishRegistration(credential, name: try body.optionalString("name"), signedIn: signedIn,
+                                                          client: request.client(context))
+        var headers = HTTPFields()
+        if let token = result.token {
+            headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
+        }
+        return try HTTP.json(RegisterVerifyJSON(user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token),
+                             headers: headers)
+    }
+
+    func authenticateOptions(_ request: Request) async throws -> Response {
+        var username = request.uri.queryParameters.get("username")
+        if request.method == .post {
+            let body = try await HTTP.jsonBody(request, limit: limit)
+            username = try body.optionalString("username") ?? username
+        }
+        return try HTTP.json(try await service.authenticationOptions(username: username))
+    }
+
+    func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let credential = try AuthenticationResponseJSON(json: Self.credential(in: body))
+        let result = try await service.finishAuthentication(credential, client: request.client(context))
+        var headers = HTTPFields()
+        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        return try HTTP.json(SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
+    }
+
+    func session(_ request: Request) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), createdAt: signedIn.session.createdAt, expiresAt: signedIn.session.expiresAt))
+    }
+
+    func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        try await service.signOut(signedIn, client: request.client(context))
+        var headers = HTTPFields()
+        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
+        return HTTP.noContent(headers: headers)
+    }
+
+    func listPasskeys(_ request: Request) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        return try HTTP.json(PasskeyListJSON(passkeys: try await service.passkeys(of: signedIn).map(PasskeyJSON.init)))
+    }
+
+    func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let passkey = try await service.renamePasskey(try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
+                                                      client: request.client(context))
+        return try HTTP.json(PasskeyJSON(passkey))
+    }
+
+    func deletePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: request.client(context))
+        return HTTP.noContent()
+    }
+
+    /// `{credential: …, name?}` as documented; a bare response JSON (what Credential Manager
+    /// returns) is accepted as well.
+    static func credential(in body: JSONObject) throws -> JSONObject {
+        if body.has("credential") { return try body.object("credential") }
+        guard body.has("rawId") || body.has("response") else { throw APIError.badRequest("malformed_json", "credential is missing") }
+        return body
+    }
+
+    static func passkeyID(_ context: PasskeyRequestContext) throws -> [UInt8] {
+        guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, !id.isEmpty else {
+            throw APIError.passkeyNotFound
+        }
+        return id
+    }
+}

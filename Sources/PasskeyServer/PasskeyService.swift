@@ -1,0 +1,350 @@
+import Crypto
+import Foundation
+import Logging
+import PasskeyStore
+import WebAuthn
+
+/// The passkey ceremonies and account rules, between HTTP and the store: what the routes call.
+/// It decides; the routes only translate JSON and HTTP.
+public struct PasskeyService: Sendable {
+    public let configuration: ServerConfiguration
+    public let relyingParty: RelyingParty
+    public let store: any PasskeyStore
+    let now: @Sendable () -> Date
+    let logger: Logger
+
+    public init(configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
+                now: @escaping @Sendable () -> Date = { Date() }) throws(ConfigurationError) {
+        self.configuration = configuration
+        self.relyingParty = try configuration.relyingParty()
+        self.store = store
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Who sent a request, for the audit log.
+    public struct Client: Sendable {
+        public var ipAddress: String?
+        public var userAgent: String?
+        public init(ipAddress: String? = nil, userAgent: String? = nil) {
+            self.ipAddress = ipAddress
+            self.userAgent = userAgent
+        }
+    }
+
+    /// A request's signed-in account.
+    public struct SignedIn: Sendable {
+        public let account: Account
+        public let session: SessionRecord
+    }
+
+    // MARK: Registration
+
+    /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
+    /// the signed-in account.
+    public func registrationOptions(username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
+                                    challenge: [UInt8]? = nil) async throws -> PublicKeyCredentialCreationOptionsJSON {
+        try await checkCeremonyCapacity()
+        let time = now()
+        let record: ChallengeRecord
+        let user: PublicKeyCredentialUserEntity
+        var exclude: [CredentialDescriptor] = []
+        if let signedIn {
+            let account = signedIn.account
+            user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
+            exclude = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+            record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, accountID: account.id,
+                                     api: api, userVerification: configuration.userVerification.rawValue, createdAt: time,
+                                     expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+        } else {
+            let name = try Self.validUsername(username)
+            let display = try Self.validDisplayName(displayName, default: name)
+            if try await store.account(username: name) != nil { throw APIError.usernameTaken }
+            user = PublicKeyCredentialUserEntity(id: RelyingParty.makeUserHandle(), name: name, displayName: display)
+            record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
+                                     pendingDisplayName: display, pendingUserHandle: user.id, api: api,
+                                     userVerification: configuration.userVerification.rawValue, createdAt: time,
+                                     expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+        }
+        try await store.saveChallenge(record)
+        var options = relyingParty.beginRegistration(user: user, excludeCredentials: exclude, challenge: record.challenge).options
+        options.hints = []
+        return options
+    }
+
+    public struct Registered: Sendable {
+        public let account: Account
+        public let passkey: Passkey
+        /// A new session token when this was a sign-up.
+        public let token: String?
+        public let session: SessionRecord?
+    }
+
+    /// Verifies a registration response and stores the passkey (and, for a sign-up, the
+    /// account and a session), atomically.
+    public func finishRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
+                                   api: String = "native", unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
+        let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
+        let passkeyName = try name.map { try Self.validPasskeyName($0) }
+        // A challenge issued to a signed-in account can only be finished by that account.
+        if let accountID = record.accountID, signedIn?.account.id != accountID { throw APIError.accountMismatch }
+        let verified: VerifiedRegistration
+        do {
+            verified = try relyingParty.finishRegistration(
+                response: credential, expectedChallenge: record.challenge,
+                userVerification: UserVerificationRequirement(rawValue: record.userVerification), now: now(),
+                unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+        } catch {
+            logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+            await audit("registration_failed", accountID: record.accountID, client: client, detail: error.code.rawValue)
+            throw APIError.from(error, signIn: false)
+        }
+        // §7.1 step 26: Verify that the credentialId is not yet registered for any user.
+        if try await store.passkey(credentialID: verified.credentialID) != nil { throw APIError.credentialExists }
+
+        let time = now()
+        if let accountID = record.accountID {
+            guard let account = try await store.account(id: accountID) else { throw APIError.unknownChallenge }
+            let passkey = makePasskey(verified, accountID: accountID, name: passkeyName, at: time)
+            do {
+                try await store.addPasskey(passkey)
+            } catch let error as StoreError where error.code == .conflict {
+                throw APIError.credentialExists
+            }
+            await audit("passkey_added", accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+            return Registered(account: account, passkey: passkey, token: nil, session: nil)
+        }
+
+        guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw APIError.unknownChallenge }
+        let account = Account(username: username, displayName: record.pendingDisplayName ?? username, userHandle: handle, createdAt: time)
+        let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
+        do {
+            try await store.createAccount(account, passkey: passkey)
+        } catch let error as StoreError where error.code == .conflict {
+            // Someone took the username (or registered this credential) since the options.
+            if try await store.account(username: username) != nil { throw APIError.usernameTaken }
+            throw APIError.credentialExists
+        }
+        let (token, session) = try await startSession(for: account, client: client)
+        await audit("sign_up", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+        return Registered(account: account, passkey: passkey, token: token, session: session)
+    }
+
+    private func makePasskey(_ verified: VerifiedRegistration, accountID: UUID, name: String?, at time: Date) -> Passkey {
+        Passkey(credentialID: verified.credentialID, accountID: accountID, publicKey: verified.publicKey.coseBytes, signCount: verified.signCount,
+                aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
+                backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
+                attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
+                name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
+    }
+
+    // MARK: Authentication
+
+    /// Request options. With a username: that account's passkeys in allowCredentials; for an
+    /// unknown username, a stable made-up list that looks the same (no account enumeration).
+    /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
+    public func authenticationOptions(username: String?, api: String = "native", challenge: [UInt8]? = nil) async throws
+        -> PublicKeyCredentialRequestOptionsJSON {
+        try await checkCeremonyCapacity()
+        let time = now()
+        var allow: [CredentialDescriptor] = []
+        var accountID: UUID?
+        var unknown = false
+        if let username, !username.trimmingCharacters(in: .whitespaces).isEmpty {
+            let name = try Self.validUsername(username)
+            if let account = try await store.account(username: name), !account.disabled {
+                accountID = account.id
+                allow = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+            } else {
+                unknown = true
+                allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
+            }
+        }
+        let record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .authentication, accountID: accountID,
+                                     unknownUser: unknown, api: api, userVerification: configuration.userVerification.rawValue,
+                                     createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+        try await store.saveChallenge(record)
+        var options = relyingParty.beginAuthentication(allowCredentials: allow, challenge: record.challenge).options
+        options.hints = []
+        return options
+    }
+
+    public struct SignInResult: Sendable {
+        public let account: Account
+        public let passkey: Passkey
+        public let token: String
+        public let session: SessionRecord
+    }
+
+    /// Verifies an assertion, updates the passkey's counter, backup state and last use, and
+    /// starts a session.
+    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String = "native") async throws -> SignInResult {
+        let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .authentication, api: api)
+        guard let passkey = try await store.passkey(credentialID: credential.rawId.bytes) else {
+            await audit("sign_in_failed", accountID: record.accountID, client: client, detail: "credential_not_found")
+            throw APIError.credentialNotFound
+        }
+        if record.unknownUser || (record.accountID != nil && record.accountID != passkey.accountID) {
+            await audit("sign_in_failed", accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
+            throw APIError.credentialNotAllowed
+        }
+        guard let account = try await store.account(id: passkey.accountID) else { throw APIError.credentialNotFound }
+        guard !account.disabled else { throw APIError.accountDisabled }
+        let verified: VerifiedAuthentication
+        do {
+            let key = try CredentialPublicKey(cose: passkey.publicKey)
+            verified = try relyingParty.finishAuthentication(
+                response: credential, expectedChallenge: record.challenge,
+                credential: StoredCredential(id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
+                                             userHandle: account.userHandle, backupEligible: passkey.backupEligible),
+                allowCredentials: record.accountID == nil ? nil : [passkey.credentialID],
+                requireUserHandle: record.accountID == nil,
+                userVerification: UserVerificationRequirement(rawValue: record.userVerification))
+        } catch {
+            logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+            if error.code == .counterRegression {
+                await audit("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
+            }
+            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
+            throw APIError.from(error, signIn: true)
+        }
+        let time = now()
+        // Compare-and-set: of two sign-ins racing with the same counter value, one wins.
+        guard try await store.recordSignIn(credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
+                                           signCount: verified.newSignCount, backedUp: verified.backedUp,
+                                           counterAnomaly: verified.counterLooksCloned, at: time) else {
+            throw APIError.counterRace
+        }
+        if verified.counterLooksCloned {
+            await audit("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged")
+        }
+        let (token, session) = try await startSession(for: account, client: client)
+        await audit("sign_in", accountID: account.id, credentialID: passkey.credentialID, client: client)
+        var used = passkey
+        used.signCount = verified.newSignCount
+        used.backedUp = verified.backedUp
+        used.lastUsedAt = time
+        return SignInResult(account: account, passkey: used, token: token, session: session)
+    }
+
+    // MARK: Sessions
+
+    /// The account behind a session token, if the session is live.
+    public func signedIn(token: String) async throws -> SignedIn? {
+        guard let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32 else { return nil }
+        guard let (session, account) = try await store.session(tokenHash: Array(SHA256.hash(data: bytes)), now: now()) else { return nil }
+        return SignedIn(account: account, session: session)
+    }
+
+    public func signOut(_ signedIn: SignedIn, client: Client) async throws {
+        try await store.revokeSession(tokenHash: signedIn.session.tokenHash)
+        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "sign_out")
+    }
+
+    func startSession(for account: Account, client: Client) async throws -> (String, SessionRecord) {
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let time = now()
+        let session = SessionRecord(tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
+                                    expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),
+                                    userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress)
+        try await store.createSession(session)
+        return (Base64URLBytes(token).base64URL, session)
+    }
+
+    // MARK: Passkey management
+
+    public func passkeys(of signedIn: SignedIn) async throws -> [Passkey] {
+        try await store.passkeys(accountID: signedIn.account.id)
+    }
+
+    public func renamePasskey(_ id: [UInt8], to name: String, signedIn: SignedIn, client: Client) async throws -> Passkey {
+        let newName = try Self.validPasskeyName(name)
+        guard try await store.renamePasskey(accountID: signedIn.account.id, credentialID: id, name: newName),
+              let passkey = try await store.passkey(credentialID: id) else { throw APIError.passkeyNotFound }
+        await audit("passkey_renamed", accountID: signedIn.account.id, credentialID: id, client: client, detail: newName)
+        return passkey
+    }
+
+    public func deletePasskey(_ id: [UInt8], signedIn: SignedIn, client: Client) async throws {
+        switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id) {
+        case .deleted: await audit("passkey_deleted", accountID: signedIn.account.id, credentialID: id, client: client)
+        case .notFound: throw APIError.passkeyNotFound
+        case .lastPasskey: throw APIError.lastPasskey
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Finds and consumes the ceremony a response answers, from the challenge in its client
+    /// data (untrusted until the full verification re-checks it against the stored one).
+    private func takeChallenge(from clientDataJSON: [UInt8], ceremony: ChallengeRecord.Ceremony, api: String) async throws -> ChallengeRecord {
+        let clientData: CollectedClientData
+        do {
+            clientData = try CollectedClientData(bytes: clientDataJSON)
+        } catch {
+            throw APIError.from(error, signIn: ceremony == .authentication)
+        }
+        guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
+              let record = try await store.takeChallenge(clientData.challenge) else { throw APIError.unknownChallenge }
+        guard record.expiresAt > now() else { throw APIError.expiredChallenge }
+        guard record.ceremony == ceremony, record.api == api else { throw APIError.ceremonyMismatch }
+        return record
+    }
+
+    private func checkCeremonyCapacity() async throws {
+        if try await store.openChallengeCount(now: now()) >= configuration.maxOpenChallenges {
+            throw APIError.tooManyCeremonies
+        }
+    }
+
+    /// A credential ID that looks real and is the same every time for one unknown username.
+    private func decoyCredentialID(for username: String) async throws -> [UInt8] {
+        let secret = SymmetricKey(data: try await store.serverSecret())
+        return Array(HMAC<SHA256>.authenticationCode(for: Array(("unknown-user:" + Account.key(for: username)).utf8), using: secret))
+    }
+
+    func audit(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {
+        do {
+            try await store.appendAudit(AuditEvent(time: now(), kind: kind, accountID: accountID, credentialID: credentialID,
+                                                   ipAddress: client.ipAddress, userAgent: client.userAgent.map { String($0.prefix(256)) },
+                                                   detail: detail))
+        } catch {
+            logger.error("audit write failed", metadata: ["kind": "\(kind)", "error": "\(error)"])
+        }
+    }
+
+    private func lifetime(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    // MARK: Validation
+
+    static func validUsername(_ raw: String?) throws -> String {
+        let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty else { throw APIError.badRequest("invalid_username", "Choose a username.") }
+        guard name.count <= 64 else { throw APIError.badRequest("invalid_username", "Usernames have at most 64 characters.") }
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "._-@+"))
+        guard name.unicodeScalars.allSatisfy({ allowed.contains($0) }) else {
+            throw APIError.badRequest("invalid_username", "Usernames may use letters, digits and . _ - @ +")
+        }
+        return name
+    }
+
+    static func validDisplayName(_ raw: String?, default fallback: String) throws -> String {
+        let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        if name.isEmpty { return fallback }
+        guard name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
+            throw APIError.badRequest("invalid_display_name", "Display names have at most 64 characters and no control characters.")
+        }
+        return name
+    }
+
+    static func validPasskeyName(_ raw: String) throws -> String {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty, name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
+            throw APIError.badRequest("invalid_name", "Passkey names have 1 to 64 characters and no control characters.")
+        }
+        return name
+    }
+}

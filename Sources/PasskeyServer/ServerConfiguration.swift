@@ -1,0 +1,151 @@
+import Foundation
+import WebAuthn
+
+/// Everything `passkeyd serve` needs, validated. Built by the executable from `passkeyd.json`
+/// and the environment; libraries never read either.
+public struct ServerConfiguration: Sendable {
+    /// An Android app allowed to use the relying party: its package name and the SHA-256
+    /// fingerprints of its signing certificates, in the `AA:BB:…` form `keytool -list -v` prints.
+    public struct AndroidApp: Sendable, Hashable, Codable {
+        public var packageName: String
+        public var sha256CertFingerprints: [String]
+        public init(packageName: String, sha256CertFingerprints: [String]) {
+            self.packageName = packageName
+            self.sha256CertFingerprints = sha256CertFingerprints
+        }
+    }
+
+    public enum SameSite: String, Sendable, Codable { case lax = "Lax", strict = "Strict" }
+
+    public var rpID: String
+    public var rpName: String
+    /// Web origins allowed in clientDataJSON (Android app origins are derived from `androidApps`).
+    public var webOrigins: [String]
+    public var androidApps: [AndroidApp]
+    /// `TEAMID.bundle.id` of iOS apps, for apple-app-site-association.
+    public var appleAppIDs: [String]
+    /// Origins served in `/.well-known/webauthn` (WebAuthn related origin requests).
+    public var relatedOrigins: [String]
+    public var userVerification: UserVerificationRequirement
+    public var attestation: AttestationConveyancePreference
+    public var attestationPolicy: AttestationPolicy
+    public var signCountPolicy: SignCountPolicy
+    public var challengeLifetime: Duration
+    public var sessionLifetime: Duration
+    public var cookieName: String
+    public var cookieSecure: Bool
+    public var cookieSameSite: SameSite
+    /// Largest request body accepted, in bytes.
+    public var maxBodySize: Int
+    /// Most ceremonies open at once; past it, new options requests get 503 until some expire.
+    public var maxOpenChallenges: Int
+    /// `/.well-known/passkey-endpoints`: where people enroll and manage passkeys.
+    public var enrollURL: String?
+    public var manageURL: String?
+    /// Folder of the web UI, served at `/` (nil: no UI).
+    public var publicDirectory: String?
+
+    public init(rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
+                androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
+                userVerification: UserVerificationRequirement = .required, attestation: AttestationConveyancePreference = .none,
+                attestationPolicy: AttestationPolicy = AttestationPolicy(), signCountPolicy: SignCountPolicy = .reject,
+                challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
+                cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
+                maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
+                publicDirectory: String? = nil) {
+        self.rpID = rpID
+        self.rpName = rpName
+        self.webOrigins = webOrigins
+        self.androidApps = androidApps
+        self.appleAppIDs = appleAppIDs
+        self.relatedOrigins = relatedOrigins
+        self.userVerification = userVerification
+        self.attestation = attestation
+        self.attestationPolicy = attestationPolicy
+        self.signCountPolicy = signCountPolicy
+        self.challengeLifetime = challengeLifetime
+        self.sessionLifetime = sessionLifetime
+        self.cookieName = cookieName
+        // Secure cookies unless every web origin is plain-http development.
+        self.cookieSecure = cookieSecure ?? !webOrigins.allSatisfy { $0.hasPrefix("http://") }
+        self.cookieSameSite = cookieSameSite
+        self.maxBodySize = maxBodySize
+        self.maxOpenChallenges = maxOpenChallenges
+        self.enrollURL = enrollURL
+        self.manageURL = manageURL
+        self.publicDirectory = publicDirectory
+    }
+
+    /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.
+    public func androidOrigins() throws(ConfigurationError) -> [String] {
+        var origins: [String] = []
+        for app in androidApps {
+            for fingerprint in app.sha256CertFingerprints {
+                origins.append("android:apk-key-hash:" + Base64URLBytes(try Self.fingerprintBytes(fingerprint, app: app.packageName)).base64URL)
+            }
+        }
+        return origins
+    }
+
+    /// Parses `AB:CD:…` (32 bytes; colons optional, either case).
+    public static func fingerprintBytes(_ text: String, app: String) throws(ConfigurationError) -> [UInt8] {
+        let hex = text.replacingOccurrences(of: ":", with: "")
+        var bytes: [UInt8] = []
+        var iterator = hex.makeIterator()
+        while let high = iterator.next() {
+            guard let low = iterator.next(), let h = high.hexDigitValue, let l = low.hexDigitValue else {
+                throw ConfigurationError(setting: "androidApps[\(app)].sha256CertFingerprints", problem: "\"\(text)\" is not hexadecimal")
+            }
+            bytes.append(UInt8(h << 4 | l))
+        }
+        guard bytes.count == 32 else {
+            throw ConfigurationError(setting: "androidApps[\(app)].sha256CertFingerprints",
+                                     problem: "\"\(text)\" is not a SHA-256 fingerprint (32 bytes, AA:BB:… as keytool prints it)")
+        }
+        return bytes
+    }
+
+    /// The relying party this configuration describes, validated.
+    public func relyingParty() throws(ConfigurationError) -> RelyingParty {
+        for appID in appleAppIDs {
+            let parts = appID.split(separator: ".", maxSplits: 1)
+            guard parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isUppercase || $0.isNumber }) else {
+                throw ConfigurationError(setting: "appleAppIDs", problem: "\"\(appID)\" is not TEAMID.bundle.id (a 10-character team ID, a dot, the bundle ID)")
+            }
+        }
+        for app in androidApps where app.packageName.isEmpty || app.sha256CertFingerprints.isEmpty {
+            throw ConfigurationError(setting: "androidApps", problem: "each app needs a packageName and at least one sha256CertFingerprints entry")
+        }
+        guard sessionLifetime >= .seconds(60) else {
+            throw ConfigurationError(setting: "sessionLifetime", problem: "must be at least 60 seconds")
+        }
+        guard maxBodySize >= 4096, maxBodySize <= 16 * 1024 * 1024 else {
+            throw ConfigurationError(setting: "maxBodySize", problem: "must be between 4096 and 16777216 bytes")
+        }
+        guard !cookieName.isEmpty, cookieName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+            throw ConfigurationError(setting: "cookieName", problem: "must be letters, digits, _ or -")
+        }
+        let origins = webOrigins + relatedOrigins.filter { !webOrigins.contains($0) } + (try androidOrigins())
+        do {
+            return try RelyingParty(.init(
+                rpID: rpID, rpName: rpName, origins: origins, userVerification: userVerification,
+                attestation: attestation, attestationPolicy: attestationPolicy, timeout: challengeLifetime,
+                signCountPolicy: signCountPolicy))
+        } catch {
+            let setting = error.reason.hasPrefix("rpID") ? "rpID" : error.reason.hasPrefix("origin") ? "origins" :
+                error.reason.hasPrefix("timeout") ? "challengeLifetime" : "relying party"
+            throw ConfigurationError(setting: setting, problem: error.reason)
+        }
+    }
+}
+
+/// A configuration value that cannot be used: names the setting and what is wrong.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public let setting: String
+    public let problem: String
+    public init(setting: String, problem: String) {
+        self.setting = setting
+        self.problem = problem
+    }
+    public var description: String { "configuration error: \(setting): \(problem)" }
+}

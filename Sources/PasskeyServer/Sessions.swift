@@ -1,0 +1,46 @@
+import HTTPTypes
+import Hummingbird
+import WebAuthn
+
+/// Finds the signed-in account of a request: `Authorization: Bearer <token>` (apps) or the
+/// session cookie (web). Cookie-authenticated requests that change state must carry an Origin
+/// header naming one of the relying party's web origins (CSRF defence; SameSite is the second).
+struct SessionResolver: Sendable {
+    let service: PasskeyService
+    let trustedOrigins: Set<String>
+
+    init(service: PasskeyService) {
+        self.service = service
+        trustedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
+    }
+
+    /// The session, or nil when the request carries none. A bearer token that is not a live
+    /// session is an error (the app must sign in again), not an anonymous request.
+    func optional(_ request: Request) async throws -> PasskeyService.SignedIn? {
+        if let authorization = request.headers[.authorization] {
+            let parts = authorization.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.notSignedIn }
+            guard let signedIn = try await service.signedIn(token: String(parts[1]).trimmingCharacters(in: .whitespaces)) else {
+                throw APIError.notSignedIn
+            }
+            return signedIn
+        }
+        guard let cookie = request.cookies[service.configuration.cookieName], !cookie.value.isEmpty,
+              let signedIn = try await service.signedIn(token: cookie.value) else { return nil }
+        if request.method != .get && request.method != .head {
+            guard let origin = request.headers[.origin], trustedOrigins.contains(origin) else { throw APIError.csrf }
+        }
+        return signedIn
+    }
+
+    func required(_ request: Request) async throws -> PasskeyService.SignedIn {
+        guard let signedIn = try await optional(request) else { throw APIError.notSignedIn }
+        return signedIn
+    }
+}
+
+extension Request {
+    func client(_ context: PasskeyRequestContext) -> PasskeyService.Client {
+        PasskeyService.Client(ipAddress: context.peerAddress, userAgent: headers[.userAgent])
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+
+/// An account: one person, any number of passkeys.
+public struct Account: Sendable, Hashable, Codable {
+    public var id: UUID
+    /// As entered at sign-up; unique without regard to case.
+    public var username: String
+    public var displayName: String
+    /// The WebAuthn user handle: 64 random bytes, never derived from the username.
+    public var userHandle: [UInt8]
+    public var createdAt: Date
+    public var disabled: Bool
+
+    public init(id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false) {
+        self.id = id
+        self.username = username
+        self.displayName = displayName
+        self.userHandle = userHandle
+        self.createdAt = createdAt
+        self.disabled = disabled
+    }
+
+    /// The case-folded form uniqueness is checked on.
+    public static func key(for username: String) -> String { username.lowercased() }
+}
+
+/// A stored passkey (the WebAuthn credential record, §4) with what the account page shows.
+public struct Passkey: Sendable, Hashable, Codable {
+    public var credentialID: [UInt8]
+    public var accountID: UUID
+    /// COSE_Key bytes exactly as the authenticator produced them.
+    public var publicKey: [UInt8]
+    public var signCount: UInt32
+    public var aaguid: String
+    public var transports: [String]
+    public var backupEligible: Bool
+    public var backedUp: Bool
+    public var userVerified: Bool
+    public var attestationFormat: String
+    public var attestationTrusted: Bool
+    public var name: String
+    public var createdAt: Date
+    public var lastUsedAt: Date?
+    /// How many sign-ins reported a counter that did not increase (possible clone).
+    public var counterAnomalies: Int
+
+    public init(credentialID: [UInt8], accountID: UUID, publicKey: [UInt8], signCount: UInt32, aaguid: String, transports: [String],
+                backupEligible: Bool, backedUp: Bool, userVerified: Bool, attestationFormat: String, attestationTrusted: Bool,
+                name: String, createdAt: Date, lastUsedAt: Date? = nil, counterAnomalies: Int = 0) {
+        self.credentialID = credentialID
+        self.accountID = accountID
+        self.publicKey = publicKey
+        self.signCount = signCount
+        self.aaguid = aaguid
+        self.transports = transports
+        self.backupEligible = backupEligible
+        self.backedUp = backedUp
+        self.userVerified = userVerified
+        self.attestationFormat = attestationFormat
+        self.attestationTrusted = attestationTrusted
+        self.name = name
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.counterAnomalies = counterAnomalies
+    }
+}
+
+/// A ceremony in progress: the challenge a `begin` call issued, bound to its ceremony and
+/// account, single use and expiring. Stored under SHA-256 of the challenge, so the finishing
+/// request (on any instance) finds it from the challenge its client data carries.
+public struct ChallengeRecord: Sendable, Hashable {
+    public enum Ceremony: String, Sendable, Codable { case registration, authentication }
+
+    public var challenge: [UInt8]
+    public var ceremony: Ceremony
+    /// The account the ceremony is for: adding a passkey, or a username-first sign-in.
+    public var accountID: UUID?
+    /// Sign-up: the account to create when the passkey verifies.
+    public var pendingUsername: String?
+    public var pendingDisplayName: String?
+    public var pendingUserHandle: [UInt8]?
+    /// A username-first sign-in for a username that does not exist: it can never succeed.
+    public var unknownUser: Bool
+    /// Which API issued it (`native` or `compat`), so the other cannot finish it.
+    public var api: String
+    public var userVerification: String
+    public var createdAt: Date
+    public var expiresAt: Date
+
+    public init(challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
+                pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, unknownUser: Bool = false,
+                api: String = "native", userVerification: String, createdAt: Date, expiresAt: Date) {
+        self.challenge = challenge
+        self.ceremony = ceremony
+        self.accountID = accountID
+        self.pendingUsername = pendingUsername
+        self.pendingDisplayName = pendingDisplayName
+        self.pendingUserHandle = pendingUserHandle
+        self.unknownUser = unknownUser
+        self.api = api
+        self.userVerification = userVerification
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A signed-in session. Only the SHA-256 of its token is stored.
+public struct SessionRecord: Sendable, Hashable {
+    public var tokenHash: [UInt8]
+    public var accountID: UUID
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var userAgent: String?
+    public var ipAddress: String?
+
+    public init(tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil) {
+        self.tokenHash = tokenHash
+        self.accountID = accountID
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.userAgent = userAgent
+        self.ipAddress = ipAddress
+    }
+}
+
+/// One line of the audit log.
+public struct AuditEvent: Sendable, Hashable, Codable {
+    public var time: Date
+    public var kind: String
+    public var accountID: UUID?
+    public var credentialID: [UInt8]?
+    public var ipAddress: String?
+    public var userAgent: String?
+    /// An error code for failures, or a short detail.
+    public var detail: String?
+
+    public init(time: Date, kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
+                userAgent: String? = nil, detail: String? = nil) {
+        self.time = time
+        self.kind = kind
+        self.accountID = accountID
+        self.credentialID = credentialID
+        self.ipAddress = ipAddress
+        self.userAgent = userAgent
+        self.detail = detail
+    }
+}

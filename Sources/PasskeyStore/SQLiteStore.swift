@@ -1,0 +1,306 @@
+import Foundation
+import GRDB
+
+/// The embedded store: one SQLite file in WAL mode (concurrent readers, one writer), every
+/// operation a transaction.
+public final class SQLiteStore: PasskeyStore {
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) the SQLite database at `path`.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error)")
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StoreError(.conflict, error.message ?? "constraint violated")
+        } catch {
+            throw StoreError(.unavailable, "\(error)")
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw StoreError(.unavailable, "\(error)")
+        }
+    }
+
+    // MARK: Schema
+
+    public func migrate() async throws -> [Int] {
+        try await write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
+            let applied = Set(try Int.fetchAll(db, sql: "SELECT version FROM schema_migrations"))
+            var done: [Int] = []
+            for migration in SQLiteSchema.migrations where !applied.contains(migration.version) {
+                for statement in migration.statements { try db.execute(sql: statement) }
+                try db.execute(sql: "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                               arguments: [migration.version, StoreValues.millis(Date())])
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+
+    public func schemaVersion() async throws -> Int {
+        try await read { db in
+            guard try db.tableExists("schema_migrations") else { return 0 }
+            return try Int.fetchOne(db, sql: "SELECT MAX(version) FROM schema_migrations") ?? 0
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    // MARK: Accounts
+
+    private static func account(_ row: Row) -> Account {
+        Account(id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
+                userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
+                disabled: (row["disabled"] as Int64? ?? 0) != 0)
+    }
+
+    public func account(id: UUID) async throws -> Account? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id.uuidString]).map(Self.account)
+        }
+    }
+
+    public func account(username: String) async throws -> Account? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE username_key = ?", arguments: [Account.key(for: username)]).map(Self.account)
+        }
+    }
+
+    public func account(userHandle: [UInt8]) async throws -> Account? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE user_handle = ?", arguments: [Data(userHandle)]).map(Self.account)
+        }
+    }
+
+    public func createAccount(_ account: Account, passkey: Passkey) async throws {
+        try await write { db in
+            try db.execute(sql: """
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
+                                 Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0])
+            try Self.insert(passkey, db)
+        }
+    }
+
+    // MARK: Passkeys
+
+    private static func insert(_ passkey: Passkey, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                                  user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [
+                Data(passkey.credentialID), passkey.accountID.uuidString, Data(passkey.publicKey), Int64(passkey.signCount), passkey.aaguid,
+                StoreValues.encodeList(passkey.transports), passkey.backupEligible, passkey.backedUp, passkey.userVerified,
+                passkey.attestationFormat, passkey.attestationTrusted, passkey.name, StoreValues.millis(passkey.createdAt),
+                passkey.lastUsedAt.map(StoreValues.millis), passkey.counterAnomalies,
+            ])
+    }
+
+    private static func passkey(_ row: Row) -> Passkey {
+        Passkey(
+            credentialID: [UInt8]((row["credential_id"] as Data?) ?? Data()), accountID: UUID(uuidString: row["account_id"]) ?? UUID(),
+            publicKey: [UInt8]((row["public_key"] as Data?) ?? Data()), signCount: UInt32(clamping: row["sign_count"] as Int64),
+            aaguid: row["aaguid"], transports: StoreValues.decodeList(row["transports"]), backupEligible: row["backup_eligible"],
+            backedUp: row["backed_up"], userVerified: row["user_verified"], attestationFormat: row["attestation_format"],
+            attestationTrusted: row["attestation_trusted"], name: row["name"], createdAt: StoreValues.date(row["created_at"]),
+            lastUsedAt: (row["last_used_at"] as Int64?).map(StoreValues.date), counterAnomalies: row["counter_anomalies"])
+    }
+
+    public func addPasskey(_ passkey: Passkey) async throws {
+        try await write { db in try Self.insert(passkey, db) }
+    }
+
+    public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)]).map(Self.passkey)
+        }
+    }
+
+    public func passkeys(accountID: UUID) async throws -> [Passkey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",
+                             arguments: [accountID.uuidString]).map(Self.passkey)
+        }
+    }
+
+    public func recordSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+                             counterAnomaly: Bool, at time: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: """
+                UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ?, counter_anomalies = counter_anomalies + ?
+                WHERE credential_id = ? AND sign_count = ?
+                """, arguments: [Int64(signCount), backedUp, StoreValues.millis(time), counterAnomaly ? 1 : 0,
+                                 Data(credentialID), Int64(previousSignCount)])
+            return db.changesCount == 1
+        }
+    }
+
+    public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "UPDATE passkeys SET name = ? WHERE account_id = ? AND credential_id = ?",
+                           arguments: [name, accountID.uuidString, Data(credentialID)])
+            return db.changesCount == 1
+        }
+    }
+
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion {
+        try await write { db in
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ?", arguments: [accountID.uuidString]) ?? 0
+            let exists = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ? AND credential_id = ?",
+                                          arguments: [accountID.uuidString, Data(credentialID)]) ?? 0
+            guard exists == 1 else { return .notFound }
+            guard count > 1 else { return .lastPasskey }
+            try db.execute(sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?", arguments: [accountID.uuidString, Data(credentialID)])
+            return .deleted
+        }
+    }
+
+    // MARK: Ceremonies
+
+    public func saveChallenge(_ record: ChallengeRecord) async throws {
+        try await write { db in
+            try db.execute(sql: """
+                INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
+                                        pending_user_handle, unknown_user, api, user_verification, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [
+                    Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue, record.accountID?.uuidString,
+                    record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) }, record.unknownUser,
+                    record.api, record.userVerification, StoreValues.millis(record.createdAt), StoreValues.millis(record.expiresAt),
+                ])
+        }
+    }
+
+    public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
+        try await write { db in
+            guard let row = try Row.fetchOne(db, sql: "DELETE FROM challenges WHERE challenge_hash = ? RETURNING *",
+                                             arguments: [Data(ChallengeHash.of(challenge))]) else { return nil }
+            return ChallengeRecord(
+                challenge: [UInt8]((row["challenge"] as Data?) ?? Data()),
+                ceremony: ChallengeRecord.Ceremony(rawValue: row["ceremony"]) ?? .authentication,
+                accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
+                pendingUsername: row["pending_username"], pendingDisplayName: row["pending_display_name"],
+                pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) }, unknownUser: row["unknown_user"],
+                api: row["api"], userVerification: row["user_verification"], createdAt: StoreValues.date(row["created_at"]),
+                expiresAt: StoreValues.date(row["expires_at"]))
+        }
+    }
+
+    public func openChallengeCount(now: Date) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM challenges WHERE expires_at > ?", arguments: [StoreValues.millis(now)]) ?? 0
+        }
+    }
+
+    // MARK: Sessions
+
+    public func createSession(_ session: SessionRecord) async throws {
+        try await write { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
+                                 StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress])
+        }
+    }
+
+    public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address, a.*
+                FROM sessions s JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = ? AND s.expires_at > ? AND a.disabled = 0
+                """, arguments: [Data(tokenHash), StoreValues.millis(now)]) else { return nil }
+            let session = SessionRecord(tokenHash: tokenHash, accountID: UUID(uuidString: row["session_account"]) ?? UUID(),
+                                        createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
+                                        userAgent: row["user_agent"], ipAddress: row["ip_address"])
+            return (session, Self.account(row))
+        }
+    }
+
+    public func revokeSession(tokenHash: [UInt8]) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE token_hash = ?", arguments: [Data(tokenHash)]) }
+    }
+
+    public func revokeSessions(accountID: UUID) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString])
+            return db.changesCount
+        }
+    }
+
+    public func serverSecret() async throws -> [UInt8] {
+        try await write { db in
+            let fresh = Data((0..<32).map { _ in UInt8.random(in: .min ... .max) })
+            try db.execute(sql: "INSERT OR IGNORE INTO settings (name, value) VALUES ('server_secret', ?)", arguments: [fresh])
+            return [UInt8]((try Data.fetchOne(db, sql: "SELECT value FROM settings WHERE name = 'server_secret'")) ?? fresh)
+        }
+    }
+
+    // MARK: Audit and upkeep
+
+    public func appendAudit(_ event: AuditEvent) async throws {
+        try await write { db in
+            try db.execute(sql: """
+                INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [StoreValues.millis(event.time), event.kind, event.accountID?.uuidString, event.credentialID.map { Data($0) },
+                                 event.ipAddress, event.userAgent, event.detail])
+        }
+    }
+
+    public func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent] {
+        try await read { db in
+            let rows: [Row]
+            if let accountID {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit_events WHERE account_id = ? ORDER BY id DESC LIMIT ?",
+                                        arguments: [accountID.uuidString, limit])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit_events ORDER BY id DESC LIMIT ?", arguments: [limit])
+            }
+            return rows.map { row in
+                AuditEvent(time: StoreValues.date(row["time"]), kind: row["kind"], accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
+                           credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) }, ipAddress: row["ip_address"],
+                           userAgent: row["user_agent"], detail: row["detail"])
+            }
+        }
+    }
+
+    public func sweepExpired(now: Date) async throws -> Int {
+        try await write { db in
+            let cutoff = StoreValues.millis(now)
+            try db.execute(sql: "DELETE FROM challenges WHERE expires_at <= ?", arguments: [cutoff])
+            var removed = db.changesCount
+            try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [cutoff])
+            removed += db.changesCount
+            return removed
+        }
+    }
+}

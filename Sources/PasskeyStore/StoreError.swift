@@ -1,0 +1,24 @@
+/// The one error type of `PasskeyStore`, with a stable code.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// A uniqueness rule was broken (username taken, credential already registered).
+        public static let conflict = Code(rawValue: "conflict")
+        /// The database cannot be reached or failed; the operation did not happen.
+        public static let unavailable = Code(rawValue: "database_unavailable")
+        /// The database URL or schema is not usable.
+        public static let invalidDatabase = Code(rawValue: "invalid_database")
+    }
+
+    public let code: Code
+    public let reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
+    public var description: String { "\(code.rawValue): \(reason)" }
+}

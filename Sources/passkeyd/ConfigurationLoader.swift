@@ -1,0 +1,184 @@
+import Foundation
+import PasskeyServer
+import WebAuthn
+
+/// Reads `passkeyd.json` (when present) and `PASSKEYD_*` environment variables (which win) into
+/// a validated ``ServerConfiguration``. Every bad value stops the start with the setting's name.
+struct ConfigurationLoader {
+    /// The settings file, all keys optional.
+    struct File: Decodable {
+        var rpID: String?
+        var rpName: String?
+        var origins: [String]?
+        var appleAppIDs: [String]?
+        var androidApps: [ServerConfiguration.AndroidApp]?
+        var relatedOrigins: [String]?
+        var userVerification: String?
+        var attestation: String?
+        var attestationTrustAnchors: [String]?
+        var requireTrustedAttestation: Bool?
+        var unsafeAllowSHA1Attestation: Bool?
+        var signCountPolicy: String?
+        var challengeLifetimeSeconds: Int?
+        var sessionLifetimeSeconds: Int?
+        var databaseURL: String?
+        var listen: String?
+        var cookieName: String?
+        var cookieSecure: Bool?
+        var cookieSameSite: String?
+        var maxBodySize: Int?
+        var maxOpenChallenges: Int?
+        var enrollURL: String?
+        var manageURL: String?
+        var publicDirectory: String?
+    }
+
+    struct Loaded {
+        var server: ServerConfiguration
+        var databaseURL: String
+        var host: String
+        var port: Int
+    }
+
+    var environment: [String: String] = ProcessInfo.processInfo.environment
+
+    func load(path: String?) throws(ConfigurationError) -> Loaded {
+        var file = File()
+        let candidate = path ?? environment["PASSKEYD_CONFIG"] ?? "passkeyd.json"
+        if let data = FileManager.default.contents(atPath: candidate) {
+            do {
+                file = try JSONDecoder().decode(File.self, from: data)
+            } catch let error as DecodingError {
+                throw ConfigurationError(setting: candidate, problem: Self.describe(error))
+            } catch {
+                throw ConfigurationError(setting: candidate, problem: "not valid JSON")
+            }
+        } else if path != nil || environment["PASSKEYD_CONFIG"] != nil {
+            throw ConfigurationError(setting: "config", problem: "cannot read \(candidate)")
+        }
+        return try resolve(file)
+    }
+
+    private func string(_ key: String, _ fileValue: String?) -> String? { environment[key] ?? fileValue }
+
+    private func list(_ key: String, _ fileValue: [String]?) -> [String]? {
+        guard let raw = environment[key] else { return fileValue }
+        return raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    private func bool(_ key: String, _ fileValue: Bool?) throws(ConfigurationError) -> Bool? {
+        guard let raw = environment[key] else { return fileValue }
+        switch raw.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigurationError(setting: key, problem: "\"\(raw)\" is not true or false")
+        }
+    }
+
+    private func int(_ key: String, _ fileValue: Int?, range: ClosedRange<Int>, setting: String) throws(ConfigurationError) -> Int? {
+        var value = fileValue
+        if let raw = environment[key] {
+            guard let parsed = Int(raw) else { throw ConfigurationError(setting: key, problem: "\"\(raw)\" is not a whole number") }
+            value = parsed
+        }
+        if let value, !range.contains(value) {
+            throw ConfigurationError(setting: setting, problem: "\(value) is outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    private func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ fileValue: String?, setting: String, as: T.Type) throws(ConfigurationError) -> T? where T.RawValue == String {
+        guard let raw = string(key, fileValue) else { return nil }
+        guard let value = T(rawValue: raw) else {
+            throw ConfigurationError(setting: setting, problem: "\"\(raw)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
+    }
+
+    func resolve(_ file: File) throws(ConfigurationError) -> Loaded {
+        var androidApps = file.androidApps ?? []
+        if let raw = environment["PASSKEYD_ANDROID_APPS"] {
+            // package=FP1|FP2;package2=FP3
+            androidApps = []
+            for entry in raw.split(separator: ";") {
+                let parts = entry.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2 else {
+                    throw ConfigurationError(setting: "PASSKEYD_ANDROID_APPS", problem: "use package=AA:BB:…|CC:DD:…;other.package=…")
+                }
+                androidApps.append(.init(packageName: parts[0].trimmingCharacters(in: .whitespaces),
+                                         sha256CertFingerprints: parts[1].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }))
+            }
+        }
+        var policy = AttestationPolicy()
+        for path in list("PASSKEYD_ATTESTATION_TRUST_ANCHORS", file.attestationTrustAnchors) ?? [] {
+            guard let pem = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "cannot read \(path)")
+            }
+            do {
+                policy.trustAnchors += try AttestationPolicy.certificates(pem: String(decoding: pem, as: UTF8.self))
+            } catch {
+                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "\(path): \(error.reason)")
+            }
+        }
+        policy.requireTrustedAttestation = try bool("PASSKEYD_REQUIRE_TRUSTED_ATTESTATION", file.requireTrustedAttestation) ?? false
+        policy.unsafeAllowSHA1Attestation = try bool("PASSKEYD_UNSAFE_ALLOW_SHA1_ATTESTATION", file.unsafeAllowSHA1Attestation) ?? false
+        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty {
+            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors")
+        }
+
+        let listen = string("PASSKEYD_LISTEN", file.listen) ?? "127.0.0.1:8080"
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
+              colon != listen.startIndex else {
+            throw ConfigurationError(setting: "listen", problem: "\"\(listen)\" is not host:port (e.g. 127.0.0.1:8080)")
+        }
+        let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let webOrigins = list("PASSKEYD_ORIGINS", file.origins) ?? ["http://localhost:\(port == 0 ? 8080 : port)"]
+        let sameSite = try choice("PASSKEYD_COOKIE_SAMESITE", file.cookieSameSite, setting: "cookieSameSite", as: SameSiteChoice.self) ?? .lax
+
+        let configuration = ServerConfiguration(
+            rpID: string("PASSKEYD_RP_ID", file.rpID) ?? "localhost",
+            rpName: string("PASSKEYD_RP_NAME", file.rpName) ?? "passkeyd",
+            webOrigins: webOrigins,
+            androidApps: androidApps,
+            appleAppIDs: list("PASSKEYD_APPLE_APP_IDS", file.appleAppIDs) ?? [],
+            relatedOrigins: list("PASSKEYD_RELATED_ORIGINS", file.relatedOrigins) ?? [],
+            userVerification: try choice("PASSKEYD_USER_VERIFICATION", file.userVerification, setting: "userVerification", as: UserVerificationRequirement.self) ?? .required,
+            attestation: try choice("PASSKEYD_ATTESTATION", file.attestation, setting: "attestation", as: AttestationConveyancePreference.self) ?? .none,
+            attestationPolicy: policy,
+            signCountPolicy: try choice("PASSKEYD_SIGN_COUNT_POLICY", file.signCountPolicy, setting: "signCountPolicy", as: SignCountPolicy.self) ?? .reject,
+            challengeLifetime: .seconds(try int("PASSKEYD_CHALLENGE_LIFETIME", file.challengeLifetimeSeconds, range: 10...86_400, setting: "challengeLifetimeSeconds") ?? 300),
+            sessionLifetime: .seconds(try int("PASSKEYD_SESSION_LIFETIME", file.sessionLifetimeSeconds, range: 60...31_536_000, setting: "sessionLifetimeSeconds") ?? 14 * 86_400),
+            cookieName: string("PASSKEYD_COOKIE_NAME", file.cookieName) ?? "passkeyd_session",
+            cookieSecure: try bool("PASSKEYD_COOKIE_SECURE", file.cookieSecure),
+            cookieSameSite: sameSite == .strict ? .strict : .lax,
+            maxBodySize: try int("PASSKEYD_MAX_BODY_SIZE", file.maxBodySize, range: 4096...16_777_216, setting: "maxBodySize") ?? 64 * 1024,
+            maxOpenChallenges: try int("PASSKEYD_MAX_OPEN_CHALLENGES", file.maxOpenChallenges, range: 10...100_000_000, setting: "maxOpenChallenges") ?? 100_000,
+            enrollURL: string("PASSKEYD_ENROLL_URL", file.enrollURL),
+            manageURL: string("PASSKEYD_MANAGE_URL", file.manageURL),
+            publicDirectory: string("PASSKEYD_PUBLIC_DIRECTORY", file.publicDirectory) ?? Self.defaultPublicDirectory())
+        _ = try configuration.relyingParty()
+        let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
+        return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port)
+    }
+
+    enum SameSiteChoice: String, CaseIterable { case lax = "Lax", strict = "Strict" }
+
+    /// `Public/` next to the working directory (a source checkout), when present.
+    static func defaultPublicDirectory() -> String? {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: "Public", isDirectory: &isDirectory) && isDirectory.boolValue ? "Public" : nil
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        case .keyNotFound(let key, _):
+            return "\(key.stringValue) is missing"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        @unknown default:
+            return "invalid"
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import PasskeyServer
+import PasskeyStore
+import Synchronization
+import WebAuthn
+import WebAuthnTesting
+
+/// A controllable clock for expiry tests.
+final class TestClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { time.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// A passkeyd application on a fresh SQLite database in a temporary folder, driven through
+/// Hummingbird's in-process test client.
+struct ServerHarness: Sendable {
+    static let origin = "http://localhost:8080"
+    let service: PasskeyService
+    let store: SQLiteStore
+    let clock: TestClock
+    let directory: URL
+
+    init(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
+        try await store.migrate()
+        var configuration = ServerConfiguration()
+        configure(&configuration)
+        let clock = TestClock()
+        self.clock = clock
+        service = try PasskeyService(configuration: configuration, store: store, now: { clock.now })
+    }
+
+    func run(_ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
+        let app = PasskeyServer.application(service: service)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await app.test(.router) { client in
+            try await body(APIClient(client: client))
+        }
+    }
+}
+
+/// A JSON response: status, headers and the body parsed.
+struct APIResponse: Sendable {
+    let status: HTTPResponse.Status
+    let headers: HTTPFields
+    let bytes: [UInt8]
+    var json: JSONValue { (try? JSONReader.parse(bytes)) ?? .null }
+    var errorCode: String? { if case .string(let code)? = json["error"]?["code"] { return code }; return nil }
+    func string(_ key: String) -> String? { if case .string(let s)? = json[key] { return s }; return nil }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(T.self, from: Data(bytes)) }
+}
+
+struct APIClient: Sendable {
+    let client: any TestClientProtocol
+
+    @discardableResult
+    func request(_ method: HTTPRequest.Method, _ path: String, body: [UInt8]? = nil, token: String? = nil, cookie: String? = nil,
+                 origin: String? = ServerHarness.origin, headers extra: HTTPFields = [:]) async throws -> APIResponse {
+        var headers = extra
+        if body != nil { headers[.contentType] = "application/json" }
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if let cookie { headers[.cookie] = cookie }
+        if let origin { headers[.origin] = origin }
+        let response = try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(bytes: $0) })
+        return APIResponse(status: response.status, headers: response.headers, bytes: Array(response.body.readableBytesView))
+    }
+
+    func post(_ path: String, _ object: some Encodable, token: String? = nil, cookie: String? = nil, origin: String? = ServerHarness.origin) async throws -> APIResponse {
+        try await request(.post, path, body: Array(try JSONEncoder().encode(object)), token: token, cookie: cookie, origin: origin)
+    }
+
+    // MARK: Ceremonies
+
+    func registrationOptions(username: String?, displayName: String? = nil, token: String? = nil) async throws -> APIResponse {
+        var body: [String: String] = [:]
+        if let username { body["username"] = username }
+        if let displayName { body["displayName"] = displayName }
+        return try await post("/api/auth/register/options", body, token: token)
+    }
+
+    struct CredentialBody<C: Encodable>: Encodable { let credential: C; var name: String? = nil }
+
+    /// Signs up `username` with a new passkey; returns the session token and the passkey.
+    func signUp(_ username: String, authenticator: inout SoftwareAuthenticator, origin: String = ServerHarness.origin) async throws
+        -> (token: String, credential: SoftwareCredential, response: APIResponse) {
+        let options = try await registrationOptions(username: username)
+        guard options.status == .ok else { throw HarnessError.unexpected(options) }
+        let (registration, credential) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
+        let verify = try await post("/api/auth/register/verify", CredentialBody(credential: registration))
+        guard verify.status == .ok, let token = verify.string("token") else { throw HarnessError.unexpected(verify) }
+        return (token, credential, verify)
+    }
+
+    /// Runs a sign-in and returns the verify response.
+    func signIn(username: String? = nil, credential: inout SoftwareCredential, authenticator: SoftwareAuthenticator,
+                origin: String = ServerHarness.origin, counterStep: UInt32 = 1,
+                mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }) async throws -> APIResponse {
+        let options = try await post("/api/auth/authenticate/options", username.map { ["username": $0] } ?? [:])
+        guard options.status == .ok else { throw HarnessError.unexpected(options) }
+        var assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: origin,
+                                                       credential: &credential, counterStep: counterStep)
+        mutate(&assertion)
+        return try await post("/api/auth/authenticate/verify", CredentialBody(credential: assertion))
+    }
+}
+
+enum HarnessError: Error, CustomStringConvertible {
+    case unexpected(APIResponse)
+    var description: String {
+        switch self {
+        case .unexpected(let r): "unexpected \(r.status): \(String(decoding: r.bytes, as: UTF8.self))"
+        }
+    }
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Source of docs/openapi.json (run: python3 scripts/openapi_source.py > docs/openapi.json; then scripts/gen-openapi)."""
+import json
+
+ERROR_CODES = {
+    "malformed_json": "The body is not the documented JSON (the message names the field).",
+    "malformed_client_data": "clientDataJSON is not valid client data.",
+    "malformed_authenticator_data": "authenticatorData is malformed.",
+    "malformed_attestation_object": "attestationObject is malformed.",
+    "malformed_public_key": "The credential public key is malformed.",
+    "malformed_credential": "credential.type is not public-key.",
+    "body_too_large": "The body exceeds the configured limit (413).",
+    "invalid_username": "The username is empty, too long or uses other characters than letters, digits and . _ - @ +.",
+    "invalid_display_name": "The display name is too long or has control characters.",
+    "invalid_name": "A passkey name must have 1 to 64 characters.",
+    "username_taken": "Sign-up for a username that exists (409).",
+    "challenge_unknown": "The response answers no open ceremony (never issued, or already used).",
+    "challenge_expired": "The ceremony's challenge expired.",
+    "ceremony_mismatch": "The challenge was issued for the other ceremony (registration vs authentication) or API.",
+    "account_mismatch": "The challenge was issued to another account.",
+    "type_mismatch": "clientData.type is wrong for the ceremony.",
+    "challenge_mismatch": "clientData.challenge is not the ceremony's challenge.",
+    "origin_not_allowed": "clientData.origin is not a configured web or Android origin.",
+    "cross_origin_not_allowed": "The ceremony ran in a cross-origin iframe.",
+    "top_origin_not_allowed": "clientData.topOrigin is not allowed.",
+    "rp_id_hash_mismatch": "The passkey belongs to another RP ID.",
+    "user_not_present": "UP flag missing.",
+    "user_not_verified": "UV flag missing while user verification is required.",
+    "invalid_backup_flags": "BS set without BE.",
+    "backup_eligibility_changed": "BE differs from registration.",
+    "unsupported_algorithm": "The credential algorithm is not accepted.",
+    "credential_id_mismatch": "credential.id/rawId disagree with each other or with the attested credential.",
+    "credential_id_too_long": "The credential ID exceeds 1023 bytes.",
+    "unsupported_attestation_format": "Unknown attestation statement format.",
+    "attestation_invalid": "The attestation statement does not verify.",
+    "attestation_untrusted": "The attestation does not chain to a configured trust anchor.",
+    "attestation_not_allowed": "The attestation format is not allowed by policy.",
+    "credential_already_registered": "This passkey is registered already (409).",
+    "credential_not_found": "Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.",
+    "credential_not_allowed": "The passkey does not belong to the account the sign-in was started for (401).",
+    "user_handle_mismatch": "userHandle missing or not the passkey owner's (401).",
+    "signature_invalid": "The assertion signature does not verify (401).",
+    "counter_regression": "The signature counter did not increase: possible cloned authenticator (401).",
+    "counter_conflict": "Two sign-ins with the same passkey raced; one lost (409).",
+    "account_disabled": "The account is disabled (403).",
+    "not_signed_in": "No live session: missing, expired, revoked or unknown token (401).",
+    "csrf_origin_mismatch": "A cookie-authenticated state-changing request without an allowed Origin header (403).",
+    "passkey_not_found": "No such passkey on this account (404).",
+    "last_passkey": "Deleting the account's only passkey is refused (409).",
+    "too_many_ceremonies": "Too many open ceremonies; retry after Retry-After (503).",
+    "database_unavailable": "The database is unreachable (503).",
+    "not_found": "No such endpoint (404).",
+    "method_not_allowed": "Method not allowed (405).",
+    "internal_error": "Unexpected server error (500).",
+}
+
+def ref(name): return {"$ref": f"#/components/schemas/{name}"}
+def error_responses(*statuses):
+    return {str(s): {"$ref": f"#/components/responses/Error"} for s in statuses}
+def json_body(schema, required=True):
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+def ok(schema, desc="OK", headers=None):
+    r = {"description": desc, "content": {"application/json": {"schema": schema}}}
+    if headers: r["headers"] = headers
+    return r
+
+SET_COOKIE = {"Set-Cookie": {"description": "The session cookie (HttpOnly, SameSite, Secure outside http://localhost).", "schema": {"type": "string"}}}
+B64 = {"type": "string", "description": "base64url (unpadded) on output; base64url or standard base64, padded or not, on input", "contentEncoding": "base64url"}
+
+schemas = {
+    "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+        "code": {"type": "string", "enum": sorted(ERROR_CODES)}, "message": {"type": "string"}}}}},
+    "User": {"type": "object", "required": ["id", "username", "displayName"], "properties": {
+        "id": {"type": "string", "format": "uuid"}, "username": {"type": "string"}, "displayName": {"type": "string"}}},
+    "Passkey": {"type": "object", "required": ["id", "name", "aaguid", "createdAt", "backedUp", "backupEligible", "deviceBound", "transports", "attestationFormat", "userVerified"], "properties": {
+        "id": {**B64, "description": "credential ID, base64url"}, "name": {"type": "string"},
+        "provider": {"type": ["string", "null"], "description": "passkey provider name from the AAGUID, when known"},
+        "aaguid": {"type": "string", "format": "uuid"}, "createdAt": {"type": "string", "format": "date-time"},
+        "lastUsedAt": {"type": ["string", "null"], "format": "date-time"},
+        "backedUp": {"type": "boolean", "description": "synced by its provider (BS)"},
+        "backupEligible": {"type": "boolean", "description": "a multi-device passkey (BE)"},
+        "deviceBound": {"type": "boolean", "description": "bound to one device (not BE)"},
+        "transports": {"type": "array", "items": {"type": "string"}}, "attestationFormat": {"type": "string"}, "userVerified": {"type": "boolean"}}},
+    "CredentialDescriptor": {"type": "object", "required": ["type", "id"], "properties": {
+        "type": {"const": "public-key"}, "id": B64, "transports": {"type": "array", "items": {"type": "string"}}}},
+    "PublicKeyCredentialCreationOptionsJSON": {"type": "object", "description": "W3C WebAuthn Level 3 PublicKeyCredentialCreationOptionsJSON: pass to PublicKeyCredential.parseCreationOptionsFromJSON, or as the requestJson of Android's CreatePublicKeyCredentialRequest.",
+        "required": ["rp", "user", "challenge", "pubKeyCredParams"], "properties": {
+        "rp": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}},
+        "user": {"type": "object", "properties": {"id": B64, "name": {"type": "string"}, "displayName": {"type": "string"}}},
+        "challenge": B64, "pubKeyCredParams": {"type": "array", "items": {"type": "object", "properties": {"type": {"const": "public-key"}, "alg": {"type": "integer"}}}},
+        "timeout": {"type": "integer"}, "excludeCredentials": {"type": "array", "items": ref("CredentialDescriptor")},
+        "authenticatorSelection": {"type": "object"}, "hints": {"type": "array", "items": {"type": "string"}},
+        "attestation": {"type": "string"}, "extensions": {"type": "object"}}},
+    "PublicKeyCredentialRequestOptionsJSON": {"type": "object", "description": "W3C WebAuthn Level 3 PublicKeyCredentialRequestOptionsJSON.",
+        "required": ["challenge", "rpId", "allowCredentials", "userVerification"], "properties": {
+        "challenge": B64, "timeout": {"type": "integer"}, "rpId": {"type": "string"},
+        "allowCredentials": {"type": "array", "items": ref("CredentialDescriptor")}, "userVerification": {"type": "string"},
+        "hints": {"type": "array", "items": {"type": "string"}}}},
+    "RegistrationResponseJSON": {"type": "object", "description": "PublicKeyCredential.toJSON() of a created credential (W3C Level 3).",
+        "required": ["id", "rawId", "type", "response"], "properties": {
+        "id": {"type": "string"}, "rawId": B64, "type": {"const": "public-key"},
+        "response": {"type": "object", "required": ["clientDataJSON", "attestationObject"], "properties": {
+            "clientDataJSON": B64, "attestationObject": B64, "authenticatorData": B64, "transports": {"type": "array", "items": {"type": "string"}},
+            "publicKey": B64, "publicKeyAlgorithm": {"type": "integer"}}},
+        "authenticatorAttachment": {"type": ["string", "null"]}, "clientExtensionResults": {"type": "object"}}},
+    "AuthenticationResponseJSON": {"type": "object", "description": "PublicKeyCredential.toJSON() of an assertion (W3C Level 3).",
+        "required": ["id", "rawId", "type", "response"], "properties": {
+        "id": {"type": "string"}, "rawId": B64, "type": {"const": "public-key"},
+        "response": {"type": "object", "required": ["clientDataJSON", "authenticatorData", "signature"], "properties": {
+            "clientDataJSON": B64, "authenticatorData": B64, "signature": B64, "userHandle": {**B64, "type": ["string", "null"]}}},
+        "authenticatorAttachment": {"type": ["string", "null"]}, "clientExtensionResults": {"type": "object"}}},
+}
+
+paths = {
+    "/api/auth/register/options": {"post": {
+        "summary": "Creation options: sign up a new account, or (signed in) add a passkey to the current account",
+        "operationId": "registerOptions",
+        "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string", "maxLength": 64}, "displayName": {"type": "string", "maxLength": 64}}}, required=False),
+        "responses": {"200": ok(ref("PublicKeyCredentialCreationOptionsJSON")), **error_responses(400, 403, 409, 413, 503)}}},
+    "/api/auth/register/verify": {"post": {
+        "summary": "Verify a registration, store the passkey; a sign-up also starts a session",
+        "operationId": "registerVerify",
+        "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("RegistrationResponseJSON"), "name": {"type": "string", "maxLength": 64}}}),
+        "responses": {"200": ok({"type": "object", "required": ["verified", "user", "passkey"], "properties": {"verified": {"const": True}, "user": ref("User"), "passkey": ref("Passkey"), "token": {"type": ["string", "null"], "description": "session token (sign-up only); send as Authorization: Bearer"}}}, headers=SET_COOKIE),
+                      **error_responses(400, 403, 409, 413, 503)}}},
+    "/api/auth/authenticate/options": {
+        "post": {"summary": "Request options; without a username, for a discoverable (usernameless / AutoFill) sign-in", "operationId": "authenticateOptions",
+                 "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string"}}}, required=False),
+                 "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 413, 503)}},
+        "get": {"summary": "Request options (GET form)", "operationId": "authenticateOptionsGet",
+                "parameters": [{"name": "username", "in": "query", "required": False, "schema": {"type": "string"}}],
+                "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 503)}}},
+    "/api/auth/authenticate/verify": {"post": {
+        "summary": "Verify an assertion and start a session", "operationId": "authenticateVerify",
+        "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("AuthenticationResponseJSON")}}),
+        "responses": {"200": ok({"type": "object", "required": ["verified", "user", "token", "expiresAt"], "properties": {"verified": {"const": True}, "user": ref("User"), "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}}}, headers=SET_COOKIE),
+                      **error_responses(400, 401, 403, 409, 413, 503)}}},
+    "/api/auth/session": {
+        "get": {"summary": "Who am I", "operationId": "getSession", "security": [{"bearer": []}, {"cookie": []}],
+                "responses": {"200": ok({"type": "object", "required": ["user", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(401, 503)}},
+        "delete": {"summary": "Sign out (revokes the session)", "operationId": "deleteSession", "security": [{"bearer": []}, {"cookie": []}],
+                   "responses": {"204": {"description": "Signed out", "headers": SET_COOKIE}, **error_responses(401, 403, 503)}}},
+    "/api/auth/passkeys": {"get": {"summary": "The account's passkeys", "operationId": "listPasskeys", "security": [{"bearer": []}, {"cookie": []}],
+        "responses": {"200": ok({"type": "object", "required": ["passkeys"], "properties": {"passkeys": {"type": "array", "items": ref("Passkey")}}}), **error_responses(401, 503)}}},
+    "/api/auth/passkeys/{id}": {
+        "parameters": [{"name": "id", "in": "path", "required": True, "description": "credential ID, base64url", "schema": {"type": "string"}}],
+        "patch": {"summary": "Rename a passkey", "operationId": "renamePasskey", "security": [{"bearer": []}, {"cookie": []}],
+                  "requestBody": json_body({"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 64}}}),
+                  "responses": {"200": ok(ref("Passkey")), **error_responses(400, 401, 403, 404, 503)}},
+        "delete": {"summary": "Delete a passkey (never the last one)", "operationId": "deletePasskey", "security": [{"bearer": []}, {"cookie": []}],
+                   "responses": {"204": {"description": "Deleted"}, **error_responses(401, 403, 404, 409, 503)}}},
+    "/.well-known/apple-app-site-association": {"get": {"summary": "Associated domains for iOS apps (webcredentials)", "operationId": "appleAppSiteAssociation",
+        "responses": {"200": ok({"type": "object", "properties": {"webcredentials": {"type": "object", "properties": {"apps": {"type": "array", "items": {"type": "string"}}}}}})}}},
+    "/.well-known/assetlinks.json": {"get": {"summary": "Digital Asset Links for Android apps", "operationId": "assetLinks",
+        "responses": {"200": ok({"type": "array", "items": {"type": "object"}})}}},
+    "/.well-known/webauthn": {"get": {"summary": "WebAuthn related origins", "operationId": "relatedOrigins",
+        "responses": {"200": ok({"type": "object", "properties": {"origins": {"type": "array", "items": {"type": "string"}}}})}}},
+    "/.well-known/passkey-endpoints": {"get": {"summary": "Passkey enroll / manage URLs", "operationId": "passkeyEndpoints",
+        "responses": {"200": ok({"type": "object", "properties": {"enroll": {"type": "string"}, "manage": {"type": "string"}}})}}},
+    "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": {"200": ok({"type": "object"})}}},
+    "/healthz": {"get": {"summary": "Liveness", "operationId": "healthz", "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+}
+
+doc = {
+    "openapi": "3.1.0",
+    "info": {"title": "passkeyd API", "version": "1.0.0",
+             "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n" +
+                            "\n".join(f"- `{c}`: {d}" for c, d in sorted(ERROR_CODES.items()))},
+    "paths": paths,
+    "components": {
+        "schemas": schemas,
+        "responses": {"Error": {"description": "An error with a stable code", "content": {"application/json": {"schema": ref("Error")}}}},
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "The session token from a verify response"},
+                            "cookie": {"type": "apiKey", "in": "cookie", "name": "passkeyd_session"}},
+    },
+}
+print(json.dumps(doc, indent=2, ensure_ascii=False))
