@@ -67,8 +67,9 @@ extension RelyingParty {
     }
 
     /// EdDSA and ES256 first (small, fast, what passkey providers create), then RS256 (Windows
-    /// Hello), then the other algorithms this library verifies.
-    public static let defaultAlgorithms: [COSEAlgorithmIdentifier] = [.edDSA, .es256, .rs256, .es384, .es512, .ps256, .mlDSA65, .mlDSA87]
+    /// Hello), then ES384, ES512 and PS256. ML-DSA and the other RSA variants are verified too,
+    /// but offered only when configured.
+    public static let defaultAlgorithms: [COSEAlgorithmIdentifier] = [.edDSA, .es256, .rs256, .es384, .es512, .ps256]
 
     /// Algorithms a credential key may use. RS1 (SHA-1) only with
     /// ``AttestationPolicy/unsafeAllowSHA1Attestation``: some Windows Hello TPM credentials use it.

@@ -1,0 +1,116 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import WebAuthn
+import WebAuthnTesting
+
+/// The real `passkeyd serve` binary on a free loopback port, over HTTP, as a user runs it.
+@Suite("passkeyd serve over a real socket")
+struct ServeBinaryTests {
+    static var binary: URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("passkeyd")
+    }
+
+    /// A port the kernel says is free right now.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    final class Server {
+        let process = Process()
+        let port: Int
+        init(port: Int, database: String) throws {
+            self.port = port
+            process.executableURL = ServeBinaryTests.binary
+            process.arguments = ["serve", "--database", "sqlite://\(database)"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["PASSKEYD_LISTEN"] = "127.0.0.1:\(port)"
+            environment["PASSKEYD_ORIGINS"] = "http://localhost:\(port)"
+            environment["PASSKEYD_CONFIG"] = nil
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        func waitUntilReady() async throws {
+            for _ in 0..<100 {
+                if let (_, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
+                   (response as? HTTPURLResponse)?.statusCode == 200 { return }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            throw POSIXError(.ETIMEDOUT)
+        }
+
+        func stop() {
+            process.terminate() // SIGTERM: graceful shutdown
+            process.waitUntilExit()
+        }
+
+        func call(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (Int, JSONValue) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            request.httpBody = json
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("http://localhost:\(port)", forHTTPHeaderField: "Origin")
+            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONReader.parse(Array(data))) ?? .null)
+        }
+    }
+
+    struct Wrapped<C: Encodable>: Encodable { let credential: C }
+
+    @Test func signUpAndSignInSurviveARestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("passkeyd.sqlite").path
+        let port = try Self.freePort()
+        let origin = "http://localhost:\(port)"
+        var authenticator = SoftwareAuthenticator(seed: Array("serve".utf8))
+
+        var server = try Server(port: port, database: database)
+        try await server.waitUntilReady()
+        let (status, optionsJSON) = try await server.call("POST", "/api/auth/register/options", json: Data(#"{"username":"ada"}"#.utf8))
+        #expect(status == 200)
+        let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(optionsJSON))
+        var (registration, credential) = try authenticator.register(options: options, origin: origin)
+        let (registered, signUp) = try await server.call("POST", "/api/auth/register/verify", json: JSONEncoder().encode(Wrapped(credential: registration)))
+        #expect(registered == 200, "\(signUp)")
+        guard case .string(let token)? = signUp["token"] else { Issue.record("no token"); server.stop(); return }
+
+        func signIn() async throws -> (Int, JSONValue) {
+            let (_, requestJSON) = try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
+            let request = try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: JSONEncoder().encode(requestJSON))
+            let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
+            return try await server.call("POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(Wrapped(credential: assertion)))
+        }
+        #expect(try await signIn().0 == 200)
+        server.stop()
+
+        // A new process on the same database: the account, passkey, counter and session are there.
+        server = try Server(port: port, database: database)
+        try await server.waitUntilReady()
+        defer { server.stop() }
+        let (sessionStatus, session) = try await server.call("GET", "/api/auth/session", token: token)
+        #expect(sessionStatus == 200 && session["user"]?["username"] == .string("ada"))
+        let (again, verdict) = try await signIn()
+        #expect(again == 200 && verdict["user"]?["username"] == .string("ada"), "\(verdict)")
+        let (_, passkeys) = try await server.call("GET", "/api/auth/passkeys", token: token)
+        guard case .array(let list)? = passkeys["passkeys"] else { Issue.record("no passkeys"); return }
+        #expect(list.count == 1)
+    }
+}
