@@ -70,8 +70,9 @@ B64 = {"type": "string", "description": "base64url (unpadded) on output; base64u
 schemas = {
     "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
         "code": {"type": "string", "enum": sorted(ERROR_CODES)}, "message": {"type": "string"}}}}},
-    "User": {"type": "object", "required": ["id", "username", "displayName"], "properties": {
-        "id": {"type": "string", "format": "uuid"}, "username": {"type": "string"}, "displayName": {"type": "string"}}},
+    "User": {"type": "object", "required": ["id", "username", "displayName", "userHandle"], "properties": {
+        "id": {"type": "string", "format": "uuid"}, "username": {"type": "string"}, "displayName": {"type": "string"},
+        "userHandle": {**B64, "description": "the WebAuthn user handle (user.id in the options), for PublicKeyCredential signal methods"}}},
     "Passkey": {"type": "object", "required": ["id", "name", "aaguid", "createdAt", "backedUp", "backupEligible", "deviceBound", "transports", "attestationFormat", "userVerified"], "properties": {
         "id": {**B64, "description": "credential ID, base64url"}, "name": {"type": "string"},
         "provider": {"type": ["string", "null"], "description": "passkey provider name from the AAGUID, when known"},
@@ -137,7 +138,7 @@ paths = {
                       **error_responses(400, 401, 403, 409, 413, 503)}}},
     "/api/auth/session": {
         "get": {"summary": "Who am I", "operationId": "getSession", "security": [{"bearer": []}, {"cookie": []}],
-                "responses": {"200": ok({"type": "object", "required": ["user", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(401, 503)}},
+                "responses": {"200": ok({"type": "object", "required": ["user", "rpId", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "rpId": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(401, 503)}},
         "delete": {"summary": "Sign out (revokes the session)", "operationId": "deleteSession", "security": [{"bearer": []}, {"cookie": []}],
                    "responses": {"204": {"description": "Signed out", "headers": SET_COOKIE}, **error_responses(401, 403, 503)}}},
     "/api/auth/passkeys": {"get": {"summary": "The account's passkeys", "operationId": "listPasskeys", "security": [{"bearer": []}, {"cookie": []}],

@@ -7,10 +7,13 @@ struct UserJSON: Encodable, Sendable {
     let id: String
     let username: String
     let displayName: String
+    /// The WebAuthn user handle (base64url), for the browser's signal methods.
+    let userHandle: String
     init(_ account: Account) {
         id = account.id.uuidString.lowercased()
         username = account.username
         displayName = account.displayName
+        userHandle = Base64URLBytes(account.userHandle).base64URL
     }
 }
 
@@ -62,6 +65,7 @@ struct SignInJSON: Encodable, Sendable {
 
 struct SessionJSON: Encodable, Sendable {
     let user: UserJSON
+    let rpId: String
     let createdAt: Date
     let expiresAt: Date
 }

@@ -74,7 +74,7 @@ struct NativeAPI: Sendable {
 
     func session(_ request: Request) async throws -> Response {
         let signedIn = try await sessions.required(request)
-        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), createdAt: signedIn.session.createdAt, expiresAt: signedIn.session.expiresAt))
+        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt, expiresAt: signedIn.session.expiresAt))
     }
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

@@ -327,12 +327,16 @@ extension OpenAPIDocument {
                   "type": "object",
                   "required": [
                     "user",
+                    "rpId",
                     "createdAt",
                     "expiresAt"
                   ],
                   "properties": {
                     "user": {
                       "$ref": "#/components/schemas/User"
+                    },
+                    "rpId": {
+                      "type": "string"
                     },
                     "createdAt": {
                       "type": "string",
@@ -759,7 +763,8 @@ extension OpenAPIDocument {
         "required": [
           "id",
           "username",
-          "displayName"
+          "displayName",
+          "userHandle"
         ],
         "properties": {
           "id": {
@@ -771,6 +776,11 @@ extension OpenAPIDocument {
           },
           "displayName": {
             "type": "string"
+          },
+          "userHandle": {
+            "type": "string",
+            "description": "the WebAuthn user handle (user.id in the options), for PublicKeyCredential signal methods",
+            "contentEncoding": "base64url"
           }
         }
       },

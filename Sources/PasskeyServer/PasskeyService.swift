@@ -105,7 +105,9 @@ public struct PasskeyService: Sendable {
         let time = now()
         if let accountID = record.accountID {
             guard let account = try await store.account(id: accountID) else { throw APIError.unknownChallenge }
-            let passkey = makePasskey(verified, accountID: accountID, name: passkeyName, at: time)
+            let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
+            var passkey = makePasskey(verified, accountID: accountID, name: passkeyName, at: time)
+            if passkeyName == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
             do {
                 try await store.addPasskey(passkey)
             } catch let error as StoreError where error.code == .conflict {
@@ -136,6 +138,14 @@ public struct PasskeyService: Sendable {
                 backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
                 attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
                 name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
+    }
+
+    /// "Passkey", "Passkey 2", …: a default name the account's list can tell apart.
+    static func distinctName(_ base: String, taken: Set<String>) -> String {
+        guard taken.contains(base) else { return base }
+        var number = 2
+        while taken.contains("\(base) \(number)") { number += 1 }
+        return "\(base) \(number)"
     }
 
     // MARK: Authentication

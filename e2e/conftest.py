@@ -1,0 +1,98 @@
+"""Browser tests: a real passkeyd server and headless Chromium with WebDriver's virtual authenticator.
+
+scripts/test sets PASSKEYD_BINARY; each test module gets its own server on a free loopback port
+and a temporary SQLite database, and each test a fresh browser.
+"""
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, **extra_env):
+        binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
+        self.port = free_port()
+        self.origin = f"http://localhost:{self.port}"
+        self.directory = tempfile.mkdtemp(prefix="passkeyd-e2e-")
+        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=self.origin,
+                   PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_CONFIG=os.devnull + ".absent")
+        env.pop("PASSKEYD_CONFIG")
+        env.update(extra_env)
+        self.log = open(os.path.join(self.directory, "serve.log"), "w")
+        self.process = subprocess.Popen([binary, "serve", "--database", f"sqlite://{self.directory}/e2e.sqlite"],
+                                        cwd=self.directory, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("passkeyd did not start; see " + self.log.name)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def impatient_server():
+    """Ceremonies expire after 10 s, so a browser waiting for a passkey that does not exist gives up soon."""
+    s = Server(PASSKEYD_CHALLENGE_LIFETIME="10")
+    yield s
+    s.stop()
+
+
+def authenticator_options(user_verified=True, consenting=True):
+    options = VirtualAuthenticatorOptions()
+    options.protocol = VirtualAuthenticatorOptions.Protocol.CTAP2
+    options.transport = VirtualAuthenticatorOptions.Transport.INTERNAL
+    options.has_resident_key = True
+    options.has_user_verification = True
+    options.is_user_verified = user_verified
+    options.is_user_consenting = consenting
+    return options
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900", "--disable-gpu"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
