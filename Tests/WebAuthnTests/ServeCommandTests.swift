@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+/// `passkeyd serve` and `passkeyd migrate` refuse bad settings with a message naming the setting.
+@Suite("passkeyd serve / migrate configuration")
+struct ServeCommandTests {
+    static func run(_ arguments: [String], environment: [String: String], in directory: URL) throws -> CLI.Result {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PASSKEYD_") }
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        process.currentDirectoryURL = directory
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLI.Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test(arguments: [
+        (["PASSKEYD_RP_ID": "Not A Domain"], "rpID"),
+        (["PASSKEYD_ORIGINS": "http://example.com"], "origins"),
+        (["PASSKEYD_USER_VERIFICATION": "sometimes"], "userVerification"),
+        (["PASSKEYD_LISTEN": "localhost"], "listen"),
+        (["PASSKEYD_SESSION_LIFETIME": "ten"], "PASSKEYD_SESSION_LIFETIME"),
+        (["PASSKEYD_CHALLENGE_LIFETIME": "1"], "challengeLifetimeSeconds"),
+        (["PASSKEYD_ANDROID_APPS": "com.example=AB:CD"], "androidApps"),
+        (["PASSKEYD_APPLE_APP_IDS": "com.example.app"], "appleAppIDs"),
+        (["PASSKEYD_REQUIRE_TRUSTED_ATTESTATION": "true"], "requireTrustedAttestation"),
+        (["PASSKEYD_COOKIE_SECURE": "maybe"], "PASSKEYD_COOKIE_SECURE"),
+        (["PASSKEYD_DATABASE_URL": "mysql://db"], "databaseURL"),
+    ])
+    func badSettingsStopTheStartAndNameTheSetting(_ environment: [String: String], _ setting: String) throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try Self.run(["serve"], environment: environment, in: directory)
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(setting), "\(environment): \(result.stderr)")
+    }
+
+    @Test func aBadSettingsFileIsNamed() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(#"{"rpID": 5}"#.utf8).write(to: directory.appendingPathComponent("passkeyd.json"))
+        let result = try Self.run(["migrate"], environment: [:], in: directory)
+        #expect(result.status != 0 && result.stderr.contains("passkeyd.json") && result.stderr.contains("rpID"), "\(result.stderr)")
+    }
+
+    @Test func migrateCreatesTheSchemaOnceAndReportsItsVersion() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = try Self.run(["migrate", "--database", "sqlite://db.sqlite"], environment: [:], in: directory)
+        #expect(first.status == 0 && first.stdout.contains("applied migrations 1"), "\(first.stdout) \(first.stderr)")
+        let second = try Self.run(["migrate", "--database", "sqlite://db.sqlite"], environment: [:], in: directory)
+        #expect(second.status == 0 && second.stdout.contains("up to date at version 1"))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("db.sqlite").path))
+    }
+}
