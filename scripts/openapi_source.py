@@ -52,6 +52,8 @@ ERROR_CODES = {
     "not_found": "No such endpoint (404).",
     "method_not_allowed": "Method not allowed (405).",
     "internal_error": "Unexpected server error (500).",
+    "unknown_user": "Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.",
+    "invalid_user_id": "Compatibility API only: userId is not the UUID /signup returned (400).",
 }
 
 def ref(name): return {"$ref": f"#/components/schemas/{name}"}
@@ -159,6 +161,24 @@ paths = {
     "/.well-known/passkey-endpoints": {"get": {"summary": "Passkey enroll / manage URLs", "operationId": "passkeyEndpoints",
         "responses": {"200": ok({"type": "object", "properties": {"enroll": {"type": "string"}, "manage": {"type": "string"}}})}}},
     "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "responses": {"200": ok({"type": "object"})}}},
+    "/signup": {"get": {"summary": "Compatibility API (reference Vapor apps): start a sign-up", "operationId": "compatSignup", "tags": ["compatibility"],
+        "description": "The challenge and user.id are base64url strings whose UTF-8 bytes the reference apps hand to the authenticator; passkeyd verifies exactly that.",
+        "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
+        "responses": {"200": ok({"type": "object", "required": ["challenge", "userId"], "properties": {
+            "challenge": {"type": "object", "required": ["attestation", "challenge", "pubKeyCredParams", "rp", "timeout", "user"]},
+            "userId": {"type": "string", "format": "uuid"}}}), **error_responses(400, 409, 503)}}},
+    "/makeCredential": {"post": {"summary": "Compatibility API: finish the sign-up", "operationId": "compatMakeCredential", "tags": ["compatibility"],
+        "parameters": [{"name": "userId", "in": "query", "required": True, "schema": {"type": "string", "format": "uuid"}}],
+        "requestBody": json_body(ref("RegistrationResponseJSON")),
+        "responses": {"200": ok({"type": "object", "maxProperties": 0}), **error_responses(400, 409, 413, 503)}}},
+    "/authenticate": {
+        "get": {"summary": "Compatibility API: request options for a username", "operationId": "compatAuthenticateOptions", "tags": ["compatibility"],
+                "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": ok({"type": "object", "required": ["challenge", "timeout", "rpId", "allowCredentials", "userVerification"]}), **error_responses(400, 503)}},
+        "post": {"summary": "Compatibility API: verify an assertion; the body also carries a session token", "operationId": "compatAuthenticate", "tags": ["compatibility"],
+                 "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
+                 "requestBody": json_body(ref("AuthenticationResponseJSON")),
+                 "responses": {"200": ok({"type": "object", "required": ["verified", "token", "expiresAt"], "properties": {"verified": {"const": True}, "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(400, 401, 409, 413, 503)}}},
     "/healthz": {"get": {"summary": "Liveness", "operationId": "healthz", "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
 }
 

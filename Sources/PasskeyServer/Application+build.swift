@@ -18,6 +18,9 @@ public enum PasskeyServer {
         }
 
         NativeAPI(service: service).register(on: router)
+        if service.configuration.compatibilityRoutes {
+            CompatibilityAPI(service: service).register(on: router)
+        }
         WellKnown(configuration: service.configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }
         router.get("healthz") { _, _ in "ok\n" }

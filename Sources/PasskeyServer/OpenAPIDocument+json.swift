@@ -7,7 +7,7 @@ extension OpenAPIDocument {
   "info": {
     "title": "passkeyd API",
     "version": "1.0.0",
-    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
+    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
   },
   "paths": {
     "/api/auth/register/options": {
@@ -663,6 +663,238 @@ extension OpenAPIDocument {
         }
       }
     },
+    "/signup": {
+      "get": {
+        "summary": "Compatibility API (reference Vapor apps): start a sign-up",
+        "operationId": "compatSignup",
+        "tags": [
+          "compatibility"
+        ],
+        "description": "The challenge and user.id are base64url strings whose UTF-8 bytes the reference apps hand to the authenticator; passkeyd verifies exactly that.",
+        "parameters": [
+          {
+            "name": "username",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "challenge",
+                    "userId"
+                  ],
+                  "properties": {
+                    "challenge": {
+                      "type": "object",
+                      "required": [
+                        "attestation",
+                        "challenge",
+                        "pubKeyCredParams",
+                        "rp",
+                        "timeout",
+                        "user"
+                      ]
+                    },
+                    "userId": {
+                      "type": "string",
+                      "format": "uuid"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/makeCredential": {
+      "post": {
+        "summary": "Compatibility API: finish the sign-up",
+        "operationId": "compatMakeCredential",
+        "tags": [
+          "compatibility"
+        ],
+        "parameters": [
+          {
+            "name": "userId",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "format": "uuid"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/RegistrationResponseJSON"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "maxProperties": 0
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/authenticate": {
+      "get": {
+        "summary": "Compatibility API: request options for a username",
+        "operationId": "compatAuthenticateOptions",
+        "tags": [
+          "compatibility"
+        ],
+        "parameters": [
+          {
+            "name": "username",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "challenge",
+                    "timeout",
+                    "rpId",
+                    "allowCredentials",
+                    "userVerification"
+                  ]
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      },
+      "post": {
+        "summary": "Compatibility API: verify an assertion; the body also carries a session token",
+        "operationId": "compatAuthenticate",
+        "tags": [
+          "compatibility"
+        ],
+        "parameters": [
+          {
+            "name": "username",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/AuthenticationResponseJSON"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "verified",
+                    "token",
+                    "expiresAt"
+                  ],
+                  "properties": {
+                    "verified": {
+                      "const": true
+                    },
+                    "token": {
+                      "type": "string"
+                    },
+                    "expiresAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
     "/healthz": {
       "get": {
         "summary": "Liveness",
@@ -725,6 +957,7 @@ extension OpenAPIDocument {
                   "invalid_backup_flags",
                   "invalid_display_name",
                   "invalid_name",
+                  "invalid_user_id",
                   "invalid_username",
                   "last_passkey",
                   "malformed_attestation_object",
@@ -743,6 +976,7 @@ extension OpenAPIDocument {
                   "too_many_ceremonies",
                   "top_origin_not_allowed",
                   "type_mismatch",
+                  "unknown_user",
                   "unsupported_algorithm",
                   "unsupported_attestation_format",
                   "user_handle_mismatch",

@@ -43,7 +43,8 @@ public struct PasskeyService: Sendable {
     /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
     /// the signed-in account.
     public func registrationOptions(username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
-                                    challenge: [UInt8]? = nil) async throws -> PublicKeyCredentialCreationOptionsJSON {
+                                    challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil) async throws
+        -> PublicKeyCredentialCreationOptionsJSON {
         try await checkCeremonyCapacity()
         let time = now()
         let record: ChallengeRecord
@@ -60,9 +61,9 @@ public struct PasskeyService: Sendable {
             let name = try Self.validUsername(username)
             let display = try Self.validDisplayName(displayName, default: name)
             if try await store.account(username: name) != nil { throw APIError.usernameTaken }
-            user = PublicKeyCredentialUserEntity(id: RelyingParty.makeUserHandle(), name: name, displayName: display)
+            user = PublicKeyCredentialUserEntity(id: userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
             record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
-                                     pendingDisplayName: display, pendingUserHandle: user.id, api: api,
+                                     pendingDisplayName: display, pendingUserHandle: user.id, pendingAccountID: accountID, api: api,
                                      userVerification: configuration.userVerification.rawValue, createdAt: time,
                                      expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         }
@@ -83,8 +84,11 @@ public struct PasskeyService: Sendable {
     /// Verifies a registration response and stores the passkey (and, for a sign-up, the
     /// account and a session), atomically.
     public func finishRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-                                   api: String = "native", unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
+                                   api: String = "native", expectedAccountID: UUID? = nil,
+                                   unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
+        // The compatibility API names the account being created (`userId`); it must be this ceremony's.
+        if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw APIError.accountMismatch }
         let passkeyName = try name.map { try Self.validPasskeyName($0) }
         // A challenge issued to a signed-in account can only be finished by that account.
         if let accountID = record.accountID, signedIn?.account.id != accountID { throw APIError.accountMismatch }
@@ -118,7 +122,8 @@ public struct PasskeyService: Sendable {
         }
 
         guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw APIError.unknownChallenge }
-        let account = Account(username: username, displayName: record.pendingDisplayName ?? username, userHandle: handle, createdAt: time)
+        let account = Account(id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
+                              userHandle: handle, createdAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
         do {
             try await store.createAccount(account, passkey: passkey)
@@ -153,8 +158,8 @@ public struct PasskeyService: Sendable {
     /// Request options. With a username: that account's passkeys in allowCredentials; for an
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
-    public func authenticationOptions(username: String?, api: String = "native", challenge: [UInt8]? = nil) async throws
-        -> PublicKeyCredentialRequestOptionsJSON {
+    public func authenticationOptions(username: String?, api: String = "native", challenge: [UInt8]? = nil,
+                                      unknownUserIsAnError: Bool = false) async throws -> PublicKeyCredentialRequestOptionsJSON {
         try await checkCeremonyCapacity()
         let time = now()
         var allow: [CredentialDescriptor] = []
@@ -166,6 +171,8 @@ public struct PasskeyService: Sendable {
                 accountID = account.id
                 allow = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
             } else {
+                // The reference apps' server answered 400 here; only its compatibility routes do.
+                if unknownUserIsAnError { throw APIError.badRequest("unknown_user", "No account has that username.") }
                 unknown = true
                 allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
             }

@@ -44,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     public var manageURL: String?
     /// Folder of the web UI, served at `/` (nil: no UI).
     public var publicDirectory: String?
+    /// Serve `/signup`, `/makeCredential`, `/authenticate` for apps written against the
+    /// reference Vapor passkey server (see docs/ios.md, docs/android.md).
+    public var compatibilityRoutes: Bool
 
     public init(rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
                 androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
@@ -52,7 +55,7 @@ public struct ServerConfiguration: Sendable {
                 challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
                 cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
                 maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
-                publicDirectory: String? = nil) {
+                publicDirectory: String? = nil, compatibilityRoutes: Bool = true) {
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -74,6 +77,7 @@ public struct ServerConfiguration: Sendable {
         self.enrollURL = enrollURL
         self.manageURL = manageURL
         self.publicDirectory = publicDirectory
+        self.compatibilityRoutes = compatibilityRoutes
     }
 
     /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.

@@ -79,6 +79,8 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var pendingUsername: String?
     public var pendingDisplayName: String?
     public var pendingUserHandle: [UInt8]?
+    /// Sign-up: the ID the account will get (the compatibility API hands it out as `userId`).
+    public var pendingAccountID: UUID?
     /// A username-first sign-in for a username that does not exist: it can never succeed.
     public var unknownUser: Bool
     /// Which API issued it (`native` or `compat`), so the other cannot finish it.
@@ -88,7 +90,7 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var expiresAt: Date
 
     public init(challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
-                pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, unknownUser: Bool = false,
+                pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
                 api: String = "native", userVerification: String, createdAt: Date, expiresAt: Date) {
         self.challenge = challenge
         self.ceremony = ceremony
@@ -96,6 +98,7 @@ public struct ChallengeRecord: Sendable, Hashable {
         self.pendingUsername = pendingUsername
         self.pendingDisplayName = pendingDisplayName
         self.pendingUserHandle = pendingUserHandle
+        self.pendingAccountID = pendingAccountID
         self.unknownUser = unknownUser
         self.api = api
         self.userVerification = userVerification

@@ -83,5 +83,8 @@ enum SQLiteSchema {
             "CREATE INDEX audit_account ON audit_events(account_id, id)",
             "CREATE TABLE settings (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
         ]),
+        Migration(version: 2, statements: [
+            "ALTER TABLE challenges ADD COLUMN pending_account_id TEXT",
+        ]),
     ]
 }

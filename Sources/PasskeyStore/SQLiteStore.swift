@@ -188,11 +188,12 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             try db.execute(sql: """
                 INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
-                                        pending_user_handle, unknown_user, api, user_verification, created_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                        pending_user_handle, pending_account_id, unknown_user, api, user_verification, created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [
                     Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue, record.accountID?.uuidString,
-                    record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) }, record.unknownUser,
+                    record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) },
+                    record.pendingAccountID?.uuidString, record.unknownUser,
                     record.api, record.userVerification, StoreValues.millis(record.createdAt), StoreValues.millis(record.expiresAt),
                 ])
         }
@@ -207,7 +208,8 @@ public final class SQLiteStore: PasskeyStore {
                 ceremony: ChallengeRecord.Ceremony(rawValue: row["ceremony"]) ?? .authentication,
                 accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
                 pendingUsername: row["pending_username"], pendingDisplayName: row["pending_display_name"],
-                pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) }, unknownUser: row["unknown_user"],
+                pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) },
+                pendingAccountID: (row["pending_account_id"] as String?).flatMap(UUID.init(uuidString:)), unknownUser: row["unknown_user"],
                 api: row["api"], userVerification: row["user_verification"], createdAt: StoreValues.date(row["created_at"]),
                 expiresAt: StoreValues.date(row["expires_at"]))
         }

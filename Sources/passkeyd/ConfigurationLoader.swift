@@ -31,6 +31,7 @@ struct ConfigurationLoader {
         var enrollURL: String?
         var manageURL: String?
         var publicDirectory: String?
+        var compatibilityRoutes: Bool?
     }
 
     struct Loaded {
@@ -155,7 +156,8 @@ struct ConfigurationLoader {
             maxOpenChallenges: try int("PASSKEYD_MAX_OPEN_CHALLENGES", file.maxOpenChallenges, range: 10...100_000_000, setting: "maxOpenChallenges") ?? 100_000,
             enrollURL: string("PASSKEYD_ENROLL_URL", file.enrollURL),
             manageURL: string("PASSKEYD_MANAGE_URL", file.manageURL),
-            publicDirectory: string("PASSKEYD_PUBLIC_DIRECTORY", file.publicDirectory) ?? Self.defaultPublicDirectory())
+            publicDirectory: string("PASSKEYD_PUBLIC_DIRECTORY", file.publicDirectory) ?? Self.defaultPublicDirectory(),
+            compatibilityRoutes: try bool("PASSKEYD_COMPATIBILITY_ROUTES", file.compatibilityRoutes) ?? true)
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port)

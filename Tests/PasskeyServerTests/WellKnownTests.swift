@@ -57,6 +57,7 @@ struct WellKnownTests {
             (.delete, "/api/auth/session"), (.get, "/api/auth/passkeys"), (.patch, "/api/auth/passkeys/{id}"), (.delete, "/api/auth/passkeys/{id}"),
             (.get, "/.well-known/apple-app-site-association"), (.get, "/.well-known/assetlinks.json"), (.get, "/.well-known/webauthn"),
             (.get, "/.well-known/passkey-endpoints"), (.get, "/openapi.json"), (.get, "/healthz"),
+            (.get, "/signup"), (.post, "/makeCredential"), (.get, "/authenticate"), (.post, "/authenticate"),
         ]
         var documented = 0
         for (_, item) in paths { if case .object(let operations) = item { documented += operations.keys.filter { $0 != "parameters" }.count } }

@@ -12,6 +12,22 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Sendable {
     public var hints: [String]
     public var attestation: String
     public var extensions: [String: JSONValue]?
+
+    public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntityJSON, challenge: Base64URLBytes,
+                pubKeyCredParams: [PublicKeyCredentialParameters], timeout: Int?, excludeCredentials: [PublicKeyCredentialDescriptorJSON] = [],
+                authenticatorSelection: AuthenticatorSelectionCriteria? = nil, hints: [String] = [], attestation: String = "none",
+                extensions: [String: JSONValue]? = nil) {
+        self.rp = rp
+        self.user = user
+        self.challenge = challenge
+        self.pubKeyCredParams = pubKeyCredParams
+        self.timeout = timeout
+        self.excludeCredentials = excludeCredentials
+        self.authenticatorSelection = authenticatorSelection
+        self.hints = hints
+        self.attestation = attestation
+        self.extensions = extensions
+    }
 }
 
 public struct PublicKeyCredentialRpEntity: Codable, Sendable, Hashable {

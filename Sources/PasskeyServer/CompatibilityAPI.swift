@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PasskeyStore
+import WebAuthn
+
+/// Routes for apps written against the reference Vapor passkey server (the article series'
+/// iOS SwiftUI app and Android Credential Manager app), so they work against passkeyd unchanged:
+///
+/// | route | answer |
+/// | --- | --- |
+/// | `GET /signup?username=U` | `{"challenge": {attestation, challenge, pubKeyCredParams, rp, timeout, user}, "userId": "<uuid>"}`; 409 when taken |
+/// | `POST /makeCredential?userId=<uuid>` | `{}` |
+/// | `GET /authenticate?username=U` | `{challenge, timeout, rpId, allowCredentials, userVerification}`; 400 for an unknown user |
+/// | `POST /authenticate?username=U` | `{"verified": true, "token": …}` (the apps ignore extra fields) |
+///
+/// Their quirks are accepted here and only here:
+/// - The apps sign the UTF-8 bytes of the challenge *string* (`challenge.data(using: .utf8)`),
+///   and use the UTF-8 bytes of the `user.id` string as the user handle. So these routes hand
+///   out base64url strings of random bytes and store the strings' UTF-8 bytes as the challenge
+///   and user handle; the ceremony is still single use, expiring and bound to this API.
+/// - The Android app rewrites the attestation object's flags (clears ED, keeps AT), so its
+///   registration authenticator data may carry extensions with ED clear. Tolerated for
+///   registration on these routes; assertions stay strict.
+/// - Binary fields in standard base64 with padding, `id` in base64url, and an extra top-level key
+///   named after the userId: the JSON reader takes both base64 alphabets and ignores unknown keys.
+/// Everything else (origin, RP ID, UV, signatures, real sign counters) is checked as on the
+/// native API.
+struct CompatibilityAPI: Sendable {
+    static let api = "compat"
+    let service: PasskeyService
+
+    func register(on router: Router<PasskeyRequestContext>) {
+        router.get("signup") { request, _ in try await signup(request) }
+        router.post("makeCredential") { request, context in try await makeCredential(request, context) }
+        router.get("authenticate") { request, _ in try await authenticateOptions(request) }
+        router.post("authenticate") { request, context in try await authenticate(request, context) }
+    }
+
+    /// A base64url string of 32 random bytes: what the reference server sent as a challenge.
+    static func randomString() -> String { Base64URLBytes(RelyingParty.makeChallenge()).base64URL }
+
+    struct CreationOptions: Encodable {
+        struct User: Encodable { let id: String; let name: String; let displayName: String }
+        let attestation: String
+        let challenge: String
+        let pubKeyCredParams: [PublicKeyCredentialParameters]
+        let rp: PublicKeyCredentialRpEntity
+        let timeout: Int?
+        let user: User
+    }
+
+    struct SignupResponse: Encodable {
+        let challenge: CreationOptions
+        let userId: String
+    }
+
+    func signup(_ request: Request) async throws -> Response {
+        let username = request.uri.queryParameters.get("username")
+        let challenge = Self.randomString()
+        let userID = Self.randomString()
+        let accountID = UUID()
+        let options = try await service.registrationOptions(
+            username: username, displayName: username, signedIn: nil, api: Self.api, challenge: Array(challenge.utf8),
+            userHandle: Array(userID.utf8), accountID: accountID)
+        let body = SignupResponse(
+            challenge: CreationOptions(attestation: options.attestation, challenge: challenge, pubKeyCredParams: options.pubKeyCredParams,
+                                       rp: options.rp, timeout: options.timeout,
+                                       user: .init(id: userID, name: options.user.name, displayName: options.user.displayName)),
+            userId: accountID.uuidString)
+        return try HTTP.json(body)
+    }
+
+    func makeCredential(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        guard let text = request.uri.queryParameters.get("userId"), let accountID = UUID(uuidString: String(text)) else {
+            throw APIError.badRequest("invalid_user_id", "userId must be the UUID /signup returned.")
+        }
+        let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
+        let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
+        _ = try await service.finishRegistration(credential, name: nil, signedIn: nil, client: request.client(context), api: Self.api,
+                                                 expectedAccountID: accountID, unsafeToleratesRewrittenFlags: true)
+        return try HTTP.json([String: String]())
+    }
+
+    struct RequestOptions: Encodable {
+        let challenge: String
+        let timeout: Int?
+        let rpId: String
+        let allowCredentials: [PublicKeyCredentialDescriptorJSON]
+        let userVerification: String
+    }
+
+    func authenticateOptions(_ request: Request) async throws -> Response {
+        let username: String? = request.uri.queryParameters.get("username").map { String($0) }
+        guard let username, !username.isEmpty else { throw APIError.badRequest("invalid_username", "username is required.") }
+        let challenge = Self.randomString()
+        let options = try await service.authenticationOptions(username: username, api: Self.api, challenge: Array(challenge.utf8),
+                                                              unknownUserIsAnError: true)
+        return try HTTP.json(RequestOptions(challenge: challenge, timeout: options.timeout, rpId: options.rpId,
+                                            allowCredentials: options.allowCredentials, userVerification: options.userVerification))
+    }
+
+    struct SignedIn: Encodable {
+        let verified = true
+        let token: String
+        let expiresAt: Date
+    }
+
+    func authenticate(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
+        let credential = try AuthenticationResponseJSON(json: NativeAPI.credential(in: body))
+        let result = try await service.finishAuthentication(credential, client: request.client(context), api: Self.api)
+        if let username = request.uri.queryParameters.get("username"), Account.key(String(username)) != Account.key(result.account.username) {
+            // The challenge was bound to this account already; a different name in the URL is a client bug.
+            throw APIError.accountMismatch
+        }
+        return try HTTP.json(SignedIn(token: result.token, expiresAt: result.session.expiresAt))
+    }
+}
+
+private extension Account {
+    static func key(_ username: String) -> String { Account.key(for: username) }
+}
