@@ -73,6 +73,35 @@ struct ServeBinaryTests {
 
     struct Wrapped<C: Encodable>: Encodable { let credential: C }
 
+    @Test func theReferenceIOSAppWorksAgainstTheRealServer() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-compat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try Self.freePort()
+        let origin = "http://localhost:\(port)"
+        let server = try Server(port: port, database: directory.appendingPathComponent("p.sqlite").path)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        var authenticator = SoftwareAuthenticator(seed: Array("ios-app".utf8))
+
+        let (status, signup) = try await server.call("GET", "/signup?username=app-user")
+        #expect(status == 200)
+        let (options, userId) = try CompatibilityTests.appOptions(APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(signup))))
+        var (registration, credential) = try authenticator.register(options: options, origin: origin)
+        let (made, madeBody) = try await server.call("POST", "/makeCredential?userId=\(userId)", json: Data(CompatibilityTests.iOSBody(registration, userId: userId)))
+        #expect(made == 200 && madeBody == .object([:]), "\(madeBody)")
+
+        let (_, requestJSON) = try await server.call("GET", "/authenticate?username=app-user")
+        let request = try CompatibilityTests.appRequest(APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(requestJSON))))
+        let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
+        let (signedIn, body) = try await server.call("POST", "/authenticate?username=app-user", json: Data(CompatibilityTests.iOSBody(assertion)))
+        #expect(signedIn == 200, "\(body)")
+        guard case .string(let token)? = body["token"] else { Issue.record("no token"); return }
+        let (session, _) = try await server.call("GET", "/api/auth/session", token: token)
+        #expect(session == 200)
+        _ = registration
+    }
+
     @Test func signUpAndSignInSurviveARestart() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
