@@ -21,19 +21,8 @@ enum PythonOracle {
     }()
 
     static func run(_ args: [String], stdin: [UInt8]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = args
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(stdin))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try Subprocess.run(URL(fileURLWithPath: python), args, stdin: stdin)
+        return (result.status, result.stdout + result.stderr)
     }
 
     static func verify(_ request: [String: JSONValue]) throws -> (status: Int32, output: String) {

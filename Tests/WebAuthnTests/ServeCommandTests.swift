@@ -5,21 +5,9 @@ import Testing
 @Suite("passkeyd serve / migrate configuration")
 struct ServeCommandTests {
     static func run(_ arguments: [String], environment: [String: String], in directory: URL) throws -> CLI.Result {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PASSKEYD_") }
         env.merge(environment) { _, new in new }
-        process.environment = env
-        process.currentDirectoryURL = directory
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLI.Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        return try Subprocess.run(CLI.binary, arguments, environment: env, directory: directory)
     }
 
     static func temporaryDirectory() throws -> URL {
