@@ -17,9 +17,10 @@ struct SessionResolver: Sendable {
     /// The session, or nil when the request carries none. A bearer token that is not a live
     /// session is an error (the app must sign in again), not an anonymous request.
     func optional(_ request: Request) async throws -> PasskeyService.SignedIn? {
-        if let authorization = request.headers[.authorization] {
+        // Other schemes (a proxy's Basic auth, say) are not ours to judge: treated as absent.
+        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
             let parts = authorization.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.notSignedIn }
+            guard parts.count == 2 else { throw APIError.notSignedIn }
             guard let signedIn = try await service.signedIn(token: String(parts[1]).trimmingCharacters(in: .whitespaces)) else {
                 throw APIError.notSignedIn
             }

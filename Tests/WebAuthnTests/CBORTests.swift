@@ -67,6 +67,15 @@ struct CBORTests {
         #expect(throws: WebAuthnError.self) { try CBORReader.decode([0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x01]) }
     }
 
+    @Test func duplicatesInLargeMapsAreFound() throws {
+        // 40 distinct keys then a repeat of the first: past the linear-scan size.
+        var entries = (0..<40).map { CBORMapEntry(.int(Int64($0)), .null) }
+        let distinct = CBORWriter.encode(.map(entries))
+        #expect(try CBORReader.decode(distinct).mapValue?.count == 40)
+        entries.append(CBORMapEntry(.int(0), .bool(true)))
+        #expect(throws: WebAuthnError.self) { try CBORReader.decode(CBORWriter.encode(.map(entries))) }
+    }
+
     @Test func nestingDeeperThanTheLimitIsRejected() {
         let deep = [UInt8](repeating: 0x81, count: 17) + [0x00]
         #expect(throws: WebAuthnError.self) { try CBORReader.decode(deep) }

@@ -144,11 +144,12 @@ public struct CBORReader {
         case 5:
             let count = try checkedLength(argument, minimumItemSize: 2, "map")
             var entries: [CBORMapEntry] = []
+            var keys = Set<CBORValue>()
             entries.reserveCapacity(count)
             for _ in 0..<count {
                 let key = try readItem(depth: depth + 1)
                 let value = try readItem(depth: depth + 1)
-                try Self.append(CBORMapEntry(key, value), to: &entries)
+                try Self.append(CBORMapEntry(key, value), to: &entries, keys: &keys)
             }
             return .map(entries)
         case 6:
@@ -185,11 +186,12 @@ public struct CBORReader {
             }
         default:
             var entries: [CBORMapEntry] = []
+            var keys = Set<CBORValue>()
             while true {
                 if try peekBreak() { return .map(entries) }
                 let key = try readItem(depth: depth + 1)
                 let value = try readItem(depth: depth + 1)
-                try Self.append(CBORMapEntry(key, value), to: &entries)
+                try Self.append(CBORMapEntry(key, value), to: &entries, keys: &keys)
             }
         }
     }
@@ -203,10 +205,17 @@ public struct CBORReader {
         return false
     }
 
-    private static func append(_ entry: CBORMapEntry, to entries: inout [CBORMapEntry]) throws(WebAuthnError) {
-        // RFC 8949 §5.6: a map with duplicate keys is not valid.
-        if entries.contains(where: { $0.key == entry.key }) {
-            throw .malformedCBOR("duplicate map key \(entry.key)")
+    /// RFC 8949 §5.6: a map with duplicate keys is not valid. A linear scan while the map is
+    /// small (every WebAuthn map), a set of keys past 16 entries so a hostile map of thousands
+    /// of keys cannot make parsing quadratic.
+    private static func append(_ entry: CBORMapEntry, to entries: inout [CBORMapEntry], keys: inout Set<CBORValue>) throws(WebAuthnError) {
+        if entries.count < 16 {
+            for existing in entries where existing.key == entry.key {
+                throw .malformedCBOR("duplicate map key \(entry.key)")
+            }
+        } else {
+            if keys.isEmpty { keys = Set(entries.map(\.key)) }
+            guard keys.insert(entry.key).inserted else { throw .malformedCBOR("duplicate map key \(entry.key)") }
         }
         entries.append(entry)
     }
