@@ -216,3 +216,22 @@ struct RejectionTests {
         }
     }
 }
+
+@Suite("Sign counter policy")
+struct SignCountPolicyTests {
+    @Test func underTheFlagPolicyACloneIsRecordedAndAllowed() async throws {
+        let harness = try await ServerHarness { $0.signCountPolicy = .flag }
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator()
+            var (_, credential, _) = try await api.signUp("flagged", authenticator: &authenticator)
+            #expect(try await api.signIn(credential: &credential, authenticator: authenticator).status == .ok)
+            credential.signCount = 0
+            let clone = try await api.signIn(credential: &credential, authenticator: authenticator)
+            #expect(clone.status == .ok)
+            let stored = try await harness.store.passkey(credentialID: credential.id)
+            #expect(stored?.counterAnomalies == 1 && stored?.signCount == 1)
+            let events = try await harness.store.auditEvents(accountID: nil, limit: 10)
+            #expect(events.contains { $0.kind == "counter_anomaly" && $0.detail == "flagged" })
+        }
+    }
+}
