@@ -4,14 +4,15 @@ import WebAuthn
 /// registration ceremony (every attestation format, certificate parsing, chain checks), with a
 /// client data whose challenge and origin match so the fuzzer reaches the attestation code.
 /// It must never trap.
+///
 /// Static members initialise lazily: libFuzzer's main runs, not this file's top-level code.
 enum Fixture {
-static let relyingParty = try! RelyingParty(.init(
-    rpID: "localhost", rpName: "fuzz", origins: ["http://localhost:8080"], userVerification: .discouraged,
-    algorithms: RelyingParty.defaultAlgorithms + [.rs1, .ps384, .ps512, .rs384, .rs512],
-    attestation: .direct, attestationPolicy: AttestationPolicy(unsafeAllowSHA1Attestation: true)))
-static let challenge: [UInt8] = Array(repeating: 7, count: 32)
-static let clientDataJSON = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
+    static let relyingParty = try! RelyingParty(.init(
+        rpID: "localhost", rpName: "fuzz", origins: ["http://localhost:8080"], userVerification: .discouraged,
+        algorithms: RelyingParty.defaultAlgorithms + [.rs1, .ps384, .ps512, .rs384, .rs512, .mlDSA65, .mlDSA87],
+        attestation: .direct, attestationPolicy: AttestationPolicy(unsafeAllowSHA1Attestation: true)))
+    static let challenge: [UInt8] = Array(repeating: 7, count: 32)
+    static let clientDataJSON = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
