@@ -126,17 +126,20 @@ public enum JSONReader {
         mutating func string() throws(WebAuthnError) -> String {
             index += 1
             let start = index
-            // Fast path: no escapes.
+            // Fast path: no escapes. Pure ASCII (every base64 field) needs no UTF-8 validation.
+            var ascii = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
+                    if ascii { return String(decoding: text, as: UTF8.self) }
                     guard let string = String(validating: text, as: UTF8.self) else { throw fail("string is not valid UTF-8") }
                     return string
                 }
                 if byte == UInt8(ascii: "\\") { break }
                 guard byte >= 0x20 else { throw fail("control character in string") }
+                ascii = ascii && byte < 0x80
                 index += 1
             }
             var out = Array(bytes[start..<index])
