@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
         .library(name: "PasskeyServer", targets: ["PasskeyServer"]),
         .executable(name: "passkeyd", targets: ["passkeyd"]),
+        .executable(name: "passkey", targets: ["passkey"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -20,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // The pure protocol library: bytes in, verdicts out.
@@ -70,6 +72,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        // A passkey in the terminal: a software passkey provider speaking the native API.
+        .executableTarget(
+            name: "passkey",
+            dependencies: [
+                "WebAuthn", "WebAuthnTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .executableTarget(

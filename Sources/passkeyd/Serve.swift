@@ -12,10 +12,13 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Database URL (overrides the settings), e.g. sqlite://passkeyd.sqlite.")
     var database: String?
 
-    func load() throws -> ConfigurationLoader.Loaded {
+    func load(listen: String? = nil) throws -> ConfigurationLoader.Loaded {
         var loaded: ConfigurationLoader.Loaded
+        var loader = ConfigurationLoader()
+        // --listen acts like PASSKEYD_LISTEN, so the default origin follows its port.
+        if let listen { loader.environment["PASSKEYD_LISTEN"] = listen }
         do {
-            loaded = try ConfigurationLoader().load(path: config)
+            loaded = try loader.load(path: config)
         } catch {
             throw ValidationError(error.description)
         }
@@ -33,14 +36,7 @@ struct Serve: AsyncParsableCommand {
     var listen: String?
 
     func run() async throws {
-        var loaded = try options.load()
-        if let listen {
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
-                throw ValidationError("--listen must be host:port")
-            }
-            loaded.host = String(listen[..<colon])
-            loaded.port = port
-        }
+        let loaded = try options.load(listen: listen)
         var logger = Logger(label: "passkeyd")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         let store = try Database.open(loaded.databaseURL)

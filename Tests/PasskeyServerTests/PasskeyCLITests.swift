@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+/// The `passkey` client CLI against a real `passkeyd serve`, as a newcomer would use it.
+@Suite("passkey CLI against a running server")
+struct PasskeyCLITests {
+    static var binary: URL { ServeBinaryTests.binary.deletingLastPathComponent().appendingPathComponent("passkey") }
+
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    static func passkey(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test func registerSignInAndListAgainstARealServer() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path)
+        try await server.waitUntilReady()
+        let store = directory.appendingPathComponent("vault/passkeys.json").path
+        let common = ["--server", "http://localhost:\(port)", "--store", store]
+
+        let register = try Self.passkey(["register", "--username", "ada"] + common)
+        #expect(register.status == 0, "\(register.stderr)")
+        #expect(register.stdout.contains("Registered a ES256 passkey for ada") && register.stdout.contains("Signed in as ada"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: store)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+
+        let discoverable = try Self.passkey(["sign-in"] + common)
+        #expect(discoverable.status == 0 && discoverable.stdout.contains("Signed in as ada") && discoverable.stdout.contains("counter 1"), "\(discoverable.stderr)")
+        let named = try Self.passkey(["sign-in", "--username", "ada"] + common)
+        #expect(named.status == 0 && named.stdout.contains("counter 2"))
+        let added = try Self.passkey(["register", "--add", "--key-type", "ed25519"] + common)
+        #expect(added.status == 0 && added.stdout.contains("EdDSA"), "\(added.stderr)")
+        let list = try Self.passkey(["list"] + common)
+        #expect(list.status == 0 && list.stdout.contains("has 2 passkey(s)"), "\(list.stdout) \(list.stderr)")
+
+        // Clear messages and non-zero exits when things go wrong.
+        let taken = try Self.passkey(["register", "--username", "ada"] + common)
+        #expect(taken.status == 1 && taken.stderr.contains("username_taken"))
+        let stranger = try Self.passkey(["sign-in", "--username", "nobody"] + common)
+        #expect(stranger.status == 1 && stranger.stderr.contains("no passkey"), "\(stranger.stderr)")
+        let wrongPath = try Self.passkey(["sign-in", "--server", "http://localhost:\(port)/not-passkeyd", "--store", store])
+        #expect(wrongPath.status == 1 && wrongPath.stderr.contains("not_found"), "\(wrongPath.stderr)")
+        server.stop()
+        let down = try Self.passkey(["sign-in"] + common)
+        #expect(down.status == 1 && down.stderr.contains("cannot reach"), "\(down.stderr)")
+        let usage = try Self.passkey(["register", "--server", "ftp://example.com", "--store", store])
+        #expect(usage.status == 2)
+    }
+}
