@@ -8,6 +8,8 @@ import WebAuthn
 let httpClient: HTTPClient = {
     var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(30)))
     configuration.connectionPool.retryConnectionEstablishment = false
+    // The load generator runs up to this many users at once, each on its own connection.
+    configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 256
     return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 }()
 

@@ -8,7 +8,7 @@ struct PasskeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passkey",
         abstract: "Create and use passkeys against a passkeyd server, from the terminal.",
-        subcommands: [Register.self, SignIn.self, List.self])
+        subcommands: [Register.self, SignIn.self, List.self, Load.self])
 
     /// Exit codes: 0 done, 1 the server or network said no, 2 bad usage.
     static func main() async {

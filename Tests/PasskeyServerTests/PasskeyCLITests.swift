@@ -60,4 +60,36 @@ struct PasskeyCLITests {
         let usage = try Self.passkey(["register", "--server", "ftp://example.com", "--store", store])
         #expect(usage.status == 2)
     }
+
+    @Test func theLoadGeneratorRunsBoundedCeremoniesAndReports() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        for mode in ["sign-in", "sign-up"] {
+            let result = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--json"])
+            #expect(result.status == 0, "\(mode): \(result.stderr)")
+            let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
+            #expect((report["ceremonies"]?.number ?? 0) > 0 && report["errors"] == .object([:]), "\(result.stdout)")
+            #expect((report["p99Milliseconds"]?.number ?? 0) > 0)
+        }
+        let bad = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "0"])
+        #expect(bad.status == 2)
+    }
+}
+
+/// Just enough JSON to read the load report.
+enum JSONValueLite: Decodable, Equatable {
+    case number(Double), string(String), object([String: Int]), other
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let n = try? container.decode(Double.self) { self = .number(n) }
+        else if let s = try? container.decode(String.self) { self = .string(s) }
+        else if let o = try? container.decode([String: Int].self) { self = .object(o) }
+        else { self = .other }
+    }
+    var number: Double? { if case .number(let n) = self { return n }; return nil }
 }
