@@ -23,6 +23,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // The pure protocol library: bytes in, verdicts out.
@@ -51,7 +56,20 @@ let package = Package(
             name: "PasskeyStore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Fresh SQLite and PostgreSQL databases for the test suites.
+        .target(
+            name: "PasskeyStoreTesting",
+            dependencies: [
+                "PasskeyStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The Hummingbird 2 application: routes, sessions, errors, well-known files.
@@ -63,6 +81,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
@@ -96,11 +116,15 @@ let package = Package(
         .testTarget(
             name: "PasskeyServerTests",
             dependencies: [
-                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyServer",
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "PasskeyStoreTests",
+            dependencies: ["PasskeyStore", "PasskeyStoreTesting"]
         ),
         .testTarget(
             name: "WebAuthnTests",

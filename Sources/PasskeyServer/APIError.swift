@@ -12,11 +12,14 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String
+    /// Seconds for `Retry-After` (429 and 503).
+    public let retryAfter: Int?
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -24,7 +27,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         headers[.cacheControl] = "no-store"
-        if status == .tooManyRequests || status == .serviceUnavailable { headers[.retryAfter] = "5" }
+        if status == .tooManyRequests || status == .serviceUnavailable { headers[.retryAfter] = "\(retryAfter ?? 5)" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
@@ -47,6 +50,9 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     static let accountDisabled = APIError(.forbidden, "account_disabled", "This account is disabled.")
     static let counterRace = APIError(.conflict, "counter_conflict", "This passkey was used twice at once; try again.")
     static let tooManyCeremonies = APIError(.serviceUnavailable, "too_many_ceremonies", "Too many sign-ins in progress; try again shortly.")
+    static func rateLimited(retryAfter: Int) -> APIError {
+        APIError(.tooManyRequests, "rate_limited", "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)
+    }
     static let internalError = APIError(.internalServerError, "internal_error", "Something went wrong on the server.")
 
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
@@ -83,9 +89,9 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     }
 }
 
-/// JSON string quoting for hand-built bodies.
-enum JSONText {
-    static func quote(_ text: String) -> String {
+/// JSON string quoting for hand-built bodies (and the JSON log lines).
+public enum JSONText {
+    public static func quote(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

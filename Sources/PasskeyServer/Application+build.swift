@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import NIOCore
+import Crypto
 import Hummingbird
 import Logging
 import PasskeyStore
@@ -10,9 +13,10 @@ public enum PasskeyServer {
     public static func application(service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
                                    logger: Logger = Logger(label: "passkeyd")) -> some ApplicationProtocol {
         let router = Router(context: PasskeyRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: SecurityHeadersMiddleware())
-        router.add(middleware: LogRequestsMiddleware(.debug))
+        router.add(middleware: ClientRateLimitMiddleware(service: service))
         if let directory = service.configuration.publicDirectory {
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
         }
@@ -23,11 +27,31 @@ public enum PasskeyServer {
         }
         WellKnown(configuration: service.configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }
+        // Liveness: the process answers. Readiness: the database answers too.
         router.get("healthz") { _, _ in "ok\n" }
+        router.get("readyz") { _, _ in
+            guard await service.ready() else { throw APIError.from(StoreError(.unavailable, "ping failed")) }
+            return "ready\n"
+        }
+        router.get("metrics") { request, _ in try await metrics(request, service: service) }
 
         var app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
         app.addServices(ExpirySweeper(store: service.store, logger: logger))
         return app
+    }
+
+    /// Prometheus text exposition; behind a bearer token when `metricsToken` is set.
+    static func metrics(_ request: Request, service: PasskeyService) async throws -> Response {
+        if let token = service.configuration.metricsToken {
+            // Digests compare in constant time.
+            let supplied = SHA256.hash(data: Array((request.headers[.authorization] ?? "").utf8))
+            guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.notSignedIn }
+        }
+        let text = try await service.metrics.render(store: service.store, now: Date())
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 }
 

@@ -76,7 +76,7 @@ struct CompatibilityAPI: Sendable {
         }
         let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
         let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
-        _ = try await service.finishRegistration(credential, name: nil, signedIn: nil, client: request.client(context), api: Self.api,
+        _ = try await service.finishRegistration(credential, name: nil, signedIn: nil, client: service.client(request, context), api: Self.api,
                                                  expectedAccountID: accountID, unsafeToleratesRewrittenFlags: true)
         return try HTTP.json([String: String]())
     }
@@ -110,7 +110,7 @@ struct CompatibilityAPI: Sendable {
         let credential = try AuthenticationResponseJSON(json: NativeAPI.credential(in: body))
         // The ceremony is bound to the account `GET /authenticate?username=` named; the name in
         // this URL is informational (the reference apps repeat it).
-        let result = try await service.finishAuthentication(credential, client: request.client(context), api: Self.api)
+        let result = try await service.finishAuthentication(credential, client: service.client(request, context), api: Self.api)
         return try HTTP.json(SignedIn(token: result.token, expiresAt: result.session.expiresAt))
     }
 }

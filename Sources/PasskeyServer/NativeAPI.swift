@@ -20,10 +20,10 @@ struct NativeAPI: Sendable {
 
     func register(on router: Router<PasskeyRequestContext>) {
         let api = router.group("api/auth")
-        api.post("register/options") { request, _ in try await registerOptions(request) }
+        api.post("register/options") { request, context in try await registerOptions(request, context) }
         api.post("register/verify") { request, context in try await registerVerify(request, context) }
-        api.post("authenticate/options") { request, _ in try await authenticateOptions(request) }
-        api.get("authenticate/options") { request, _ in try await authenticateOptions(request) }
+        api.post("authenticate/options") { request, context in try await authenticateOptions(request, context) }
+        api.get("authenticate/options") { request, context in try await authenticateOptions(request, context) }
         api.post("authenticate/verify") { request, context in try await authenticateVerify(request, context) }
         api.get("session") { request, _ in try await session(request) }
         api.delete("session") { request, context in try await signOut(request, context) }
@@ -32,11 +32,12 @@ struct NativeAPI: Sendable {
         api.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
     }
 
-    func registerOptions(_ request: Request) async throws -> Response {
+    func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let signedIn = try await sessions.optional(request)
         let options = try await service.registrationOptions(username: try body.optionalString("username"),
-                                                            displayName: try body.optionalString("displayName"), signedIn: signedIn)
+                                                            displayName: try body.optionalString("displayName"), signedIn: signedIn,
+                                                            client: service.client(request, context))
         return try HTTP.json(options)
     }
 
@@ -45,7 +46,7 @@ struct NativeAPI: Sendable {
         let signedIn = try await sessions.optional(request)
         let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
         let result = try await service.finishRegistration(credential, name: try body.optionalString("name"), signedIn: signedIn,
-                                                          client: request.client(context))
+                                                          client: service.client(request, context))
         var headers = HTTPFields()
         if let token = result.token {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
@@ -54,19 +55,19 @@ struct NativeAPI: Sendable {
                              headers: headers)
     }
 
-    func authenticateOptions(_ request: Request) async throws -> Response {
+    func authenticateOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         var username = request.uri.queryParameters.get("username")
         if request.method == .post {
             let body = try await HTTP.jsonBody(request, limit: limit)
             username = try body.optionalString("username") ?? username
         }
-        return try HTTP.json(try await service.authenticationOptions(username: username))
+        return try HTTP.json(try await service.authenticationOptions(username: username, client: service.client(request, context)))
     }
 
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let credential = try AuthenticationResponseJSON(json: Self.credential(in: body))
-        let result = try await service.finishAuthentication(credential, client: request.client(context))
+        let result = try await service.finishAuthentication(credential, client: service.client(request, context))
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
         return try HTTP.json(SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
@@ -79,7 +80,7 @@ struct NativeAPI: Sendable {
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try await sessions.required(request)
-        try await service.signOut(signedIn, client: request.client(context))
+        try await service.signOut(signedIn, client: service.client(request, context))
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
         return HTTP.noContent(headers: headers)
@@ -94,13 +95,13 @@ struct NativeAPI: Sendable {
         let signedIn = try await sessions.required(request)
         let body = try await HTTP.jsonBody(request, limit: limit)
         let passkey = try await service.renamePasskey(try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
-                                                      client: request.client(context))
+                                                      client: service.client(request, context))
         return try HTTP.json(PasskeyJSON(passkey))
     }
 
     func deletePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try await sessions.required(request)
-        try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: request.client(context))
+        try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: service.client(request, context))
         return HTTP.noContent()
     }
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PasskeyStore
+import Synchronization
 import WebAuthn
 
 /// The passkey ceremonies and account rules, between HTTP and the store: what the routes call.
@@ -10,19 +11,27 @@ public struct PasskeyService: Sendable {
     public let configuration: ServerConfiguration
     public let relyingParty: RelyingParty
     public let store: any PasskeyStore
+    public let metrics: ServerMetrics
+    let limiter: RateLimiter
+    let capacity: CeremonyCapacity
     let now: @Sendable () -> Date
     let logger: Logger
 
+    /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
+    ///   PostgreSQL) rather than in this process.
     public init(configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
-                now: @escaping @Sendable () -> Date = { Date() }) throws(ConfigurationError) {
+                sharedLimits: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) throws(ConfigurationError) {
         self.configuration = configuration
         self.relyingParty = try configuration.relyingParty()
         self.store = store
         self.logger = logger
         self.now = now
+        metrics = ServerMetrics()
+        limiter = RateLimiter(window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil)
+        capacity = CeremonyCapacity()
     }
 
-    /// Who sent a request, for the audit log.
+    /// Who sent a request, for the audit log, rate limits and metrics.
     public struct Client: Sendable {
         public var ipAddress: String?
         public var userAgent: String?
@@ -30,6 +39,27 @@ public struct PasskeyService: Sendable {
             self.ipAddress = ipAddress
             self.userAgent = userAgent
         }
+        var kind: ServerMetrics.ClientKind { .classify(origin: nil, userAgent: userAgent) }
+    }
+
+    // MARK: Abuse limits
+
+    /// Counts a request against the limit for `key` (`ip:…`, `account:…`, `user:…`); throws 429
+    /// when it is over.
+    func limit(_ scope: String, _ key: String) async throws {
+        let limits = configuration.rateLimits
+        guard limits.enabled else { return }
+        let limit = scope == "ip" ? limits.perIP : limits.perAccount
+        if case .limited(let retryAfter) = try await limiter.hit("\(scope):\(key)", limit: limit, now: now()) {
+            metrics.rateLimited(scope: scope)
+            throw APIError.rateLimited(retryAfter: retryAfter)
+        }
+    }
+
+    /// The per-IP limit of the ceremony endpoints.
+    public func limitClient(_ client: Client) async throws {
+        guard let ip = client.ipAddress else { return }
+        try await limit("ip", ip)
     }
 
     /// A request's signed-in account.
@@ -43,9 +73,12 @@ public struct PasskeyService: Sendable {
     /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
     /// the signed-in account.
     public func registrationOptions(username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
-                                    challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil) async throws
+                                    challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
+                                    client: Client = Client()) async throws
         -> PublicKeyCredentialCreationOptionsJSON {
         try await checkCeremonyCapacity()
+        metrics.ceremonyStarted("registration", client: client.kind)
+        if signedIn == nil, let username { try await limit("user", Account.key(for: username)) }
         let time = now()
         let record: ChallengeRecord
         let user: PublicKeyCredentialUserEntity
@@ -68,6 +101,7 @@ public struct PasskeyService: Sendable {
                                      expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         }
         try await store.saveChallenge(record)
+        capacity.issued()
         var options = relyingParty.beginRegistration(user: user, excludeCredentials: exclude, challenge: record.challenge).options
         options.hints = []
         return options
@@ -86,6 +120,14 @@ public struct PasskeyService: Sendable {
     public func finishRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
                                    api: String = "native", expectedAccountID: UUID? = nil,
                                    unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
+        try await measured("registration", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
+            try await verifyRegistration(credential, name: name, signedIn: signedIn, client: client, api: api,
+                                         expectedAccountID: expectedAccountID, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+        }
+    }
+
+    private func verifyRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
+                                    api: String, expectedAccountID: UUID?, unsafeToleratesRewrittenFlags: Bool) async throws -> Registered {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
         // The compatibility API names the account being created (`userId`); it must be this ceremony's.
         if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw APIError.accountMismatch }
@@ -123,17 +165,18 @@ public struct PasskeyService: Sendable {
 
         guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw APIError.unknownChallenge }
         let account = Account(id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
-                              userHandle: handle, createdAt: time)
+                              userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
+        let (token, session) = makeSession(for: account, client: client)
         do {
-            try await store.createAccount(account, passkey: passkey)
+            try await store.createAccount(account, passkey: passkey, session: session, audit: [
+                auditEvent("sign_up", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name),
+            ])
         } catch let error as StoreError where error.code == .conflict {
             // Someone took the username (or registered this credential) since the options.
             if try await store.account(username: username) != nil { throw APIError.usernameTaken }
             throw APIError.credentialExists
         }
-        let (token, session) = try await startSession(for: account, client: client)
-        await audit("sign_up", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name)
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
 
@@ -159,14 +202,17 @@ public struct PasskeyService: Sendable {
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
     public func authenticationOptions(username: String?, api: String = "native", challenge: [UInt8]? = nil,
-                                      unknownUserIsAnError: Bool = false) async throws -> PublicKeyCredentialRequestOptionsJSON {
+                                      unknownUserIsAnError: Bool = false, client: Client = Client()) async throws
+        -> PublicKeyCredentialRequestOptionsJSON {
         try await checkCeremonyCapacity()
+        metrics.ceremonyStarted("authentication", client: client.kind)
         let time = now()
         var allow: [CredentialDescriptor] = []
         var accountID: UUID?
         var unknown = false
         if let username, !username.trimmingCharacters(in: .whitespaces).isEmpty {
             let name = try Self.validUsername(username)
+            try await limit("user", Account.key(for: name))
             if let account = try await store.account(username: name), !account.disabled {
                 accountID = account.id
                 allow = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
@@ -181,6 +227,7 @@ public struct PasskeyService: Sendable {
                                      unknownUser: unknown, api: api, userVerification: configuration.userVerification.rawValue,
                                      createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         try await store.saveChallenge(record)
+        capacity.issued()
         var options = relyingParty.beginAuthentication(allowCredentials: allow, challenge: record.challenge).options
         options.hints = []
         return options
@@ -196,6 +243,30 @@ public struct PasskeyService: Sendable {
     /// Verifies an assertion, updates the passkey's counter, backup state and last use, and
     /// starts a session.
     public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String = "native") async throws -> SignInResult {
+        let result = try await measured("authentication", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
+            try await verifyAuthentication(credential, client: client, api: api)
+        }
+        metrics.signedIn(method: "passkey")
+        return result
+    }
+
+    /// Runs a ceremony's verify step, counting its outcome (by error code) and latency per client kind.
+    private func measured<T>(_ ceremony: String, clientDataJSON: [UInt8], client: Client, _ body: () async throws -> T) async throws -> T {
+        let start = ContinuousClock.now
+        let origin = try? CollectedClientData(bytes: clientDataJSON).origin
+        let kind = ServerMetrics.ClientKind.classify(origin: origin, userAgent: client.userAgent)
+        do {
+            let result = try await body()
+            metrics.ceremonyFinished(ceremony, client: kind, code: nil, duration: ContinuousClock.now - start)
+            return result
+        } catch {
+            let code = (error as? APIError)?.code ?? (error as? WebAuthnError)?.code.rawValue ?? (error as? StoreError)?.code.rawValue ?? "internal_error"
+            metrics.ceremonyFinished(ceremony, client: kind, code: code, duration: ContinuousClock.now - start)
+            throw error
+        }
+    }
+
+    private func verifyAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String) async throws -> SignInResult {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .authentication, api: api)
         guard let passkey = try await store.passkey(credentialID: credential.rawId.bytes) else {
             await audit("sign_in_failed", accountID: record.accountID, client: client, detail: "credential_not_found")
@@ -206,7 +277,11 @@ public struct PasskeyService: Sendable {
             throw APIError.credentialNotAllowed
         }
         guard let account = try await store.account(id: passkey.accountID) else { throw APIError.credentialNotFound }
-        guard !account.disabled else { throw APIError.accountDisabled }
+        try await limit("account", account.id.uuidString)
+        guard !account.disabled else {
+            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
+            throw APIError.accountDisabled
+        }
         let verified: VerifiedAuthentication
         do {
             let key = try CredentialPublicKey(cose: passkey.publicKey)
@@ -226,17 +301,20 @@ public struct PasskeyService: Sendable {
             throw APIError.from(error, signIn: true)
         }
         let time = now()
-        // Compare-and-set: of two sign-ins racing with the same counter value, one wins.
-        guard try await store.recordSignIn(credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
-                                           signCount: verified.newSignCount, backedUp: verified.backedUp,
-                                           counterAnomaly: verified.counterLooksCloned, at: time) else {
+        let (token, session) = makeSession(for: account, client: client)
+        var events: [AuditEvent] = []
+        if verified.counterLooksCloned {
+            events.append(auditEvent("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
+        }
+        events.append(auditEvent("sign_in", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
+        // One transaction: counter compare-and-set (of two sign-ins racing with the same counter
+        // value, one wins), last use, the session and the audit lines.
+        guard try await store.completeSignIn(credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
+                                             signCount: verified.newSignCount, backedUp: verified.backedUp,
+                                             counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events) else {
+            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
             throw APIError.counterRace
         }
-        if verified.counterLooksCloned {
-            await audit("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged")
-        }
-        let (token, session) = try await startSession(for: account, client: client)
-        await audit("sign_in", accountID: account.id, credentialID: passkey.credentialID, client: client)
         var used = passkey
         used.signCount = verified.newSignCount
         used.backedUp = verified.backedUp
@@ -259,13 +337,19 @@ public struct PasskeyService: Sendable {
     }
 
     func startSession(for account: Account, client: Client) async throws -> (String, SessionRecord) {
+        let (token, session) = makeSession(for: account, client: client)
+        try await store.createSession(session)
+        return (token, session)
+    }
+
+    /// A new session token (256 random bits, returned once) and its record (only its SHA-256).
+    func makeSession(for account: Account, client: Client) -> (String, SessionRecord) {
         var generator = SystemRandomNumberGenerator()
         let token = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let time = now()
         let session = SessionRecord(tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
                                     expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),
                                     userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress)
-        try await store.createSession(session)
         return (Base64URLBytes(token).base64URL, session)
     }
 
@@ -309,10 +393,19 @@ public struct PasskeyService: Sendable {
         return record
     }
 
+    /// Bounded challenge creation: a flood of options requests cannot fill the database. The
+    /// open count is read from the store at most once a second (plus what this process issued
+    /// since), not on every request.
     private func checkCeremonyCapacity() async throws {
-        if try await store.openChallengeCount(now: now()) >= configuration.maxOpenChallenges {
-            throw APIError.tooManyCeremonies
+        let time = now()
+        let open: Int
+        if let estimate = capacity.estimate(now: time) {
+            open = estimate
+        } else {
+            open = try await store.openChallengeCount(now: time)
+            capacity.refreshed(open, now: time)
         }
+        if open >= configuration.maxOpenChallenges { throw APIError.tooManyCeremonies }
     }
 
     /// A credential ID that looks real and is the same every time for one unknown username.
@@ -321,11 +414,14 @@ public struct PasskeyService: Sendable {
         return Array(HMAC<SHA256>.authenticationCode(for: Array(("unknown-user:" + Account.key(for: username)).utf8), using: secret))
     }
 
+    func auditEvent(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) -> AuditEvent {
+        AuditEvent(time: now(), kind: kind, accountID: accountID, credentialID: credentialID, ipAddress: client.ipAddress,
+                   userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
+    }
+
     func audit(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {
         do {
-            try await store.appendAudit(AuditEvent(time: now(), kind: kind, accountID: accountID, credentialID: credentialID,
-                                                   ipAddress: client.ipAddress, userAgent: client.userAgent.map { String($0.prefix(256)) },
-                                                   detail: detail))
+            try await store.appendAudit(auditEvent(kind, accountID: accountID, credentialID: credentialID, client: client, detail: detail))
         } catch {
             logger.error("audit write failed", metadata: ["kind": "\(kind)", "error": "\(error)"])
         }
@@ -364,4 +460,20 @@ public struct PasskeyService: Sendable {
         }
         return name
     }
+}
+
+/// The open-ceremony count between store reads: refreshed once a second, plus the challenges this
+/// process issued since.
+final class CeremonyCapacity: Sendable {
+    private let state = Mutex<(count: Int, at: Date?, issued: Int)>((0, nil, 0))
+
+    func estimate(now: Date) -> Int? {
+        state.withLock { state in
+            guard let at = state.at, now.timeIntervalSince(at) < 1, now >= at else { return nil }
+            return state.count + state.issued
+        }
+    }
+
+    func refreshed(_ count: Int, now: Date) { state.withLock { $0 = (count, now, 0) } }
+    func issued() { state.withLock { $0.issued += 1 } }
 }

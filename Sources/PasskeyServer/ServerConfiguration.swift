@@ -17,6 +17,23 @@ public struct ServerConfiguration: Sendable {
 
     public enum SameSite: String, Sendable, Codable { case lax = "Lax", strict = "Strict" }
 
+    /// Abuse limits on the ceremony endpoints (options and verify, passwords, recovery): fixed
+    /// windows per client IP and per account (or username). Over a limit: 429 with Retry-After.
+    public struct RateLimits: Sendable, Hashable, Codable {
+        public var enabled: Bool
+        public var windowSeconds: Int
+        /// Requests per window from one IP address to the limited endpoints.
+        public var perIP: Int
+        /// Sign-in attempts per window for one account or username.
+        public var perAccount: Int
+        public init(enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 30) {
+            self.enabled = enabled
+            self.windowSeconds = windowSeconds
+            self.perIP = perIP
+            self.perAccount = perAccount
+        }
+    }
+
     public var rpID: String
     public var rpName: String
     /// Web origins allowed in clientDataJSON (Android app origins are derived from `androidApps`).
@@ -47,6 +64,12 @@ public struct ServerConfiguration: Sendable {
     /// Serve `/signup`, `/makeCredential`, `/authenticate` for apps written against the
     /// reference Vapor passkey server (see docs/ios.md, docs/android.md).
     public var compatibilityRoutes: Bool
+    public var rateLimits: RateLimits
+    /// Addresses of reverse proxies whose `X-Forwarded-For` is believed (the client address for
+    /// rate limits and the audit log). Empty: the TCP peer is the client.
+    public var trustedProxies: [String]
+    /// When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`.
+    public var metricsToken: String?
 
     public init(rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
                 androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
@@ -55,7 +78,8 @@ public struct ServerConfiguration: Sendable {
                 challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
                 cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
                 maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
-                publicDirectory: String? = nil, compatibilityRoutes: Bool = true) {
+                publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
+                trustedProxies: [String] = [], metricsToken: String? = nil) {
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -78,6 +102,9 @@ public struct ServerConfiguration: Sendable {
         self.manageURL = manageURL
         self.publicDirectory = publicDirectory
         self.compatibilityRoutes = compatibilityRoutes
+        self.rateLimits = rateLimits
+        self.trustedProxies = trustedProxies
+        self.metricsToken = metricsToken
     }
 
     /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.
@@ -125,6 +152,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard maxBodySize >= 4096, maxBodySize <= 16 * 1024 * 1024 else {
             throw ConfigurationError(setting: "maxBodySize", problem: "must be between 4096 and 16777216 bytes")
+        }
+        guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1 else {
+            throw ConfigurationError(setting: "rateLimits", problem: "windowSeconds, perIP and perAccount must be at least 1")
         }
         guard !cookieName.isEmpty, cookieName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
             throw ConfigurationError(setting: "cookieName", problem: "must be letters, digits, _ or -")

@@ -39,9 +39,3 @@ struct SessionResolver: Sendable {
         return signedIn
     }
 }
-
-extension Request {
-    func client(_ context: PasskeyRequestContext) -> PasskeyService.Client {
-        PasskeyService.Client(ipAddress: context.peerAddress, userAgent: headers[.userAgent])
-    }
-}

@@ -10,14 +10,18 @@ public struct Account: Sendable, Hashable, Codable {
     public var userHandle: [UInt8]
     public var createdAt: Date
     public var disabled: Bool
+    /// The last successful sign-in (any method); nil before the first.
+    public var lastSignInAt: Date?
 
-    public init(id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false) {
+    public init(id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
+                lastSignInAt: Date? = nil) {
         self.id = id
         self.username = username
         self.displayName = displayName
         self.userHandle = userHandle
         self.createdAt = createdAt
         self.disabled = disabled
+        self.lastSignInAt = lastSignInAt
     }
 
     /// The case-folded form uniqueness is checked on.

@@ -18,23 +18,39 @@ public protocol PasskeyStore: Sendable {
     func account(username: String) async throws -> Account?
     func account(userHandle: [UInt8]) async throws -> Account?
 
-    /// Creates an account with its first passkey (sign-up). `conflict` when the username, user
-    /// handle or credential ID exists; then nothing is written.
-    func createAccount(_ account: Account, passkey: Passkey) async throws
+    /// Creates an account with its first passkey (sign-up), its first session and audit lines, in
+    /// one transaction. `conflict` when the username, user handle or credential ID exists; then
+    /// nothing is written.
+    func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws
 
     // Passkeys
     /// Adds a passkey to an existing account; `conflict` when the credential ID is registered.
     func addPasskey(_ passkey: Passkey) async throws
     func passkey(credentialID: [UInt8]) async throws -> Passkey?
     func passkeys(accountID: UUID) async throws -> [Passkey]
-    /// Records a verified sign-in: the counter moves from `previousSignCount` to `signCount`
-    /// only if nobody else moved it first (compare-and-set). Returns false when the race was lost.
-    func recordSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
-                      counterAnomaly: Bool, at time: Date) async throws -> Bool
+    /// A verified sign-in, in one transaction: the counter moves from `previousSignCount` to
+    /// `signCount` only if nobody moved it first (compare-and-set),
+    /// the new session and the audit events. When the race is lost nothing is written and the
+    /// result is false.
+    func completeSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+                        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last one.
     func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion
+
+    /// Removes a passkey whatever the account has left (an administrator revoking it).
+    func revokePasskey(credentialID: [UInt8]) async throws -> Bool
+
+    // Administration
+    /// Accounts ordered by username key, after `afterUsername` (paging), at most `limit`.
+    func accounts(after afterUsername: String?, limit: Int) async throws -> [Account]
+    /// Disables or re-enables an account; a disabled account's sessions stop working at once.
+    func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool
+    /// The account's live sessions, newest first.
+    func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord]
+    /// Counts for metrics and the adoption report.
+    func statistics(now: Date, activeSince: Date) async throws -> StoreStatistics
 
     // Ceremonies
     func saveChallenge(_ record: ChallengeRecord) async throws
@@ -56,10 +72,15 @@ public protocol PasskeyStore: Sendable {
     /// instance that shares the database (used to answer unknown usernames consistently).
     func serverSecret() async throws -> [UInt8]
 
+    // Abuse limits
+    /// Counts one hit on `key` in the fixed window starting at `windowStart` (atomic, shared
+    /// by every instance on the database) and returns the count including this hit.
+    func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int
+
     // Audit and upkeep
     func appendAudit(_ event: AuditEvent) async throws
     func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent]
-    /// Deletes expired challenges and sessions; returns how many rows went.
+    /// Deletes expired challenges, sessions and rate-limit windows; returns how many rows went.
     @discardableResult func sweepExpired(now: Date) async throws -> Int
 }
 
@@ -68,4 +89,34 @@ public enum PasskeyDeletion: Sendable, Equatable {
     case notFound
     /// Refused: it is the account's only way in.
     case lastPasskey
+}
+
+/// What the store holds, counted (metrics, `passkeyd admin adoption`).
+public struct StoreStatistics: Sendable, Equatable, Codable {
+    public var accounts: Int
+    public var disabledAccounts: Int
+    public var passkeys: Int
+    /// Passkeys by AAGUID (the provider).
+    public var passkeysByAAGUID: [String: Int]
+    public var liveSessions: Int
+    public var openChallenges: Int
+    /// Accounts that signed in (with anything) since `activeSince`.
+    public var activeAccounts: Int
+    /// Of those, how many have at least one passkey.
+    public var activeAccountsWithPasskey: Int
+    /// Accounts with at least one passkey.
+    public var accountsWithPasskey: Int
+
+    public init(accounts: Int = 0, disabledAccounts: Int = 0, passkeys: Int = 0, passkeysByAAGUID: [String: Int] = [:], liveSessions: Int = 0,
+                openChallenges: Int = 0, activeAccounts: Int = 0, activeAccountsWithPasskey: Int = 0, accountsWithPasskey: Int = 0) {
+        self.accounts = accounts
+        self.disabledAccounts = disabledAccounts
+        self.passkeys = passkeys
+        self.passkeysByAAGUID = passkeysByAAGUID
+        self.liveSessions = liveSessions
+        self.openChallenges = openChallenges
+        self.activeAccounts = activeAccounts
+        self.activeAccountsWithPasskey = activeAccountsWithPasskey
+        self.accountsWithPasskey = accountsWithPasskey
+    }
 }

@@ -86,5 +86,19 @@ enum SQLiteSchema {
         Migration(version: 2, statements: [
             "ALTER TABLE challenges ADD COLUMN pending_account_id TEXT",
         ]),
+        Migration(version: 3, statements: [
+            "ALTER TABLE accounts ADD COLUMN last_sign_in_at INTEGER",
+            """
+            CREATE TABLE rate_limits (
+                key TEXT NOT NULL,
+                window_start INTEGER NOT NULL,
+                hits INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                PRIMARY KEY (key, window_start)
+            )
+            """,
+            "CREATE INDEX rate_limits_expiry ON rate_limits(expires_at)",
+            "CREATE INDEX audit_time ON audit_events(time)",
+        ]),
     ]
 }

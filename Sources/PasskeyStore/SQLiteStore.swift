@@ -76,7 +76,7 @@ public final class SQLiteStore: PasskeyStore {
     private static func account(_ row: Row) -> Account {
         Account(id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
                 userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
-                disabled: (row["disabled"] as Int64? ?? 0) != 0)
+                disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date))
     }
 
     public func account(id: UUID) async throws -> Account? {
@@ -97,14 +97,17 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func createAccount(_ account: Account, passkey: Passkey) async throws {
+    public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
         try await write { db in
             try db.cached(sql: """
-                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
-                                 Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0])
+                                 Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0,
+                                 account.lastSignInAt.map(StoreValues.millis)])
             try Self.insert(passkey, db)
+            if let session { try Self.insert(session, db) }
+            for event in audit { try Self.insert(event, db) }
         }
     }
 
@@ -150,15 +153,76 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func recordSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
-                             counterAnomaly: Bool, at time: Date) async throws -> Bool {
+    public func completeSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+                               counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool {
         try await write { db in
             try db.cached(sql: """
                 UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ?, counter_anomalies = counter_anomalies + ?
                 WHERE credential_id = ? AND sign_count = ?
                 """, arguments: [Int64(signCount), backedUp, StoreValues.millis(time), counterAnomaly ? 1 : 0,
                                  Data(credentialID), Int64(previousSignCount)])
+            guard db.changesCount == 1 else { return false }
+            try db.cached(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
+                          arguments: [StoreValues.millis(time), session.accountID.uuidString])
+            try Self.insert(session, db)
+            for event in audit { try Self.insert(event, db) }
+            return true
+        }
+    }
+
+    public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
+        try await write { db in
+            try db.cached(sql: "DELETE FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)])
             return db.changesCount == 1
+        }
+    }
+
+    // MARK: Administration
+
+    public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
+        try await read { db in
+            try db.cachedRows(sql: "SELECT * FROM accounts WHERE username_key > ? ORDER BY username_key LIMIT ?",
+                              arguments: [afterUsername.map(Account.key(for:)) ?? "", limit]).map(Self.account)
+        }
+    }
+
+    public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
+        try await write { db in
+            try db.cached(sql: "UPDATE accounts SET disabled = ? WHERE id = ?", arguments: [disabled ? 1 : 0, accountID.uuidString])
+            return db.changesCount == 1
+        }
+    }
+
+    public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
+        try await read { db in
+            try db.cachedRows(sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC",
+                              arguments: [accountID.uuidString, StoreValues.millis(now)]).map { row in
+                SessionRecord(tokenHash: [UInt8]((row["token_hash"] as Data?) ?? Data()), accountID: accountID,
+                              createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
+                              userAgent: row["user_agent"], ipAddress: row["ip_address"])
+            }
+        }
+    }
+
+    public func statistics(now: Date, activeSince: Date) async throws -> StoreStatistics {
+        try await read { db in
+            let nowMillis = StoreValues.millis(now), since = StoreValues.millis(activeSince)
+            var stats = StoreStatistics()
+            stats.accounts = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts") ?? 0
+            stats.disabledAccounts = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE disabled <> 0") ?? 0
+            for row in try db.cachedRows(sql: "SELECT aaguid, COUNT(*) AS n FROM passkeys GROUP BY aaguid") {
+                let count: Int = row["n"]
+                stats.passkeysByAAGUID[row["aaguid"]] = count
+                stats.passkeys += count
+            }
+            stats.liveSessions = try db.cachedInt(sql: "SELECT COUNT(*) FROM sessions WHERE expires_at > ?", arguments: [nowMillis]) ?? 0
+            stats.openChallenges = try db.cachedInt(sql: "SELECT COUNT(*) FROM challenges WHERE expires_at > ?", arguments: [nowMillis]) ?? 0
+            stats.accountsWithPasskey = try db.cachedInt(sql: "SELECT COUNT(DISTINCT account_id) FROM passkeys") ?? 0
+            stats.activeAccounts = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE last_sign_in_at >= ?", arguments: [since]) ?? 0
+            stats.activeAccountsWithPasskey = try db.cachedInt(sql: """
+                SELECT COUNT(*) FROM accounts a WHERE a.last_sign_in_at >= ? AND EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)
+                """, arguments: [since]) ?? 0
+            return stats
         }
     }
 
@@ -224,13 +288,15 @@ public final class SQLiteStore: PasskeyStore {
     // MARK: Sessions
 
     public func createSession(_ session: SessionRecord) async throws {
-        try await write { db in
-            try db.cached(sql: """
-                INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address)
-                VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
-                                 StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress])
-        }
+        try await write { db in try Self.insert(session, db) }
+    }
+
+    private static func insert(_ session: SessionRecord, _ db: Database) throws {
+        try db.cached(sql: """
+            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """, arguments: [Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
+                             StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress])
     }
 
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
@@ -269,12 +335,23 @@ public final class SQLiteStore: PasskeyStore {
     // MARK: Audit and upkeep
 
     public func appendAudit(_ event: AuditEvent) async throws {
+        try await write { db in try Self.insert(event, db) }
+    }
+
+    private static func insert(_ event: AuditEvent, _ db: Database) throws {
+        try db.cached(sql: """
+            INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [StoreValues.millis(event.time), event.kind, event.accountID?.uuidString, event.credentialID.map { Data($0) },
+                             event.ipAddress, event.userAgent, event.detail])
+    }
+
+    public func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int {
         try await write { db in
-            try db.cached(sql: """
-                INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [StoreValues.millis(event.time), event.kind, event.accountID?.uuidString, event.credentialID.map { Data($0) },
-                                 event.ipAddress, event.userAgent, event.detail])
+            try db.cachedInt(sql: """
+                INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
+                ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits
+                """, arguments: [key, StoreValues.millis(windowStart), StoreValues.millis(expiresAt)]) ?? 1
         }
     }
 
@@ -301,6 +378,8 @@ public final class SQLiteStore: PasskeyStore {
             try db.cached(sql: "DELETE FROM challenges WHERE expires_at <= ?", arguments: [cutoff])
             var removed = db.changesCount
             try db.cached(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [cutoff])
+            removed += db.changesCount
+            try db.cached(sql: "DELETE FROM rate_limits WHERE expires_at <= ?", arguments: [cutoff])
             removed += db.changesCount
             return removed
         }

@@ -32,6 +32,17 @@ struct ConfigurationLoader {
         var manageURL: String?
         var publicDirectory: String?
         var compatibilityRoutes: Bool?
+        var rateLimits: RateLimitsFile?
+        var trustedProxies: [String]?
+        var metricsToken: String?
+        var logFormat: String?
+    }
+
+    struct RateLimitsFile: Decodable {
+        var enabled: Bool?
+        var windowSeconds: Int?
+        var perIP: Int?
+        var perAccount: Int?
     }
 
     struct Loaded {
@@ -39,13 +50,16 @@ struct ConfigurationLoader {
         var databaseURL: String
         var host: String
         var port: Int
+        var logFormat: LogFormat?
     }
 
     var environment: [String: String] = ProcessInfo.processInfo.environment
 
     func load(path: String?) throws(ConfigurationError) -> Loaded {
         var file = File()
-        let candidate = path ?? environment["PASSKEYD_CONFIG"] ?? "passkeyd.json"
+        // An empty PASSKEYD_CONFIG counts as unset.
+        let named = environment["PASSKEYD_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let candidate = path ?? named ?? "passkeyd.json"
         if let data = FileManager.default.contents(atPath: candidate) {
             do {
                 file = try JSONDecoder().decode(File.self, from: data)
@@ -54,7 +68,7 @@ struct ConfigurationLoader {
             } catch {
                 throw ConfigurationError(setting: candidate, problem: "not valid JSON")
             }
-        } else if path != nil || environment["PASSKEYD_CONFIG"] != nil {
+        } else if path != nil || named != nil {
             throw ConfigurationError(setting: "config", problem: "cannot read \(candidate)")
         }
         return try resolve(file)
@@ -136,6 +150,18 @@ struct ConfigurationLoader {
         let webOrigins = list("PASSKEYD_ORIGINS", file.origins) ?? ["http://localhost:\(port == 0 ? 8080 : port)"]
         let sameSite = try choice("PASSKEYD_COOKIE_SAMESITE", file.cookieSameSite, setting: "cookieSameSite", as: SameSiteChoice.self) ?? .lax
 
+        let limitsFile = file.rateLimits ?? RateLimitsFile()
+        let defaults = ServerConfiguration.RateLimits()
+        let rateLimits = ServerConfiguration.RateLimits(
+            enabled: try bool("PASSKEYD_RATE_LIMITS", limitsFile.enabled) ?? defaults.enabled,
+            windowSeconds: try int("PASSKEYD_RATE_LIMIT_WINDOW", limitsFile.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds") ?? defaults.windowSeconds,
+            perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", limitsFile.perIP, range: 1...10_000_000, setting: "rateLimits.perIP") ?? defaults.perIP,
+            perAccount: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount") ?? defaults.perAccount)
+        let metricsToken = string("PASSKEYD_METRICS_TOKEN", file.metricsToken)
+        if let metricsToken, metricsToken.count < 16 {
+            throw ConfigurationError(setting: "metricsToken", problem: "use at least 16 characters")
+        }
+
         let configuration = ServerConfiguration(
             rpID: string("PASSKEYD_RP_ID", file.rpID) ?? "localhost",
             rpName: string("PASSKEYD_RP_NAME", file.rpName) ?? "passkeyd",
@@ -157,10 +183,14 @@ struct ConfigurationLoader {
             enrollURL: string("PASSKEYD_ENROLL_URL", file.enrollURL),
             manageURL: string("PASSKEYD_MANAGE_URL", file.manageURL),
             publicDirectory: string("PASSKEYD_PUBLIC_DIRECTORY", file.publicDirectory) ?? Self.defaultPublicDirectory(),
-            compatibilityRoutes: try bool("PASSKEYD_COMPATIBILITY_ROUTES", file.compatibilityRoutes) ?? true)
+            compatibilityRoutes: try bool("PASSKEYD_COMPATIBILITY_ROUTES", file.compatibilityRoutes) ?? true,
+            rateLimits: rateLimits,
+            trustedProxies: list("PASSKEYD_TRUSTED_PROXIES", file.trustedProxies) ?? [],
+            metricsToken: metricsToken)
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
-        return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port)
+        let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
+        return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port, logFormat: logFormat)
     }
 
     enum SameSiteChoice: String, CaseIterable { case lax = "Lax", strict = "Strict" }

@@ -1,18 +1,44 @@
 import Foundation
+import Logging
 import PasskeyServer
 import PasskeyStore
 
-/// Opens the store a database URL names: `sqlite://path` (relative or absolute), `sqlite:///abs/path`.
+/// Opens the store a database URL names: `sqlite://path` (relative or absolute),
+/// `sqlite:///abs/path`, or `postgres://user:password@host:port/database[?sslmode=…]`.
 enum Database {
-    static func open(_ url: String) throws -> any PasskeyStore {
+    static func open(_ url: String, logger: Logger = Logger(label: "passkeyd.database")) throws -> any PasskeyStore {
         if url.hasPrefix("sqlite://") {
             let path = String(url.dropFirst("sqlite://".count))
             guard !path.isEmpty else { throw ConfigurationError(setting: "databaseURL", problem: "sqlite:// needs a file path") }
             return try SQLiteStore(path: path)
         }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            throw ConfigurationError(setting: "databaseURL", problem: "PostgreSQL support is not built yet; use sqlite://FILE")
+            do {
+                return try PostgresStore(url: url, logger: logger)
+            } catch let error as StoreError {
+                throw ConfigurationError(setting: "databaseURL", problem: error.reason)
+            }
         }
-        throw ConfigurationError(setting: "databaseURL", problem: "\"\(url)\" is not sqlite://FILE")
+        throw ConfigurationError(setting: "databaseURL", problem: "\"\(PostgresStore.redacted(url))\" is not sqlite://FILE or postgres://…")
     }
+
+    /// Several instances share a PostgreSQL database; their rate-limit counts live there too.
+    static func isShared(_ url: String) -> Bool { url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") }
+
+    /// Opens and migrates, with a clear message when the database cannot be reached.
+    static func openMigrated(_ url: String, logger: Logger) async throws -> (any PasskeyStore, [Int]) {
+        let store = try open(url, logger: logger)
+        do {
+            return (store, try await store.migrate())
+        } catch let error as StoreError {
+            (store as? PostgresStore)?.close()
+            throw DatabaseUnavailable(url: PostgresStore.redacted(url), reason: error.reason)
+        }
+    }
+}
+
+struct DatabaseUnavailable: Error, CustomStringConvertible {
+    let url: String
+    let reason: String
+    var description: String { "cannot use the database at \(url): \(reason)" }
 }

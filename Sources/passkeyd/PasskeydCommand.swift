@@ -7,7 +7,7 @@ struct PasskeydCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passkeyd",
         abstract: "A passkey (WebAuthn / FIDO2) sign-in server, and tools to debug passkey payloads.",
-        subcommands: [Serve.self, Migrate.self, Inspect.self, Verify.self]
+        subcommands: [Serve.self, Migrate.self, Admin.self, Inspect.self, Verify.self]
     )
 
     /// Exit codes: 0 success, 1 a verification that failed, 2 bad usage or unreadable input.
@@ -46,5 +46,6 @@ func readInput(_ path: String) throws -> [UInt8] {
 func printJSON(_ value: some Encodable) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }

@@ -37,17 +37,23 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let loaded = try options.load(listen: listen)
-        var logger = Logger(label: "passkeyd")
-        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        let store = try Database.open(loaded.databaseURL)
-        let applied = try await store.migrate()
-        if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(loaded.databaseURL)"]) }
-        let service = try PasskeyService(configuration: loaded.server, store: store, logger: logger)
+        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LogFormat.bootstrap(loaded.logFormat, level: level)
+        let logger = Logger(label: "passkeyd")
+        let (store, applied) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.database"))
+        defer { (store as? PostgresStore)?.close() }
+        let url = PostgresStore.redacted(loaded.databaseURL)
+        if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
+        let service = try PasskeyService(configuration: loaded.server, store: store, logger: logger,
+                                         sharedLimits: Database.isShared(loaded.databaseURL))
         let app = PasskeyServer.application(service: service, host: loaded.host, port: loaded.port, logger: logger)
         logger.info("passkeyd listening", metadata: [
             "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
+            "database": "\(url)",
         ])
+        // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit.
         try await app.runService()
+        logger.info("passkeyd stopped")
     }
 }
 
@@ -58,8 +64,8 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let loaded = try options.load()
-        let store = try Database.open(loaded.databaseURL)
-        let applied = try await store.migrate()
+        let (store, applied) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.database"))
+        defer { (store as? PostgresStore)?.close() }
         let version = try await store.schemaVersion()
         print(applied.isEmpty ? "schema is up to date at version \(version)" : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
     }

@@ -8,9 +8,13 @@ struct PasskeyCLITests {
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
-    static func passkey(_ arguments: [String]) throws -> Result {
+    static func passkey(_ arguments: [String]) throws -> Result { try run(binary, arguments) }
+
+    /// Runs one of the package's executables to completion.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.arguments = arguments
         let output = Pipe(), error = Pipe()
         process.standardOutput = output
@@ -66,7 +70,9 @@ struct PasskeyCLITests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try ServeBinaryTests.freePort()
-        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path)
+        // One client address runs every simulated user: the per-IP limit is off, as in the benchmarks.
+        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path,
+                                                 environment: ["PASSKEYD_RATE_LIMITS": "off"])
         defer { server.stop() }
         try await server.waitUntilReady()
         for mode in ["sign-in", "sign-up"] {

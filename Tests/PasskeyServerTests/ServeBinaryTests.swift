@@ -28,20 +28,28 @@ struct ServeBinaryTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    final class Server {
+    final class Server: @unchecked Sendable { // its Process is only started and stopped
         let process = Process()
         let port: Int
-        init(port: Int, database: String) throws {
+        /// `database`: a SQLite file path, or a database URL.
+        init(port: Int, database: String, environment extra: [String: String] = [:], origin: String? = nil, log: URL? = nil) throws {
             self.port = port
             process.executableURL = ServeBinaryTests.binary
-            process.arguments = ["serve", "--database", "sqlite://\(database)"]
+            process.arguments = ["serve", "--database", database.contains("://") ? database : "sqlite://\(database)"]
             var environment = ProcessInfo.processInfo.environment
             environment["PASSKEYD_LISTEN"] = "127.0.0.1:\(port)"
-            environment["PASSKEYD_ORIGINS"] = "http://localhost:\(port)"
+            environment["PASSKEYD_ORIGINS"] = origin ?? "http://localhost:\(port)"
             environment["PASSKEYD_CONFIG"] = nil
+            environment["PASSKEYD_LOG_FORMAT"] = "json"
+            environment.merge(extra) { $1 }
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            if let log {
+                FileManager.default.createFile(atPath: log.path, contents: nil)
+                process.standardError = try FileHandle(forWritingTo: log)
+            } else {
+                process.standardError = FileHandle.nullDevice
+            }
             try process.run()
         }
 
@@ -54,20 +62,39 @@ struct ServeBinaryTests {
             throw POSIXError(.ETIMEDOUT)
         }
 
+        /// Stateless like an app with a bearer token: no cookie jar (cookies ignore ports, so a shared
+        /// jar would carry one test's session into another's server).
+        static let session: URLSession = {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpCookieStorage = nil
+            configuration.httpShouldSetCookies = false
+            configuration.httpCookieAcceptPolicy = .never
+            return URLSession(configuration: configuration)
+        }()
+
         func stop() {
             process.terminate() // SIGTERM: graceful shutdown
             process.waitUntilExit()
         }
 
         func call(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (Int, JSONValue) {
+            let (status, body, _) = try await send(method, path, json: json, token: token)
+            return (status, body)
+        }
+
+        func send(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (Int, JSONValue, [String: String]) {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.httpBody = json
+
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("http://localhost:\(port)", forHTTPHeaderField: "Origin")
             if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONReader.parse(Array(data))) ?? .null)
+            let (data, response) = try await Self.session.data(for: request)
+            let http = response as? HTTPURLResponse
+            var headers: [String: String] = [:]
+            for (key, value) in http?.allHeaderFields ?? [:] { headers["\(key)"] = "\(value)" }
+            return (http?.statusCode ?? 0, (try? JSONReader.parse(Array(data))) ?? .null, headers)
         }
     }
 

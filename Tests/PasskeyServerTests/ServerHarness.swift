@@ -1,10 +1,12 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import HummingbirdTesting
 import NIOCore
 import PasskeyServer
 import PasskeyStore
+import PasskeyStoreTesting
 import Synchronization
 import WebAuthn
 import WebAuthnTesting
@@ -16,20 +18,16 @@ final class TestClock: Sendable {
     func advance(_ seconds: TimeInterval) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
-/// A passkeyd application on a fresh SQLite database in a temporary folder, driven through
-/// Hummingbird's in-process test client.
+/// A passkeyd application on a fresh database (SQLite in a temporary folder; PostgreSQL when the
+/// suite runs with `PASSKEYD_TEST_STORE=postgres`), driven through Hummingbird's in-process test client.
 struct ServerHarness: Sendable {
     static let origin = "http://localhost:8080"
     let service: PasskeyService
-    let store: SQLiteStore
+    let store: any PasskeyStore
     let clock: TestClock
-    let directory: URL
 
     init(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try SQLiteStore(path: directory.appendingPathComponent("test.sqlite").path)
-        try await store.migrate()
+        store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
         var configuration = ServerConfiguration()
         configure(&configuration)
         let clock = TestClock()
@@ -38,8 +36,9 @@ struct ServerHarness: Sendable {
     }
 
     func run(_ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
-        let app = PasskeyServer.application(service: service)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        var logger = Logger(label: "passkeyd-test")
+        logger.logLevel = .warning
+        let app = PasskeyServer.application(service: service, logger: logger)
         try await app.test(.router) { client in
             try await body(APIClient(client: client))
         }

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
+}
+
+/// Gives every request an id (the caller's `X-Request-Id` when it is a short token, else a new
+/// one), puts it in the request's logger and the response, and logs one line per request:
+/// method, path (never the query string, which may carry a recovery token), status, duration.
+/// Bodies, cookies, tokens and challenges are never logged.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let id = Self.requestID(request.headers[.requestID])
+        var context = context
+        context.logger[metadataKey: "request_id"] = .string(id)
+        context.logger[metadataKey: "hb.request.id"] = nil
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            // The error middleware answers everything; this only keeps the log line honest.
+            context.logger.info("request", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "error"])
+            throw error
+        }
+        response.headers[.requestID] = id
+        let elapsed = ContinuousClock.now - start
+        metrics.request(status: response.status.code, duration: elapsed)
+        let level: Logger.Level = response.status.code >= 500 ? .warning : .info
+        context.logger.log(level: level, "request", metadata: [
+            "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            "duration_ms": "\(Double(elapsed.nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
+        ])
+        return response
+    }
+
+    static func requestID(_ supplied: String?) -> String {
+        if let supplied, (8...64).contains(supplied.utf8.count),
+           supplied.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
+            return supplied
+        }
+        var generator = SystemRandomNumberGenerator()
+        return (0..<12).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+}
+
+/// The per-IP limit on the endpoints that start or finish a ceremony (and password and recovery
+/// sign-ins): each request counts, whatever its outcome.
+struct ClientRateLimitMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let service: PasskeyService
+    static let limitedPaths: Set<String> = [
+        "/api/auth/register/options", "/api/auth/register/verify", "/api/auth/authenticate/options", "/api/auth/authenticate/verify",
+        "/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/recovery/link",
+        "/signup", "/makeCredential", "/authenticate",
+    ]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if service.configuration.rateLimits.enabled, Self.limitedPaths.contains(request.uri.path) {
+            try await service.limitClient(service.client(request, context))
+        }
+        return try await next(request, context)
+    }
+}
+
+extension PasskeyService {
+    /// The client of a request: its address (from `X-Forwarded-For` when the TCP peer is a
+    /// trusted proxy: the right-most address that is not one) and User-Agent.
+    func client(_ request: Request, _ context: PasskeyRequestContext) -> Client {
+        Client(ipAddress: Self.clientAddress(peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor],
+                                             trustedProxies: configuration.trustedProxies),
+               userAgent: request.headers[.userAgent])
+    }
+
+    public static func clientAddress(peer: String?, forwardedFor: String?, trustedProxies: [String]) -> String? {
+        guard let peer, trustedProxies.contains(peer), let forwardedFor else { return peer }
+        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for hop in hops.reversed() where !trustedProxies.contains(hop) {
+            return String(hop.prefix(64))
+        }
+        return peer
+    }
+
+    /// `/readyz`: ready when the database answers.
+    func ready() async -> Bool {
+        (try? await store.ping()) != nil
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Logging
+import PasskeyStore
+import PostgresNIO
+
+/// Fresh, empty databases for tests: a SQLite file in a temporary folder, or a new database on
+/// the PostgreSQL server `PASSKEYD_TEST_POSTGRES_URL` names (scripts/test starts one).
+public enum TestDatabase {
+    public enum Kind: String, Sendable, CaseIterable, CustomStringConvertible {
+        case sqlite, postgres
+        public var description: String { rawValue }
+    }
+
+    /// The PostgreSQL server for tests, when there is one.
+    public static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["PASSKEYD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The kinds to run store tests on: SQLite always, PostgreSQL when a server is configured.
+    public static var kinds: [Kind] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
+
+    /// Which store the HTTP suites run on (`PASSKEYD_TEST_STORE=postgres`; default SQLite).
+    public static var httpSuiteKind: Kind {
+        ProcessInfo.processInfo.environment["PASSKEYD_TEST_STORE"].flatMap(Kind.init(rawValue:)) ?? .sqlite
+    }
+
+    /// A database URL for a new, empty database of `kind`.
+    public static func makeURL(_ kind: Kind) async throws -> String {
+        switch kind {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-test-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return "sqlite://" + directory.appendingPathComponent("test.sqlite").path
+        case .postgres:
+            guard let admin = postgresURL, var components = URLComponents(string: admin) else {
+                throw StoreError(.invalidDatabase, "PASSKEYD_TEST_POSTGRES_URL is not set (./scripts/test starts a PostgreSQL server)")
+            }
+            let name = "passkeyd_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let configuration = PostgresConnection.Configuration(
+                host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
+                password: components.password, database: "postgres", tls: .disable)
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
+            do {
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test"))
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            try await connection.close()
+            components.path = "/" + name
+            return components.string!
+        }
+    }
+
+    /// A migrated store on a new database of `kind`.
+    public static func makeStore(_ kind: Kind) async throws -> any PasskeyStore {
+        let url = try await makeURL(kind)
+        let store: any PasskeyStore
+        switch kind {
+        case .sqlite: store = try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+        case .postgres:
+            var options = PostgresStore.Options()
+            options.maxConnections = 8
+            store = try PostgresStore(url: url, options: options)
+        }
+        try await store.migrate()
+        return store
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import PasskeyServer
+import PasskeyStore
+import PasskeyStoreTesting
+import Testing
+import WebAuthn
+import WebAuthnTesting
+
+/// Production operation through the HTTP API: rate limits, audit log, metrics, readiness,
+/// request ids (in process), and the admin verbs against a database a real server wrote.
+@Suite("Operations: limits, audit, metrics, admin")
+struct OperationsTests {
+    @Test func perAccountLimitsAnswer429WithRetryAfter() async throws {
+        let harness = try await ServerHarness { $0.rateLimits = .init(windowSeconds: 60, perIP: 1000, perAccount: 3) }
+        try await harness.run { api in
+            for _ in 0..<3 {
+                #expect(try await api.post("/api/auth/authenticate/options", ["username": "ada"]).status == .ok)
+            }
+            let limited = try await api.post("/api/auth/authenticate/options", ["username": "ADA"])
+            #expect(limited.status == .tooManyRequests && limited.errorCode == "rate_limited")
+            let retry = Int(limited.headers[.retryAfter] ?? "") ?? 0
+            #expect((1...60).contains(retry))
+            // Another username, and discoverable sign-in, are not affected.
+            #expect(try await api.post("/api/auth/authenticate/options", ["username": "bob"]).status == .ok)
+            #expect(try await api.post("/api/auth/authenticate/options", [String: String]()).status == .ok)
+            // The window ends: allowed again.
+            harness.clock.advance(61)
+            #expect(try await api.post("/api/auth/authenticate/options", ["username": "ada"]).status == .ok)
+        }
+    }
+
+    @Test func theAuditLogRecordsEveryAccountEventWithClientDetails() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("audit".utf8))
+            var (token, credential, _) = try await api.signUp("ada", authenticator: &authenticator)
+            let bad = try await api.signIn(credential: &credential, authenticator: authenticator) { $0.response.signature.bytes[8] ^= 1 }
+            #expect(bad.status == .unauthorized)
+            #expect(try await api.signIn(credential: &credential, authenticator: authenticator).status == .ok)
+            let id = Base64URLBytes(credential.id).base64URL
+            #expect(try await api.request(.patch, "/api/auth/passkeys/\(id)", body: Array(#"{"name":"Work laptop"}"#.utf8), token: token).status == .ok)
+            var second = try await api.post("/api/auth/register/options", [String: String](), token: token)
+            let (registration, other) = try authenticator.register(options: try second.decode(PublicKeyCredentialCreationOptionsJSON.self),
+                                                                  origin: ServerHarness.origin)
+            second = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token)
+            #expect(second.status == .ok)
+            #expect(try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(other.id).base64URL)", token: token).status == .noContent)
+            #expect(try await api.request(.delete, "/api/auth/session", token: token).status == .noContent)
+            token = ""
+
+            let account = try #require(try await harness.store.account(username: "ada"))
+            let events = try await harness.store.auditEvents(accountID: account.id, limit: 50).reversed()
+            #expect(events.map(\.kind) == ["sign_up", "sign_in_failed", "sign_in", "passkey_renamed", "passkey_added", "passkey_deleted", "session_revoked"])
+            let failure = try #require(events.first { $0.kind == "sign_in_failed" })
+            #expect(failure.detail == "signature_invalid" && failure.credentialID == credential.id)
+            #expect(events.allSatisfy { $0.time == harness.clock.now })
+        }
+    }
+
+    @Test func metricsCountCeremoniesByOutcomeAndClientAndReadTheStore() async throws {
+        let harness = try await ServerHarness { $0.metricsToken = "metrics-token-0123456789" }
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("metrics".utf8))
+            var (_, credential, _) = try await api.signUp("ada", authenticator: &authenticator)
+            _ = try await api.signIn(credential: &credential, authenticator: authenticator) { $0.response.signature.bytes[8] ^= 1 }
+            _ = try await api.signIn(credential: &credential, authenticator: authenticator)
+
+            #expect(try await api.request(.get, "/metrics").status == .unauthorized)
+            let scrape = try await api.request(.get, "/metrics", headers: [.authorization: "Bearer metrics-token-0123456789"])
+            #expect(scrape.status == .ok && scrape.headers[.contentType]?.hasPrefix("text/plain") == true)
+            let text = String(decoding: scrape.bytes, as: UTF8.self)
+            for line in [
+                #"passkeyd_ceremonies_finished_total{ceremony="registration",client="other",result="succeeded",code=""} 1"#,
+                #"passkeyd_ceremonies_finished_total{ceremony="authentication",client="other",result="failed",code="signature_invalid"} 1"#,
+                #"passkeyd_ceremonies_finished_total{ceremony="authentication",client="other",result="succeeded",code=""} 1"#,
+                #"passkeyd_sign_ins_total{method="passkey"} 1"#,
+                "passkeyd_accounts 1.0", "passkeyd_sessions_live 2.0", "passkeyd_passkey_adoption_ratio 1.0",
+                #"passkeyd_passkeys{provider="Unknown"} 1.0"#,
+            ] {
+                #expect(text.contains(line), "missing \(line)")
+            }
+            #expect(text.contains("passkeyd_ceremony_duration_seconds_bucket"))
+        }
+    }
+
+    @Test func clientKindsComeFromOriginAndUserAgent() {
+        typealias Kind = ServerMetrics.ClientKind
+        #expect(Kind.classify(origin: "android:apk-key-hash:abc", userAgent: nil) == .android)
+        #expect(Kind.classify(origin: "https://example.com", userAgent: "Shiny/3 CFNetwork/1490.0.4 Darwin/23.2.0") == .ios)
+        #expect(Kind.classify(origin: nil, userAgent: "okhttp/4.12.0") == .android)
+        #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/120 Mobile Safari/537.36") == .web)
+        #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1") == .web)
+        #expect(Kind.classify(origin: nil, userAgent: nil) == .other)
+    }
+
+    @Test func readinessHealthAndRequestIDs() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            #expect(try await api.request(.get, "/healthz").status == .ok)
+            #expect(try await api.request(.get, "/readyz").status == .ok)
+            let echoed = try await api.request(.get, "/healthz", headers: [HTTPField.Name("X-Request-Id")!: "abc-123-DEF_456"])
+            #expect(echoed.headers[HTTPField.Name("X-Request-Id")!] == "abc-123-DEF_456")
+            let made = try await api.request(.get, "/healthz", headers: [HTTPField.Name("X-Request-Id")!: "bad id\u{7f}"])
+            #expect(made.headers[HTTPField.Name("X-Request-Id")!]?.count == 24)
+        }
+    }
+
+    @Test func forwardedForIsBelievedOnlyFromTrustedProxies() {
+        let address = PasskeyService.clientAddress
+        #expect(address("10.0.0.9", "1.2.3.4", []) == "10.0.0.9")
+        #expect(address("10.0.0.9", "1.2.3.4", ["10.0.0.9"]) == "1.2.3.4")
+        // A client-supplied first hop cannot hide the real one: the right-most untrusted address counts.
+        #expect(address("10.0.0.9", "6.6.6.6, 1.2.3.4, 10.0.0.8", ["10.0.0.9", "10.0.0.8"]) == "1.2.3.4")
+        #expect(address("10.0.0.9", nil, ["10.0.0.9"]) == "10.0.0.9")
+    }
+}
+
+/// A real server and the admin verbs on its database.
+@Suite("passkeyd admin and per-IP limits on a real server")
+struct AdminCommandTests {
+    static var passkeyd: URL { ServeBinaryTests.binary }
+
+    static func signUp(_ server: ServeBinaryTests.Server, _ username: String, origin: String,
+                       authenticator: inout SoftwareAuthenticator) async throws -> (String, SoftwareCredential) {
+        let (_, optionsJSON) = try await server.call("POST", "/api/auth/register/options", json: Data(#"{"username":"\#(username)"}"#.utf8))
+        let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(optionsJSON))
+        let (registration, credential) = try authenticator.register(options: options, origin: origin)
+        let (status, body) = try await server.call("POST", "/api/auth/register/verify",
+                                                   json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: registration)))
+        guard status == 200, case .string(let token)? = body["token"] else {
+            Issue.record("sign-up of \(username) answered \(status): \(body)")
+            throw POSIXError(.EPROTO)
+        }
+        return (token, credential)
+    }
+
+    static func signIn(_ server: ServeBinaryTests.Server, origin: String, authenticator: SoftwareAuthenticator,
+                       credential: inout SoftwareCredential) async throws -> (Int, JSONValue) {
+        let (_, requestJSON) = try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
+        let request = try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: JSONEncoder().encode(requestJSON))
+        let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
+        return try await server.call("POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion)))
+    }
+
+    @Test func adminVerbsListShowDisableRevokeAuditAndExport() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-admin-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = "sqlite://" + directory.appendingPathComponent("admin.sqlite").path
+        let port = try ServeBinaryTests.freePort()
+        let origin = "http://localhost:\(port)"
+        let server = try ServeBinaryTests.Server(port: port, database: database)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        var authenticator = SoftwareAuthenticator(seed: Array("admin".utf8))
+        let (token, credential) = try await Self.signUp(server, "ada", origin: origin, authenticator: &authenticator)
+        _ = try await Self.signUp(server, "bob", origin: origin, authenticator: &authenticator)
+        func admin(_ arguments: [String]) throws -> PasskeyCLITests.Result {
+            try PasskeyCLITests.run(Self.passkeyd, ["admin"] + arguments + ["--database", database], environment: ["PASSKEYD_CONFIG": ""])
+        }
+
+        let list = try admin(["accounts"])
+        #expect(list.status == 0 && list.stdout.hasPrefix("ada\t") && list.stdout.contains("\nbob\t"), "\(list.stdout)\(list.stderr)")
+        let show = try admin(["show", "ada", "--json"])
+        let report = try JSONReader.parse(Array(show.stdout.utf8))
+        #expect(show.status == 0 && report["username"] == .string("ada"))
+        if case .array(let passkeys)? = report["passkeys"] {
+            #expect(passkeys.first?["id"] == .string(Base64URLBytes(credential.id).base64URL))
+        } else { Issue.record("no passkeys") }
+        if case .array(let sessions)? = report["sessions"] { #expect(sessions.count == 1) } else { Issue.record("no sessions") }
+
+        let missing = try admin(["show", "nobody"])
+        #expect(missing.status == 2 && missing.stderr.contains("no account"))
+
+        let disabled = try admin(["disable", "ada"])
+        #expect(disabled.status == 0 && disabled.stdout.contains("1 session revoked"), "\(disabled.stdout)\(disabled.stderr)")
+        #expect(try await server.call("GET", "/api/auth/session", token: token).0 == 401)
+        var signingIn = credential
+        let (refused, body) = try await Self.signIn(server, origin: origin, authenticator: authenticator, credential: &signingIn)
+        #expect(refused == 403 && body["error"]?["code"] == .string("account_disabled"))
+        #expect(try admin(["enable", "ada"]).status == 0)
+        #expect(try await Self.signIn(server, origin: origin, authenticator: authenticator, credential: &signingIn).0 == 200)
+
+        let revokedSessions = try admin(["revoke-sessions", "ada"])
+        #expect(revokedSessions.status == 0 && revokedSessions.stdout.contains("revoked 1 session"))
+        let revoked = try admin(["revoke-passkey", "ada", Base64URLBytes(credential.id).base64URL])
+        #expect(revoked.status == 0, "\(revoked.stderr)")
+        #expect(try await Self.signIn(server, origin: origin, authenticator: authenticator, credential: &signingIn).0 == 401)
+
+        let audit = try admin(["audit", "--user", "ada", "--json"])
+        let kinds: [String] = (try? JSONDecoder().decode([[String: String?]].self, from: Data(audit.stdout.utf8)).compactMap { $0["kind"] ?? nil }) ?? []
+        // The last sign-in failed before any account was known (discoverable, unknown passkey): not in ada's log.
+        #expect(kinds == ["admin_passkey_revoked", "admin_sessions_revoked", "sign_in", "admin_account_enabled",
+                          "sign_in_failed", "admin_account_disabled", "sign_up"], "\(audit.stdout)")
+        let failures = try admin(["audit", "--kind", "sign_in_failed", "--limit", "1"])
+        #expect(failures.stdout.split(separator: "\n").count == 1 && failures.stdout.contains("credential_not_found"))
+
+        let export = try admin(["export", "ada"])
+        let exported = try JSONReader.parse(Array(export.stdout.utf8))
+        #expect(exported["username"] == .string("ada"))
+        if case .array(let events)? = exported["auditEvents"] { #expect(events.count == kinds.count) } else { Issue.record("no audit in export") }
+
+        let adoption = try admin(["adoption", "--json"])
+        let stats = try JSONReader.parse(Array(adoption.stdout.utf8))
+        #expect(stats["accounts"] == .number(2) && stats["accountsWithPasskey"] == .number(1), "\(adoption.stdout)")
+    }
+
+    @Test func perIPLimitsAnswer429WithRetryAfterOnARealSocket() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-limit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("l.sqlite").path,
+                                                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        var statuses: [Int] = []
+        for _ in 0..<7 { statuses.append(try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0) }
+        #expect(statuses == [200, 200, 200, 200, 200, 429, 429])
+        let (status, body, headers) = try await server.send("POST", "/api/auth/register/verify", json: Data("{}".utf8))
+        #expect(status == 429 && body["error"]?["code"] == .string("rate_limited"))
+        #expect(Int(headers["Retry-After"] ?? "").map { (1...600).contains($0) } == true)
+        // Pages, the session check and health are not limited.
+        #expect(try await server.call("GET", "/healthz").0 == 200)
+        #expect(try await server.call("GET", "/api/auth/session").0 == 401)
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import PasskeyStore
+import PasskeyStoreTesting
+import Testing
+
+/// One suite, both stores: SQLite always; PostgreSQL when `PASSKEYD_TEST_POSTGRES_URL` names a
+/// server (scripts/test starts one and sets `PASSKEYD_REQUIRE_POSTGRES=1`, so it cannot be skipped).
+@Suite("PasskeyStore conformance (SQLite and PostgreSQL)")
+struct StoreConformanceTests {
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func account(_ name: String) -> Account {
+        Account(username: name, displayName: name.capitalized, userHandle: (0..<64).map { _ in UInt8.random(in: 0...255) }, createdAt: t0)
+    }
+
+    static func passkey(for account: Account, id: [UInt8]? = nil, signCount: UInt32 = 0) -> Passkey {
+        Passkey(credentialID: id ?? (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, publicKey: [0xA5, 1, 2],
+                signCount: signCount, aaguid: "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", transports: ["internal", "hybrid"],
+                backupEligible: true, backedUp: true, userVerified: true, attestationFormat: "none", attestationTrusted: false,
+                name: "iCloud Keychain", createdAt: t0)
+    }
+
+    static func session(for account: Account, expires: TimeInterval = 3600) -> SessionRecord {
+        SessionRecord(tokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, createdAt: t0,
+                      expiresAt: t0.addingTimeInterval(expires), userAgent: "test", ipAddress: "127.0.0.1")
+    }
+
+    @Test func postgresIsThereWhenRequired() {
+        if ProcessInfo.processInfo.environment["PASSKEYD_REQUIRE_POSTGRES"] == "1" {
+            #expect(TestDatabase.postgresURL != nil, "scripts/test must start PostgreSQL and set PASSKEYD_TEST_POSTGRES_URL")
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        #expect(try await store.schemaVersion() == 3)
+        #expect(try await store.migrate().isEmpty)
+        try await store.ping()
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func accountsAreFoundByIDUsernameAnyCaseAndHandle(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("Ada")
+        let key = Self.passkey(for: ada)
+        let first = Self.session(for: ada)
+        try await store.createAccount(ada, passkey: key, session: first, audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)])
+        #expect(try await store.account(id: ada.id)?.username == "Ada")
+        #expect(try await store.account(username: "ADA")?.id == ada.id)
+        #expect(try await store.account(userHandle: ada.userHandle)?.id == ada.id)
+        #expect(try await store.account(username: "bob") == nil)
+        #expect(try await store.passkey(credentialID: key.credentialID) == key)
+        #expect(try await store.session(tokenHash: first.tokenHash, now: Self.t0)?.1.id == ada.id)
+        #expect(try await store.auditEvents(accountID: ada.id, limit: 10).map(\.kind) == ["sign_up"])
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aConflictingSignUpWritesNothing(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let key = Self.passkey(for: ada)
+        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        // Same username in another case: conflict, and the new account's session and audit are not there either.
+        let twin = Self.account("ADA")
+        let twinSession = Self.session(for: twin)
+        await #expect(throws: StoreError(.conflict, "")) {
+            try await store.createAccount(twin, passkey: Self.passkey(for: twin), session: twinSession,
+                                          audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: twin.id)])
+        }
+        #expect(try await store.account(id: twin.id) == nil)
+        #expect(try await store.auditEvents(accountID: twin.id, limit: 10).isEmpty)
+        // A credential ID registered to someone else: conflict, and the account is not created.
+        let bob = Self.account("bob")
+        await #expect(throws: StoreError(.conflict, "")) {
+            try await store.createAccount(bob, passkey: Self.passkey(for: bob, id: key.credentialID), session: nil, audit: [])
+        }
+        #expect(try await store.account(username: "bob") == nil)
+        await #expect(throws: StoreError(.conflict, "")) { try await store.addPasskey(Self.passkey(for: ada, id: key.credentialID)) }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signInCountersMoveByCompareAndSetUnderRaces(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let key = Self.passkey(for: ada, signCount: 5)
+        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        // Twenty sign-ins verified against counter 5 land at once: exactly one wins.
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for n in 0..<20 {
+                let session = Self.session(for: ada)
+                group.addTask {
+                    try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n), backedUp: false,
+                                                   counterAnomaly: false, at: Self.t0.addingTimeInterval(60), session: session,
+                                                   audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)])
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(wins == 1)
+        let stored = try #require(try await store.passkey(credentialID: key.credentialID))
+        #expect(stored.signCount > 5 && stored.backedUp == false && stored.lastUsedAt != nil)
+        // The losers wrote no session and no audit line.
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 1)
+        #expect(try await store.auditEvents(accountID: ada.id, limit: 100).count == 1)
+        #expect(try await store.account(id: ada.id)?.lastSignInAt != nil)
+        // A stale previous value never moves it back.
+        #expect(try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 5, signCount: 1, backedUp: false,
+                                               counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == false)
+        #expect(try await store.passkey(credentialID: key.credentialID)?.signCount == stored.signCount)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aChallengeIsTakenOnceEvenWhenRaced(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let challenge = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let record = ChallengeRecord(challenge: challenge, ceremony: .authentication, pendingUserHandle: [1, 2, 3],
+                                     pendingAccountID: UUID(), api: "native", userVerification: "required",
+                                     createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
+        try await store.saveChallenge(record)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 1)
+        let taken = try await withThrowingTaskGroup(of: ChallengeRecord?.self) { group in
+            for _ in 0..<16 { group.addTask { try await store.takeChallenge(challenge) } }
+            return try await group.reduce(into: [ChallengeRecord]()) { if let r = $1 { $0.append(r) } }
+        }
+        #expect(taken == [record])
+        #expect(try await store.takeChallenge(challenge) == nil)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 0)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func passkeysAreRenamedDeletedButNeverTheLast(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada"), bob = Self.account("bob")
+        let first = Self.passkey(for: ada), second = Self.passkey(for: ada)
+        try await store.createAccount(ada, passkey: first, session: nil, audit: [])
+        try await store.createAccount(bob, passkey: Self.passkey(for: bob), session: nil, audit: [])
+        try await store.addPasskey(second)
+        #expect(try await store.passkeys(accountID: ada.id).count == 2)
+        #expect(try await store.renamePasskey(accountID: ada.id, credentialID: first.credentialID, name: "Laptop"))
+        #expect(try await store.renamePasskey(accountID: bob.id, credentialID: first.credentialID, name: "Stolen") == false)
+        #expect(try await store.passkey(credentialID: first.credentialID)?.name == "Laptop")
+        #expect(try await store.deletePasskey(accountID: bob.id, credentialID: first.credentialID) == .notFound)
+        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: first.credentialID) == .deleted)
+        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: second.credentialID) == .lastPasskey)
+        // An administrator may revoke even the last one.
+        #expect(try await store.revokePasskey(credentialID: second.credentialID))
+        #expect(try await store.passkeys(accountID: ada.id).isEmpty)
+        #expect(try await store.revokePasskey(credentialID: second.credentialID) == false)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func sessionsExpireAndDisabledAccountsHaveNone(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        try await store.createAccount(ada, passkey: Self.passkey(for: ada), session: nil, audit: [])
+        let short = Self.session(for: ada, expires: 60), long = Self.session(for: ada, expires: 7200)
+        try await store.createSession(short)
+        try await store.createSession(long)
+        #expect(try await store.session(tokenHash: short.tokenHash, now: Self.t0.addingTimeInterval(61)) == nil)
+        #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0.addingTimeInterval(61)) != nil)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0.addingTimeInterval(61)).map(\.tokenHash) == [long.tokenHash])
+        #expect(try await store.setDisabled(accountID: ada.id, disabled: true))
+        #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) == nil)
+        #expect(try await store.account(id: ada.id)?.disabled == true)
+        #expect(try await store.setDisabled(accountID: ada.id, disabled: false))
+        #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) != nil)
+        try await store.revokeSession(tokenHash: long.tokenHash)
+        #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) == nil)
+        try await store.createSession(Self.session(for: ada))
+        try await store.createSession(Self.session(for: ada))
+        #expect(try await store.revokeSessions(accountID: ada.id) == 3)
+        #expect(try await store.setDisabled(accountID: UUID(), disabled: true) == false)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func rateLimitHitsAreCountedAtomically(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let window = Self.t0, end = Self.t0.addingTimeInterval(60)
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<40 { group.addTask { try await store.countHit(key: "ip:10.0.0.1", windowStart: window, expiresAt: end) } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(counts.sorted() == Array(1...40))
+        #expect(try await store.countHit(key: "ip:10.0.0.2", windowStart: window, expiresAt: end) == 1)
+        #expect(try await store.countHit(key: "ip:10.0.0.1", windowStart: end, expiresAt: end.addingTimeInterval(60)) == 1)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func sweepingRemovesOnlyWhatExpired(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        try await store.createAccount(ada, passkey: Self.passkey(for: ada), session: Self.session(for: ada, expires: 60), audit: [])
+        let live = Self.session(for: ada, expires: 7200)
+        try await store.createSession(live)
+        try await store.saveChallenge(ChallengeRecord(challenge: [1], ceremony: .registration, userVerification: "required",
+                                                      createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(30)))
+        try await store.saveChallenge(ChallengeRecord(challenge: [2], ceremony: .registration, userVerification: "required",
+                                                      createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3000)))
+        _ = try await store.countHit(key: "k", windowStart: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        #expect(try await store.sweepExpired(now: Self.t0.addingTimeInterval(100)) == 3)
+        #expect(try await store.session(tokenHash: live.tokenHash, now: Self.t0) != nil)
+        #expect(try await store.takeChallenge([2]) != nil)
+        #expect(try await store.takeChallenge([1]) == nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func theServerSecretIsCreatedOnceAndShared(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let secrets = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<8 { group.addTask { try await store.serverSecret() } }
+            return try await group.reduce(into: Set<[UInt8]>()) { $0.insert($1) }
+        }
+        #expect(secrets.count == 1 && secrets.first?.count == 32)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func adminListsAuditAndStatistics(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        var accounts: [Account] = []
+        for name in ["carol", "Ada", "bob"] {
+            let account = Self.account(name)
+            accounts.append(account)
+            try await store.createAccount(account, passkey: Self.passkey(for: account), session: nil, audit: [])
+        }
+        #expect(try await store.accounts(after: nil, limit: 2).map(\.username) == ["Ada", "bob"])
+        #expect(try await store.accounts(after: "bob", limit: 10).map(\.username) == ["carol"])
+        for n in 0..<5 {
+            try await store.appendAudit(AuditEvent(time: Self.t0.addingTimeInterval(Double(n)), kind: "sign_in_failed", accountID: accounts[0].id,
+                                                   credentialID: [9], ipAddress: "10.0.0.\(n)", userAgent: "ua", detail: "signature_invalid"))
+        }
+        let events = try await store.auditEvents(accountID: accounts[0].id, limit: 3)
+        #expect(events.map(\.ipAddress) == ["10.0.0.4", "10.0.0.3", "10.0.0.2"])
+        #expect(events.first?.credentialID == [9] && events.first?.detail == "signature_invalid")
+        #expect(try await store.auditEvents(accountID: nil, limit: 100).count == 5)
+
+        let key = try #require(try await store.passkeys(accountID: accounts[1].id).first)
+        _ = try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 0, signCount: 1, backedUp: true, counterAnomaly: false,
+                                           at: Self.t0, session: Self.session(for: accounts[1]), audit: [])
+        _ = try await store.setDisabled(accountID: accounts[2].id, disabled: true)
+        let stats = try await store.statistics(now: Self.t0, activeSince: Self.t0.addingTimeInterval(-86_400))
+        #expect(stats.accounts == 3 && stats.disabledAccounts == 1 && stats.passkeys == 3 && stats.accountsWithPasskey == 3)
+        #expect(stats.passkeysByAAGUID == ["fbfc3007-154e-4ecc-8c0b-6e020557d7bd": 3])
+        #expect(stats.liveSessions == 1 && stats.activeAccounts == 1 && stats.activeAccountsWithPasskey == 1)
+    }
+}
