@@ -49,6 +49,7 @@ ERROR_CODES = {
     "last_passkey": "Deleting the account's only passkey is refused (409).",
     "too_many_ceremonies": "Too many open ceremonies; retry after Retry-After (503).",
     "database_unavailable": "The database is unreachable (503).",
+    "rate_limited": "Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).",
     "not_found": "No such endpoint (404).",
     "method_not_allowed": "Method not allowed (405).",
     "internal_error": "Unexpected server error (500).",
@@ -119,25 +120,25 @@ paths = {
         "summary": "Creation options: sign up a new account, or (signed in) add a passkey to the current account",
         "operationId": "registerOptions",
         "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string", "maxLength": 64}, "displayName": {"type": "string", "maxLength": 64}}}, required=False),
-        "responses": {"200": ok(ref("PublicKeyCredentialCreationOptionsJSON")), **error_responses(400, 403, 409, 413, 503)}}},
+        "responses": {"200": ok(ref("PublicKeyCredentialCreationOptionsJSON")), **error_responses(400, 403, 409, 413, 429, 503)}}},
     "/api/auth/register/verify": {"post": {
         "summary": "Verify a registration, store the passkey; a sign-up also starts a session",
         "operationId": "registerVerify",
         "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("RegistrationResponseJSON"), "name": {"type": "string", "maxLength": 64}}}),
         "responses": {"200": ok({"type": "object", "required": ["verified", "user", "passkey"], "properties": {"verified": {"const": True}, "user": ref("User"), "passkey": ref("Passkey"), "token": {"type": ["string", "null"], "description": "session token (sign-up only); send as Authorization: Bearer"}}}, headers=SET_COOKIE),
-                      **error_responses(400, 403, 409, 413, 503)}}},
+                      **error_responses(400, 403, 409, 413, 429, 503)}}},
     "/api/auth/authenticate/options": {
         "post": {"summary": "Request options; without a username, for a discoverable (usernameless / AutoFill) sign-in", "operationId": "authenticateOptions",
                  "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string"}}}, required=False),
-                 "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 413, 503)}},
+                 "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 413, 429, 503)}},
         "get": {"summary": "Request options (GET form)", "operationId": "authenticateOptionsGet",
                 "parameters": [{"name": "username", "in": "query", "required": False, "schema": {"type": "string"}}],
-                "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 503)}}},
+                "responses": {"200": ok(ref("PublicKeyCredentialRequestOptionsJSON")), **error_responses(400, 429, 503)}}},
     "/api/auth/authenticate/verify": {"post": {
         "summary": "Verify an assertion and start a session", "operationId": "authenticateVerify",
         "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("AuthenticationResponseJSON")}}),
         "responses": {"200": ok({"type": "object", "required": ["verified", "user", "token", "expiresAt"], "properties": {"verified": {"const": True}, "user": ref("User"), "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}}}, headers=SET_COOKIE),
-                      **error_responses(400, 401, 403, 409, 413, 503)}}},
+                      **error_responses(400, 401, 403, 409, 413, 429, 503)}}},
     "/api/auth/session": {
         "get": {"summary": "Who am I", "operationId": "getSession", "security": [{"bearer": []}, {"cookie": []}],
                 "responses": {"200": ok({"type": "object", "required": ["user", "rpId", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "rpId": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(401, 503)}},
@@ -166,11 +167,11 @@ paths = {
         "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
         "responses": {"200": ok({"type": "object", "required": ["challenge", "userId"], "properties": {
             "challenge": {"type": "object", "required": ["attestation", "challenge", "pubKeyCredParams", "rp", "timeout", "user"]},
-            "userId": {"type": "string", "format": "uuid"}}}), **error_responses(400, 409, 503)}}},
+            "userId": {"type": "string", "format": "uuid"}}}), **error_responses(400, 409, 429, 503)}}},
     "/makeCredential": {"post": {"summary": "Compatibility API: finish the sign-up", "operationId": "compatMakeCredential", "tags": ["compatibility"],
         "parameters": [{"name": "userId", "in": "query", "required": True, "schema": {"type": "string", "format": "uuid"}}],
         "requestBody": json_body(ref("RegistrationResponseJSON")),
-        "responses": {"200": ok({"type": "object", "maxProperties": 0}), **error_responses(400, 409, 413, 503)}}},
+        "responses": {"200": ok({"type": "object", "maxProperties": 0}), **error_responses(400, 409, 413, 429, 503)}}},
     "/authenticate": {
         "get": {"summary": "Compatibility API: request options for a username", "operationId": "compatAuthenticateOptions", "tags": ["compatibility"],
                 "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
@@ -178,8 +179,11 @@ paths = {
         "post": {"summary": "Compatibility API: verify an assertion; the body also carries a session token", "operationId": "compatAuthenticate", "tags": ["compatibility"],
                  "parameters": [{"name": "username", "in": "query", "required": True, "schema": {"type": "string"}}],
                  "requestBody": json_body(ref("AuthenticationResponseJSON")),
-                 "responses": {"200": ok({"type": "object", "required": ["verified", "token", "expiresAt"], "properties": {"verified": {"const": True}, "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(400, 401, 409, 413, 503)}}},
-    "/healthz": {"get": {"summary": "Liveness", "operationId": "healthz", "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+                 "responses": {"200": ok({"type": "object", "required": ["verified", "token", "expiresAt"], "properties": {"verified": {"const": True}, "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(400, 401, 409, 413, 429, 503)}}},
+    "/healthz": {"get": {"summary": "Liveness: the process answers", "operationId": "healthz", "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+    "/readyz": {"get": {"summary": "Readiness: the database answers too", "operationId": "readyz", "responses": {"200": {"description": "ready", "content": {"text/plain": {"schema": {"type": "string"}}}}, **error_responses(503)}}},
+    "/metrics": {"get": {"summary": "Prometheus metrics (text exposition); behind a bearer token when metricsToken is set", "operationId": "metrics",
+                         "responses": {"200": {"description": "Prometheus text format 0.0.4", "content": {"text/plain": {"schema": {"type": "string"}}}}, **error_responses(401, 503)}}},
 }
 
 doc = {

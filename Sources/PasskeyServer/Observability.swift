@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import WebAuthn
 
 extension HTTPField.Name {
     static let requestID = HTTPField.Name("X-Request-Id")!
@@ -46,8 +47,14 @@ struct RequestLogMiddleware: RouterMiddleware {
            supplied.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
             return supplied
         }
-        var generator = SystemRandomNumberGenerator()
-        return (0..<12).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        for byte in RelyingParty.randomBytes(12) {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

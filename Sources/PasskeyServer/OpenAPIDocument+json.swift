@@ -7,7 +7,7 @@ extension OpenAPIDocument {
   "info": {
     "title": "passkeyd API",
     "version": "1.0.0",
-    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
+    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rate_limited`: Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
   },
   "paths": {
     "/api/auth/register/options": {
@@ -55,6 +55,9 @@ extension OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -143,6 +146,9 @@ extension OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/Error"
           },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
           "503": {
             "$ref": "#/components/responses/Error"
           }
@@ -185,6 +191,9 @@ extension OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/Error"
           },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
           "503": {
             "$ref": "#/components/responses/Error"
           }
@@ -215,6 +224,9 @@ extension OpenAPIDocument {
             }
           },
           "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -298,6 +310,9 @@ extension OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -719,6 +734,9 @@ extension OpenAPIDocument {
           "409": {
             "$ref": "#/components/responses/Error"
           },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
           "503": {
             "$ref": "#/components/responses/Error"
           }
@@ -772,6 +790,9 @@ extension OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -889,6 +910,9 @@ extension OpenAPIDocument {
           "413": {
             "$ref": "#/components/responses/Error"
           },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
           "503": {
             "$ref": "#/components/responses/Error"
           }
@@ -897,7 +921,7 @@ extension OpenAPIDocument {
     },
     "/healthz": {
       "get": {
-        "summary": "Liveness",
+        "summary": "Liveness: the process answers",
         "operationId": "healthz",
         "responses": {
           "200": {
@@ -909,6 +933,51 @@ extension OpenAPIDocument {
                 }
               }
             }
+          }
+        }
+      }
+    },
+    "/readyz": {
+      "get": {
+        "summary": "Readiness: the database answers too",
+        "operationId": "readyz",
+        "responses": {
+          "200": {
+            "description": "ready",
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/metrics": {
+      "get": {
+        "summary": "Prometheus metrics (text exposition); behind a bearer token when metricsToken is set",
+        "operationId": "metrics",
+        "responses": {
+          "200": {
+            "description": "Prometheus text format 0.0.4",
+            "content": {
+              "text/plain": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
           }
         }
       }
@@ -971,6 +1040,7 @@ extension OpenAPIDocument {
                   "not_signed_in",
                   "origin_not_allowed",
                   "passkey_not_found",
+                  "rate_limited",
                   "rp_id_hash_mismatch",
                   "signature_invalid",
                   "too_many_ceremonies",

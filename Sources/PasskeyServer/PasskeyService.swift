@@ -268,7 +268,7 @@ public struct PasskeyService: Sendable {
 
     private func verifyAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String) async throws -> SignInResult {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .authentication, api: api)
-        guard let passkey = try await store.passkey(credentialID: credential.rawId.bytes) else {
+        guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
             await audit("sign_in_failed", accountID: record.accountID, client: client, detail: "credential_not_found")
             throw APIError.credentialNotFound
         }
@@ -276,7 +276,6 @@ public struct PasskeyService: Sendable {
             await audit("sign_in_failed", accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
             throw APIError.credentialNotAllowed
         }
-        guard let account = try await store.account(id: passkey.accountID) else { throw APIError.credentialNotFound }
         try await limit("account", account.id.uuidString)
         guard !account.disabled else {
             await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
@@ -344,8 +343,7 @@ public struct PasskeyService: Sendable {
 
     /// A new session token (256 random bits, returned once) and its record (only its SHA-256).
     func makeSession(for account: Account, client: Client) -> (String, SessionRecord) {
-        var generator = SystemRandomNumberGenerator()
-        let token = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let token = RelyingParty.randomBytes(32)
         let time = now()
         let session = SessionRecord(tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
                                     expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),

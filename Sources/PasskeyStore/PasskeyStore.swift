@@ -28,6 +28,8 @@ public protocol PasskeyStore: Sendable {
     func addPasskey(_ passkey: Passkey) async throws
     func passkey(credentialID: [UInt8]) async throws -> Passkey?
     func passkeys(accountID: UUID) async throws -> [Passkey]
+    /// A passkey with its account, in one read (the sign-in path).
+    func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)?
     /// A verified sign-in, in one transaction: the counter moves from `previousSignCount` to
     /// `signCount` only if nobody moved it first (compare-and-set),
     /// the new session and the audit events. When the race is lost nothing is written and the

@@ -181,10 +181,10 @@ public final class PostgresStore: PasskeyStore {
         try cell.decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
     }
 
-    private static func account(_ row: PostgresRandomAccessRow) throws -> Account {
+    private static func account(_ row: PostgresRandomAccessRow, createdAt: String = "created_at") throws -> Account {
         Account(id: try row["id"].decode(UUID.self), username: try row["username"].decode(String.self),
                 displayName: try row["display_name"].decode(String.self), userHandle: try bytes(row["user_handle"]),
-                createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
+                createdAt: StoreValues.date(try row[createdAt].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
                 lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date))
     }
 
@@ -212,15 +212,15 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Accounts
 
     public func account(id: UUID) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map(Self.account)
+        try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map { try Self.account($0) }
     }
 
     public func account(username: String) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").first.map(Self.account)
+        try await rows("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").first.map { try Self.account($0) }
     }
 
     public func account(userHandle: [UInt8]) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE user_handle = \(Self.buffer(userHandle))").first.map(Self.account)
+        try await rows("SELECT * FROM accounts WHERE user_handle = \(Self.buffer(userHandle))").first.map { try Self.account($0) }
     }
 
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
@@ -258,6 +258,14 @@ public final class PostgresStore: PasskeyStore {
 
     public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
         try await rows("SELECT * FROM passkeys WHERE credential_id = \(Self.buffer(credentialID))").first.map(Self.passkey)
+    }
+
+    public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
+        guard let row = try await rows("""
+            SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at
+            FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(Self.buffer(credentialID))
+            """).first else { return nil }
+        return (try Self.passkey(row), try Self.account(row, createdAt: "account_created_at"))
     }
 
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
@@ -312,7 +320,7 @@ public final class PostgresStore: PasskeyStore {
     public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
         try await rows("""
             SELECT * FROM accounts WHERE username_key > \(afterUsername.map(Account.key(for:)) ?? "") ORDER BY username_key LIMIT \(limit)
-            """).map(Self.account)
+            """).map { try Self.account($0) }
     }
 
     public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {

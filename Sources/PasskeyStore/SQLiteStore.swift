@@ -146,6 +146,19 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
+    public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
+        try await read { db in
+            guard let row = try db.cachedRow(sql: """
+                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at
+                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
+                """, arguments: [Data(credentialID)]) else { return nil }
+            let passkey = Self.passkey(row)
+            var account = Self.account(row)
+            account.createdAt = StoreValues.date(row["account_created_at"])
+            return (passkey, account)
+        }
+    }
+
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
         try await read { db in
             try db.cachedRows(sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",

@@ -56,7 +56,7 @@ struct WellKnownTests {
             (.get, "/api/auth/authenticate/options"), (.post, "/api/auth/authenticate/verify"), (.get, "/api/auth/session"),
             (.delete, "/api/auth/session"), (.get, "/api/auth/passkeys"), (.patch, "/api/auth/passkeys/{id}"), (.delete, "/api/auth/passkeys/{id}"),
             (.get, "/.well-known/apple-app-site-association"), (.get, "/.well-known/assetlinks.json"), (.get, "/.well-known/webauthn"),
-            (.get, "/.well-known/passkey-endpoints"), (.get, "/openapi.json"), (.get, "/healthz"),
+            (.get, "/.well-known/passkey-endpoints"), (.get, "/openapi.json"), (.get, "/healthz"), (.get, "/readyz"), (.get, "/metrics"),
             (.get, "/signup"), (.post, "/makeCredential"), (.get, "/authenticate"), (.post, "/authenticate"),
         ]
         var documented = 0

@@ -51,6 +51,9 @@ struct StoreConformanceTests {
         #expect(try await store.account(userHandle: ada.userHandle)?.id == ada.id)
         #expect(try await store.account(username: "bob") == nil)
         #expect(try await store.passkey(credentialID: key.credentialID) == key)
+        let pair = try #require(try await store.passkeyAndAccount(credentialID: key.credentialID))
+        #expect(pair.0 == key && pair.1 == (try await store.account(id: ada.id)))
+        #expect(try await store.passkeyAndAccount(credentialID: [1, 2, 3]) == nil)
         #expect(try await store.session(tokenHash: first.tokenHash, now: Self.t0)?.1.id == ada.id)
         #expect(try await store.auditEvents(accountID: ada.id, limit: 10).map(\.kind) == ["sign_up"])
     }

@@ -33,15 +33,15 @@ public struct RelyingParty: Sendable {
     }
 
     /// 32 random bytes from the system's secure generator (§13.4.3: at least 16).
-    public static func makeChallenge() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-    }
+    public static func makeChallenge() -> [UInt8] { randomBytes(32) }
 
     /// A new random user handle (64 bytes, never derived from the username: §14.6.1).
-    public static func makeUserHandle() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<64).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    public static func makeUserHandle() -> [UInt8] { randomBytes(64) }
+
+    /// `count` bytes from a cryptographically secure generator (BoringSSL's, seeded by the
+    /// kernel): one call, not one system call per byte.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
     }
 
     var timeoutMilliseconds: Int {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""HTTP figures for scripts/bench: a release `passkeyd serve` on loopback (SQLite, then
+PostgreSQL), the `passkey load` generator on the same machine, and the server's resident memory.
+
+For each store: seed the database with background accounts (1k, then 10k, then 100k), run
+sign-ins with N concurrent users for a bounded time, and a sign-up run; sample the server's RSS
+at rest and during load. Prints one table (and writes it as JSON when --json FILE is given).
+
+The background accounts are written with SQL (random user handles, credential IDs and keys): they
+size the tables and indexes exactly as real ones would; the load users register real passkeys.
+"""
+import argparse, json, os, socket, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request, uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELEASE = os.path.join(ROOT, ".build", "release")
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Server:
+    def __init__(self, database, workdir):
+        self.port = free_port()
+        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=f"http://localhost:{self.port}",
+                   PASSKEYD_RATE_LIMITS="off", PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="")
+        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
+        self.process = subprocess.Popen([os.path.join(RELEASE, "passkeyd"), "serve", "--database", database],
+                                        env=env, stdout=self.log, stderr=self.log, cwd=workdir)
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1).read()
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise SystemExit(f"server on {database} did not start; see {self.log.name}")
+
+    def stop(self):
+        self.process.terminate(); self.process.wait(timeout=30); self.log.close()
+
+
+def load(server, mode, users, seconds, store):
+    """Runs `passkey load` while sampling the server's RSS; returns (report, peak RSS KiB)."""
+    peak = [0]; done = threading.Event()
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_kib(server.process.pid)); time.sleep(0.2)
+    sampler = threading.Thread(target=sample); sampler.start()
+    try:
+        out = subprocess.run([os.path.join(RELEASE, "passkey"), "load", "--server", f"http://localhost:{server.port}", "--users", str(users),
+                              "--duration", str(seconds), "--mode", mode, "--store", store, "--json"],
+                             check=True, capture_output=True, text=True).stdout
+    finally:
+        done.set(); sampler.join()
+    return json.loads(out), peak[0]
+
+
+def seed_sqlite(path, start, count):
+    db = sqlite3.connect(path, timeout=30)
+    now = int(time.time() * 1000)
+    rows, keys = [], []
+    for n in range(start, start + count):
+        account = str(uuid.uuid4()).upper()
+        rows.append((account, f"seed{n}", f"seed{n}", f"Seed {n}", os.urandom(64), now, 0))
+        keys.append((os.urandom(32), account, os.urandom(77), 0, "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", '["internal","hybrid"]',
+                     1, 1, 1, "none", 0, "iCloud Keychain", now))
+    with db:
+        db.executemany("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled) VALUES (?,?,?,?,?,?,?)", rows)
+        db.executemany("""INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                          user_verified, attestation_format, attestation_trusted, name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
+    db.close()
+
+
+def seed_postgres(url, start, count):
+    sql = f"""
+    WITH new AS (
+      INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled)
+      SELECT gen_random_uuid(), 'seed' || n, 'seed' || n, 'Seed ' || n,
+             decode(md5(random()::text) || md5(random()::text) || md5(random()::text) || md5(random()::text), 'hex'),
+             (extract(epoch from now()) * 1000)::bigint, false
+      FROM generate_series({start}, {start + count - 1}) AS n
+      RETURNING id)
+    INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                          user_verified, attestation_format, attestation_trusted, name, created_at)
+    SELECT decode(md5(random()::text) || md5(random()::text), 'hex'), id, decode(md5(random()::text), 'hex'), 0,
+           'fbfc3007-154e-4ecc-8c0b-6e020557d7bd', '["internal","hybrid"]', true, true, true, 'none', false, 'iCloud Keychain',
+           (extract(epoch from now()) * 1000)::bigint
+    FROM new;
+    ANALYZE;
+    """
+    subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", url.split("?")[0], "-c", sql], check=True, capture_output=True)
+
+
+def run_store(name, database, seed, workdir, users, seconds, results):
+    server = Server(database, workdir)
+    try:
+        time.sleep(1)
+        at_rest = rss_kib(server.process.pid)
+        seeded = 0
+        for size in (1_000, 10_000, 100_000):
+            seed(seeded, size - seeded); seeded = size
+            store = os.path.join(workdir, f"vault-{name}-{size}.json")
+            report, peak = load(server, "sign-in", users, seconds, store)
+            results.append({"store": name, "accounts": size, "mode": "sign-in", "users": users, "perSecond": report["perSecond"],
+                            "p50": report["p50Milliseconds"], "p99": report["p99Milliseconds"], "errors": sum(report["errors"].values()),
+                            "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1)})
+            print(f"  {name} {size:>7} accounts  sign-in {report['perSecond']:.0f}/s  p99 {report['p99Milliseconds']:.1f} ms  RSS peak {peak / 1024:.0f} MiB", file=sys.stderr)
+        report, peak = load(server, "sign-up", users, max(3, seconds // 2), os.path.join(workdir, f"vault-{name}-signup.json"))
+        results.append({"store": name, "accounts": seeded, "mode": "sign-up", "users": users, "perSecond": report["perSecond"],
+                        "p50": report["p50Milliseconds"], "p99": report["p99Milliseconds"], "errors": sum(report["errors"].values()),
+                        "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1)})
+        time.sleep(2)
+        results[-1]["rssAfterMiB"] = round(rss_kib(server.process.pid) / 1024, 1)
+    finally:
+        server.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="passkeyd-bench-") as workdir:
+        path = os.path.join(workdir, "bench.sqlite")
+        run_store("SQLite", f"sqlite://{path}", lambda start, count: seed_sqlite(path, start, count), workdir, args.users, args.seconds, results)
+        pgdir = tempfile.mkdtemp(prefix="passkeyd-bench-pg-")  # scripts/postgres hands it to the postgres user
+        env = dict(os.environ, PASSKEYD_PG_FSYNC="on", PASSKEYD_PG_SYNCHRONOUS_COMMIT="off")
+        url = subprocess.run([os.path.join(ROOT, "scripts", "postgres"), "start", pgdir, str(free_port())], check=True, capture_output=True,
+                             text=True, env=env).stdout.strip()
+        try:
+            run_store("PostgreSQL", url, lambda start, count: seed_postgres(url, start, count), workdir, args.users, args.seconds, results)
+        finally:
+            subprocess.run([os.path.join(ROOT, "scripts", "postgres"), "stop", pgdir])
+            subprocess.run(["rm", "-rf", pgdir])
+    print(f"\n| store | accounts | ceremony | users | per second | p50 ms | p99 ms | errors | RSS at rest MiB | RSS peak MiB |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        print(f"| {r['store']} | {r['accounts']:,} | {r['mode']} | {r['users']} | {r['perSecond']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} | {r['rssRestMiB']} | {r['rssPeakMiB']} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
