@@ -1,10 +1,12 @@
 import { creationOptionsFromJSON, requestOptionsFromJSON, credentialToJSON, signal } from './webauthn.js';
 
 const $ = (id) => document.getElementById(id);
-const views = ['loading', 'signin', 'signup', 'account'];
+const views = ['loading', 'signin', 'signup', 'password', 'recover', 'account'];
 let conditional = null; // AbortController of the AutoFill request in flight
 let current = null;     // {user, rpId} when signed in
 let finishing = false;  // a sign-in is being verified (from AutoFill or the button)
+let recovering = false; // signed in through recovery: lead to a new passkey
+let automaticCreate = null; // AbortController of a conditional create in flight
 
 class ApiError extends Error {
   constructor(status, code, message) { super(message); this.status = status; this.code = code; }
@@ -48,6 +50,12 @@ const friendly = {
   credential_not_allowed: 'That passkey belongs to a different account.',
   user_not_verified: 'Your device did not verify you (PIN or biometrics). Please try again.',
   last_passkey: 'This is your only passkey. Add another one before deleting it.',
+  invalid_credentials: 'Wrong username or password.',
+  invalid_recovery_code: 'That recovery code is wrong or was already used.',
+  invalid_recovery_link: 'This recovery link is unknown, expired or was already used. Ask for a new one.',
+  no_passkey: 'Create a passkey before turning the password off.',
+  rate_limited: 'Too many attempts. Please wait a minute and try again.',
+  account_disabled: 'This account is disabled.',
   not_signed_in: 'Please sign in again.',
   credential_already_registered: 'This passkey is already registered.',
   too_many_ceremonies: 'The server is busy. Please try again in a moment.',
@@ -86,6 +94,9 @@ function stopConditional() {
 async function route() {
   const hash = location.hash || '#signin';
   if (hash === '#signup') { stopConditional(); show('signup'); $('signup-username').focus(); return; }
+  if (hash === '#password') { stopConditional(); show('password'); $('password-username').focus(); return; }
+  if (hash === '#recover') { stopConditional(); show('recover'); $('recover-username').focus(); return; }
+  if (hash.startsWith('#recover=')) { stopConditional(); await recoveryLink(hash.slice('#recover='.length)); return; }
   if (current || hash === '#account') {
     if (await loadAccount()) return;
   }
@@ -160,6 +171,115 @@ async function finishSignIn(credential, rpId) {
   }
 }
 
+// MARK: passwords and recovery
+
+async function passwordSignIn(event) {
+  event.preventDefault();
+  say('');
+  const button = $('password-button');
+  button.disabled = true;
+  try {
+    const result = await api('/api/auth/password/sign-in', { method: 'POST', body: { username: $('password-username').value.trim(), password: $('password-input').value } });
+    $('password-input').value = '';
+    current = { user: result.user, rpId: null };
+    go('#account');
+    await loadAccount('Signed in as ' + result.user.username + '.');
+    // Not awaited: the browser may keep a conditional create pending for as long as it likes.
+    if (result.canCreatePasskey) upgradeAfterPassword();
+  } catch (error) {
+    say(explain(error), 'error');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** Right after a password sign-in: where the browser can (conditional create), the password
+ *  manager makes a passkey without asking; elsewhere the account page offers the button. */
+async function upgradeAfterPassword() {
+  $('upgrade-banner').hidden = false;
+  let capabilities = {};
+  try {
+    if (typeof PublicKeyCredential.getClientCapabilities === 'function') capabilities = await PublicKeyCredential.getClientCapabilities();
+  } catch { /* treat as unsupported */ }
+  if (!capabilities.conditionalCreate) return;
+  const controller = new AbortController();
+  automaticCreate = controller;
+  try {
+    const options = await api('/api/auth/register/options', { method: 'POST', body: {} });
+    const credential = await navigator.credentials.create({ mediation: 'conditional', publicKey: creationOptionsFromJSON(options), signal: controller.signal });
+    if (controller.signal.aborted) return;
+    const result = await api('/api/auth/register/verify', { method: 'POST', body: { credential: credentialToJSON(credential) } });
+    await loadAccount('Your password manager created a passkey (“' + result.passkey.name + '”). Next time, sign in with it.');
+  } catch (error) {
+    // Conditional create ends quietly when the browser declines; the banner's button remains.
+    console.debug('conditional create ended', error);
+  } finally {
+    if (automaticCreate === controller) automaticCreate = null;
+  }
+}
+
+function stopAutomaticCreate() {
+  if (automaticCreate) { automaticCreate.abort(); automaticCreate = null; }
+}
+
+async function recoverySignIn(event) {
+  event.preventDefault();
+  say('');
+  const button = $('recover-button');
+  button.disabled = true;
+  try {
+    const result = await api('/api/auth/recovery/sign-in', { method: 'POST', body: { username: $('recover-username').value.trim(), code: $('recover-code').value.trim() } });
+    $('recover-code').value = '';
+    await afterRecovery(result, 'Signed in with a recovery code.');
+  } catch (error) {
+    say(explain(error), 'error');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function recoveryLink(token) {
+  // The token leaves the address bar (and history) before anything else happens.
+  history.replaceState(null, '', '#signin');
+  show('loading');
+  try {
+    const result = await api('/api/auth/recovery/link', { method: 'POST', body: { token } });
+    await afterRecovery(result, 'Signed in with your recovery link.');
+  } catch (error) {
+    show('signin');
+    say(explain(error), 'error');
+  }
+}
+
+async function afterRecovery(result, notice) {
+  recovering = true;
+  current = { user: result.user, rpId: null };
+  go('#account');
+  await loadAccount(notice + ' Create a new passkey now.');
+}
+
+async function createRecoveryCodes(notice) {
+  try {
+    const { codes } = await api('/api/auth/recovery-codes', { method: 'POST', body: {} });
+    const list = $('recovery-codes-list');
+    list.replaceChildren(...codes.map((code) => { const item = document.createElement('li'); item.textContent = code; return item; }));
+    $('recovery-codes').hidden = false;
+    $('recovery-codes-status').textContent = codes.length + ' unused codes.';
+    if (notice) say(notice, 'success');
+  } catch (error) {
+    say(explain(error), 'error');
+  }
+}
+
+async function removePassword() {
+  try {
+    await api('/api/auth/password', { method: 'DELETE' });
+    await loadAccount('Your password is off. You sign in with passkeys only.');
+  } catch (error) {
+    say(explain(error), 'error');
+  }
+}
+
 // MARK: sign-up and adding passkeys
 
 async function signUp(event) {
@@ -176,6 +296,7 @@ async function signUp(event) {
     current = { user: result.user, rpId: options.rp.id };
     go('#account');
     await loadAccount('Welcome, ' + result.user.displayName + '. Your passkey is saved.');
+    await createRecoveryCodes('Welcome, ' + result.user.displayName + '. Your passkey is saved. Save your recovery codes below.');
   } catch (error) {
     say(explain(error), 'error');
   } finally {
@@ -183,15 +304,19 @@ async function signUp(event) {
   }
 }
 
-async function addPasskey() {
+/** Adds a passkey to the signed-in account; `replaces` names one it takes the place of. */
+async function addPasskey(button = $('add-passkey-button'), replaces = null) {
   say('');
-  const button = $('add-passkey-button');
+  stopAutomaticCreate();
   button.disabled = true;
   try {
     const options = await api('/api/auth/register/options', { method: 'POST', body: {} });
     const credential = await navigator.credentials.create({ publicKey: creationOptionsFromJSON(options) });
-    const result = await api('/api/auth/register/verify', { method: 'POST', body: { credential: credentialToJSON(credential) } });
-    await loadAccount('Added “' + result.passkey.name + '”.');
+    const body = { credential: credentialToJSON(credential) };
+    if (replaces) body.replaces = replaces.id;
+    const result = await api('/api/auth/register/verify', { method: 'POST', body });
+    recovering = false;
+    await loadAccount(replaces ? 'Replaced “' + replaces.name + '” with “' + result.passkey.name + '”.' : 'Added “' + result.passkey.name + '”.');
   } catch (error) {
     say(explain(error), 'error');
   } finally {
@@ -215,7 +340,12 @@ async function loadAccount(notice) {
   }
   current = { user: session.user, rpId: session.rpId };
   const { passkeys } = await api('/api/auth/passkeys');
-  renderPasskeys(passkeys);
+  renderPasskeys(passkeys, session.hasPassword);
+  $('upgrade-banner').hidden = passkeys.length > 0 || recovering;
+  $('recovery-banner').hidden = !recovering;
+  $('password-section').hidden = !session.hasPassword;
+  $('password-remove-button').disabled = passkeys.length === 0;
+  $('recovery-codes-status').textContent = session.recoveryCodesLeft > 0 ? session.recoveryCodesLeft + ' unused codes.' : 'You have no recovery codes.';
   $('account-greeting').textContent = 'Signed in as ' + session.user.displayName + ' (' + session.user.username + ').';
   show('account');
   if (notice) say(notice, 'success');
@@ -224,10 +354,10 @@ async function loadAccount(notice) {
   return true;
 }
 
-function renderPasskeys(passkeys) {
+function renderPasskeys(passkeys, hasPassword) {
   const list = $('passkey-list');
   list.replaceChildren();
-  const only = passkeys.length === 1;
+  const only = passkeys.length === 1 && !hasPassword;
   for (const passkey of passkeys) {
     const item = $('passkey-item').content.firstElementChild.cloneNode(true);
     item.dataset.id = passkey.id;
@@ -248,6 +378,10 @@ function renderPasskeys(passkeys) {
     rename.addEventListener('click', () => { form.hidden = false; input.value = passkey.name; input.focus(); input.select(); });
     item.querySelector('.rename-cancel').addEventListener('click', () => { form.hidden = true; rename.focus(); });
     form.addEventListener('submit', (event) => renamePasskey(event, passkey, input.value));
+
+    const replace = item.querySelector('.replace-button');
+    replace.setAttribute('aria-label', 'Replace ' + passkey.name);
+    replace.addEventListener('click', () => addPasskey(replace, passkey));
 
     const remove = item.querySelector('.delete-button');
     remove.setAttribute('aria-label', 'Delete ' + passkey.name);
@@ -290,6 +424,10 @@ function confirmDelete(passkey) {
 async function signOut() {
   try { await api('/api/auth/session', { method: 'DELETE' }); } catch { /* signed out either way */ }
   current = null;
+  recovering = false;
+  stopAutomaticCreate();
+  $('recovery-codes').hidden = true;
+  $('recovery-codes-list').replaceChildren();
   $('signin-username').value = '';
   go('#signin');
   say('You are signed out.', 'success');
@@ -301,7 +439,13 @@ async function signOut() {
 
 $('signin-form').addEventListener('submit', signInWithButton);
 $('signup-form').addEventListener('submit', signUp);
-$('add-passkey-button').addEventListener('click', addPasskey);
+$('add-passkey-button').addEventListener('click', () => addPasskey());
+$('upgrade-button').addEventListener('click', () => addPasskey($('upgrade-button')));
+$('recovery-passkey-button').addEventListener('click', () => addPasskey($('recovery-passkey-button')));
+$('password-form').addEventListener('submit', passwordSignIn);
+$('recover-form').addEventListener('submit', recoverySignIn);
+$('recovery-codes-button').addEventListener('click', () => createRecoveryCodes('New recovery codes: the old ones no longer work.'));
+$('password-remove-button').addEventListener('click', removePassword);
 $('signout-button').addEventListener('click', signOut);
 window.addEventListener('hashchange', () => { say(''); route(); });
 window.addEventListener('popstate', () => { say(''); route(); });

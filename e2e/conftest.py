@@ -29,6 +29,7 @@ def free_port() -> int:
 class Server:
     def __init__(self, **extra_env):
         binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
+        self.binary = binary
         self.port = free_port()
         self.origin = f"http://localhost:{self.port}"
         self.directory = tempfile.mkdtemp(prefix="passkeyd-e2e-")
@@ -50,6 +51,18 @@ class Server:
         self.stop()
         raise RuntimeError("passkeyd did not start; see " + self.log.name)
 
+    @property
+    def database(self):
+        return f"sqlite://{self.directory}/e2e.sqlite"
+
+    def passkeyd(self, *args, stdin=None):
+        """Runs a `passkeyd` command (import, admin …) on this server's database."""
+        env = dict(os.environ)
+        env.pop("PASSKEYD_CONFIG", None)
+        env["PASSKEYD_ORIGINS"] = self.origin
+        return subprocess.run([self.binary, *args, "--database", self.database], cwd=self.directory, env=env,
+                              capture_output=True, text=True, input=stdin, timeout=60)
+
     def stop(self):
         self.process.terminate()
         try:
@@ -63,6 +76,14 @@ class Server:
 @pytest.fixture(scope="module")
 def server():
     s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def migration_server():
+    """Imported password accounts (cost-4 bcrypt in the tests, so the decoy hash matches)."""
+    s = Server(PASSKEYD_PASSWORD_HASH_COST="4")
     yield s
     s.stop()
 

@@ -68,6 +68,27 @@ struct SessionJSON: Encodable, Sendable {
     let rpId: String
     let createdAt: Date
     let expiresAt: Date
+    /// The account still has a password (it can be turned off once it has a passkey).
+    let hasPassword: Bool
+    let recoveryCodesLeft: Int
+}
+
+/// A password or recovery sign-in.
+struct OtherSignInJSON: Encodable, Sendable {
+    let verified = true
+    let user: UserJSON
+    let token: String
+    let expiresAt: Date
+    /// `password`, `recovery_code` or `recovery_link`.
+    let method: String
+    /// The account has no passkey: offer (or, with conditional create, just make) one.
+    let canCreatePasskey: Bool
+    /// Signed in by recovery: other sessions were revoked; register a new passkey next.
+    let recovery: Bool
+}
+
+struct RecoveryCodesJSON: Encodable, Sendable {
+    let codes: [String]
 }
 
 struct PasskeyListJSON: Encodable, Sendable {

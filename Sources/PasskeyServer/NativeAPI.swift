@@ -30,6 +30,49 @@ struct NativeAPI: Sendable {
         api.get("passkeys") { request, _ in try await listPasskeys(request) }
         api.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
         api.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
+        api.post("password/sign-in") { request, context in try await passwordSignIn(request, context) }
+        api.delete("password") { request, context in try await removePassword(request, context) }
+        api.post("recovery-codes") { request, context in try await recoveryCodes(request, context) }
+        api.post("recovery/sign-in") { request, context in try await recoverySignIn(request, context) }
+        api.post("recovery/link") { request, context in try await recoveryLink(request, context) }
+    }
+
+    func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let result = try await service.passwordSignIn(username: try body.optionalString("username"), password: try body.optionalString("password"),
+                                                      client: service.client(request, context))
+        return try signedIn(result, method: "password")
+    }
+
+    func removePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        try await service.removePassword(signedIn, client: service.client(request, context))
+        return HTTP.noContent()
+    }
+
+    func recoveryCodes(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try await sessions.required(request)
+        return try HTTP.json(RecoveryCodesJSON(codes: try await service.newRecoveryCodes(signedIn, client: service.client(request, context))))
+    }
+
+    func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let result = try await service.recoverySignIn(username: try body.optionalString("username"), code: try body.optionalString("code"),
+                                                      client: service.client(request, context))
+        return try signedIn(result, method: "recovery_code")
+    }
+
+    func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        let result = try await service.recoveryLinkSignIn(token: try body.optionalString("token"), client: service.client(request, context))
+        return try signedIn(result, method: "recovery_link")
+    }
+
+    private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) throws -> Response {
+        var headers = HTTPFields()
+        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        return try HTTP.json(OtherSignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
+                                             method: method, canCreatePasskey: result.canUpgrade, recovery: result.recovery), headers: headers)
     }
 
     func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
@@ -45,8 +88,13 @@ struct NativeAPI: Sendable {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let signedIn = try await sessions.optional(request)
         let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
+        var replaces: [UInt8]?
+        if let id = try body.optionalString("replaces") {
+            guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw APIError.passkeyNotFound }
+            replaces = bytes
+        }
         let result = try await service.finishRegistration(credential, name: try body.optionalString("name"), signedIn: signedIn,
-                                                          client: service.client(request, context))
+                                                          client: service.client(request, context), replaces: replaces)
         var headers = HTTPFields()
         if let token = result.token {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
@@ -75,7 +123,9 @@ struct NativeAPI: Sendable {
 
     func session(_ request: Request) async throws -> Response {
         let signedIn = try await sessions.required(request)
-        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt, expiresAt: signedIn.session.expiresAt))
+        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt,
+                                         expiresAt: signedIn.session.expiresAt, hasPassword: signedIn.account.passwordHash != nil,
+                                         recoveryCodesLeft: try await service.recoveryCodesLeft(accountID: signedIn.account.id)))
     }
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

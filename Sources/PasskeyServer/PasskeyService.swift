@@ -117,23 +117,31 @@ public struct PasskeyService: Sendable {
 
     /// Verifies a registration response and stores the passkey (and, for a sign-up, the
     /// account and a session), atomically.
+    /// - Parameter replaces: for a signed-in account, one of its passkeys the new one replaces
+    ///   ("change or reset"): removed once the new one is stored.
     public func finishRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-                                   api: String = "native", expectedAccountID: UUID? = nil,
+                                   api: String = "native", expectedAccountID: UUID? = nil, replaces: [UInt8]? = nil,
                                    unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
         try await measured("registration", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
             try await verifyRegistration(credential, name: name, signedIn: signedIn, client: client, api: api,
-                                         expectedAccountID: expectedAccountID, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+                                         expectedAccountID: expectedAccountID, replaces: replaces,
+                                         unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
         }
     }
 
     private func verifyRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-                                    api: String, expectedAccountID: UUID?, unsafeToleratesRewrittenFlags: Bool) async throws -> Registered {
+                                    api: String, expectedAccountID: UUID?, replaces: [UInt8]?, unsafeToleratesRewrittenFlags: Bool) async throws -> Registered {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
         // The compatibility API names the account being created (`userId`); it must be this ceremony's.
         if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw APIError.accountMismatch }
         let passkeyName = try name.map { try Self.validPasskeyName($0) }
         // A challenge issued to a signed-in account can only be finished by that account.
         if let accountID = record.accountID, signedIn?.account.id != accountID { throw APIError.accountMismatch }
+        if let replaces {
+            guard let accountID = record.accountID, try await store.passkey(credentialID: replaces)?.accountID == accountID else {
+                throw APIError.passkeyNotFound
+            }
+        }
         let verified: VerifiedRegistration
         do {
             verified = try relyingParty.finishRegistration(
@@ -160,6 +168,11 @@ public struct PasskeyService: Sendable {
                 throw APIError.credentialExists
             }
             await audit("passkey_added", accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+            if let replaces, replaces != passkey.credentialID,
+               let old = try await store.passkey(credentialID: replaces), old.accountID == accountID,
+               try await store.revokePasskey(credentialID: replaces) {
+                await audit("passkey_replaced", accountID: accountID, credentialID: replaces, client: client, detail: old.name)
+            }
             return Registered(account: account, passkey: passkey, token: nil, session: nil)
         }
 
@@ -431,7 +444,7 @@ public struct PasskeyService: Sendable {
 
     // MARK: Validation
 
-    static func validUsername(_ raw: String?) throws -> String {
+    public static func validUsername(_ raw: String?) throws -> String {
         let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !name.isEmpty else { throw APIError.badRequest("invalid_username", "Choose a username.") }
         guard name.count <= 64 else { throw APIError.badRequest("invalid_username", "Usernames have at most 64 characters.") }
@@ -442,7 +455,7 @@ public struct PasskeyService: Sendable {
         return name
     }
 
-    static func validDisplayName(_ raw: String?, default fallback: String) throws -> String {
+    public static func validDisplayName(_ raw: String?, default fallback: String) throws -> String {
         let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         if name.isEmpty { return fallback }
         guard name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {

@@ -70,6 +70,9 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: [String]
     /// When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`.
     public var metricsToken: String?
+    /// bcrypt cost of the decoy hash checked for unknown usernames, so they take as long as real
+    /// ones: set it to the cost of the hashes you import.
+    public var passwordHashCost: Int
 
     public init(rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
                 androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
@@ -79,7 +82,7 @@ public struct ServerConfiguration: Sendable {
                 cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
                 maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
                 publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
-                trustedProxies: [String] = [], metricsToken: String? = nil) {
+                trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12) {
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -105,6 +108,7 @@ public struct ServerConfiguration: Sendable {
         self.rateLimits = rateLimits
         self.trustedProxies = trustedProxies
         self.metricsToken = metricsToken
+        self.passwordHashCost = passwordHashCost
     }
 
     /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.
@@ -152,6 +156,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard maxBodySize >= 4096, maxBodySize <= 16 * 1024 * 1024 else {
             throw ConfigurationError(setting: "maxBodySize", problem: "must be between 4096 and 16777216 bytes")
+        }
+        guard (4...16).contains(passwordHashCost) else {
+            throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
         }
         guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1 else {
             throw ConfigurationError(setting: "rateLimits", problem: "windowSeconds, perIP and perAccount must be at least 1")

@@ -12,9 +12,12 @@ public struct Account: Sendable, Hashable, Codable {
     public var disabled: Bool
     /// The last successful sign-in (any method); nil before the first.
     public var lastSignInAt: Date?
+    /// A bcrypt hash (`$2b$…`) for accounts moving from passwords to passkeys; nil when the
+    /// account has no password (or turned it off).
+    public var passwordHash: String?
 
     public init(id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
-                lastSignInAt: Date? = nil) {
+                lastSignInAt: Date? = nil, passwordHash: String? = nil) {
         self.id = id
         self.username = username
         self.displayName = displayName
@@ -22,6 +25,7 @@ public struct Account: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.disabled = disabled
         self.lastSignInAt = lastSignInAt
+        self.passwordHash = passwordHash
     }
 
     /// The case-folded form uniqueness is checked on.

@@ -38,7 +38,8 @@ public protocol PasskeyStore: Sendable {
                         counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
-    /// Deletes one of the account's passkeys unless it is the last one.
+    /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
+    /// account without a password).
     func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion
 
     /// Removes a passkey whatever the account has left (an administrator revoking it).
@@ -73,6 +74,25 @@ public protocol PasskeyStore: Sendable {
     /// A random 32-byte secret kept in the database, created on first use: the same on every
     /// instance that shares the database (used to answer unknown usernames consistently).
     func serverSecret() async throws -> [UInt8]
+
+    // Passwords and recovery (the road from passwords to passkeys, and back in)
+    /// Imports accounts with bcrypt hashes in one transaction; an existing username is left as
+    /// it is. Returns, per row, whether it was inserted.
+    func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool]
+    /// Turns the account's password off; refused (false) unless it has a passkey.
+    func removePassword(accountID: UUID) async throws -> Bool
+    /// A sign-in by password or recovery, in one transaction: last sign-in, the new session,
+    /// audit lines, and (for recovery) every other session of the account revoked first.
+    func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws
+    /// Replaces the account's recovery codes with these (hashed) ones.
+    func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws
+    /// Marks an unused code used; false when there is no such unused code (single use, races included).
+    func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool
+    func recoveryCodesLeft(accountID: UUID) async throws -> Int
+    /// An admin-issued recovery link's token (hashed), single use, expiring.
+    func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws
+    /// Takes a live token (single use): the account it was issued for, or nil.
+    func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID?
 
     // Abuse limits
     /// Counts one hit on `key` in the fixed window starting at `windowStart` (atomic, shared

@@ -95,5 +95,25 @@ enum PostgresSchema {
             "CREATE INDEX rate_limits_expiry ON rate_limits(expires_at)",
             "CREATE INDEX audit_time ON audit_events(time)",
         ]),
+        .init(version: 4, statements: [
+            "ALTER TABLE accounts ADD COLUMN password_hash TEXT",
+            """
+            CREATE TABLE recovery_codes (
+                account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                code_hash BYTEA NOT NULL,
+                created_at BIGINT NOT NULL,
+                used_at BIGINT,
+                PRIMARY KEY (account_id, code_hash)
+            )
+            """,
+            """
+            CREATE TABLE recovery_tokens (
+                token_hash BYTEA PRIMARY KEY,
+                account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL
+            )
+            """,
+        ]),
     ]
 }

@@ -185,7 +185,8 @@ public final class PostgresStore: PasskeyStore {
         Account(id: try row["id"].decode(UUID.self), username: try row["username"].decode(String.self),
                 displayName: try row["display_name"].decode(String.self), userHandle: try bytes(row["user_handle"]),
                 createdAt: StoreValues.date(try row[createdAt].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
-                lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date))
+                lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date),
+                passwordHash: try row["password_hash"].decode(String?.self))
     }
 
     private static func passkey(_ row: PostgresRandomAccessRow) throws -> Passkey {
@@ -227,10 +228,10 @@ public final class PostgresStore: PasskeyStore {
         let logger = self.logger
         try await transaction { connection in
             try await connection.query("""
-                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at)
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
                 VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
                         \(Self.buffer(account.userHandle)), \(StoreValues.millis(account.createdAt)), \(account.disabled),
-                        \(account.lastSignInAt.map(StoreValues.millis)))
+                        \(account.lastSignInAt.map(StoreValues.millis)), \(account.passwordHash))
                 """, logger: logger)
             try await Self.insert(passkey, connection, logger)
             if let session { try await Self.insert(session, connection, logger) }
@@ -262,7 +263,8 @@ public final class PostgresStore: PasskeyStore {
 
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
         guard let row = try await rows("""
-            SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at
+            SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
+                   a.password_hash
             FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(Self.buffer(credentialID))
             """).first else { return nil }
         return (try Self.passkey(row), try Self.account(row, createdAt: "account_created_at"))
@@ -304,7 +306,9 @@ public final class PostgresStore: PasskeyStore {
             let ids = try await connection.query("SELECT credential_id FROM passkeys WHERE account_id = \(accountID) FOR UPDATE",
                                                  logger: logger).collect().map { try Self.bytes($0.makeRandomAccess()[0]) }
             guard ids.contains(credentialID) else { return .notFound }
-            guard ids.count > 1 else { return .lastPasskey }
+            let password = try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL",
+                                                      logger: logger).collect()
+            guard ids.count > 1 || !password.isEmpty else { return .lastPasskey }
             try await connection.query("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID))",
                                        logger: logger)
             return .deleted
@@ -313,6 +317,83 @@ public final class PostgresStore: PasskeyStore {
 
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
         try await rows("DELETE FROM passkeys WHERE credential_id = \(Self.buffer(credentialID)) RETURNING 1").count == 1
+    }
+
+    // MARK: Passwords and recovery
+
+    public func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool] {
+        let logger = self.logger
+        return try await transaction { connection in
+            var inserted: [Bool] = []
+            for (account, hash) in rows {
+                let result = try await connection.query("""
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                    VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                            \(Self.buffer(account.userHandle)), \(StoreValues.millis(account.createdAt)), false, \(hash))
+                    ON CONFLICT (username_key) DO NOTHING RETURNING 1
+                    """, logger: logger).collect()
+                inserted.append(result.count == 1)
+            }
+            return inserted
+        }
+    }
+
+    public func removePassword(accountID: UUID) async throws -> Bool {
+        try await rows("""
+            UPDATE accounts SET password_hash = NULL
+            WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
+            RETURNING 1
+            """).count == 1
+    }
+
+    public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
+        let logger = self.logger
+        try await transaction { connection in
+            if revokeOtherSessions {
+                try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID)", logger: logger)
+            }
+            try await connection.query("UPDATE accounts SET last_sign_in_at = \(StoreValues.millis(session.createdAt)) WHERE id = \(accountID)",
+                                       logger: logger)
+            try await Self.insert(session, connection, logger)
+            for event in audit { try await Self.insert(event, connection, logger) }
+        }
+    }
+
+    public func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws {
+        let logger = self.logger
+        try await transaction { connection in
+            try await connection.query("DELETE FROM recovery_codes WHERE account_id = \(accountID)", logger: logger)
+            for hash in hashes {
+                try await connection.query("""
+                    INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(Self.buffer(hash)), \(StoreValues.millis(time)))
+                    """, logger: logger)
+            }
+        }
+    }
+
+    public func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool {
+        try await rows("""
+            UPDATE recovery_codes SET used_at = \(StoreValues.millis(time))
+            WHERE account_id = \(accountID) AND code_hash = \(Self.buffer(hash)) AND used_at IS NULL RETURNING 1
+            """).count == 1
+    }
+
+    public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
+        try await count("SELECT COUNT(*) FROM recovery_codes WHERE account_id = \(accountID) AND used_at IS NULL")
+    }
+
+    public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
+        _ = try await rows("""
+            INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at)
+            VALUES (\(Self.buffer(hash)), \(accountID), \(StoreValues.millis(createdAt)), \(StoreValues.millis(expiresAt)))
+            """)
+    }
+
+    public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
+        guard let row = try await rows("DELETE FROM recovery_tokens WHERE token_hash = \(Self.buffer(hash)) RETURNING account_id, expires_at").first
+        else { return nil }
+        guard StoreValues.date(try row["expires_at"].decode(Int64.self)) > now else { return nil }
+        return try row["account_id"].decode(UUID.self)
     }
 
     // MARK: Administration
@@ -480,8 +561,9 @@ public final class PostgresStore: PasskeyStore {
         return try await rows("""
             WITH c AS (DELETE FROM challenges WHERE expires_at <= \(cutoff) RETURNING 1),
                  s AS (DELETE FROM sessions WHERE expires_at <= \(cutoff) RETURNING 1),
-                 r AS (DELETE FROM rate_limits WHERE expires_at <= \(cutoff) RETURNING 1)
-            SELECT (SELECT COUNT(*) FROM c) + (SELECT COUNT(*) FROM s) + (SELECT COUNT(*) FROM r)
+                 r AS (DELETE FROM rate_limits WHERE expires_at <= \(cutoff) RETURNING 1),
+                 t AS (DELETE FROM recovery_tokens WHERE expires_at <= \(cutoff) RETURNING 1)
+            SELECT (SELECT COUNT(*) FROM c) + (SELECT COUNT(*) FROM s) + (SELECT COUNT(*) FROM r) + (SELECT COUNT(*) FROM t)
             """).first.map { try $0[0].decode(Int.self) } ?? 0
     }
 }

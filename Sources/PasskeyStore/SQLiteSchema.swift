@@ -100,5 +100,25 @@ enum SQLiteSchema {
             "CREATE INDEX rate_limits_expiry ON rate_limits(expires_at)",
             "CREATE INDEX audit_time ON audit_events(time)",
         ]),
+        Migration(version: 4, statements: [
+            "ALTER TABLE accounts ADD COLUMN password_hash TEXT",
+            """
+            CREATE TABLE recovery_codes (
+                account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                code_hash BLOB NOT NULL,
+                created_at INTEGER NOT NULL,
+                used_at INTEGER,
+                PRIMARY KEY (account_id, code_hash)
+            )
+            """,
+            """
+            CREATE TABLE recovery_tokens (
+                token_hash BLOB PRIMARY KEY,
+                account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            )
+            """,
+        ]),
     ]
 }

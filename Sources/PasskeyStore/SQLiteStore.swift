@@ -76,7 +76,8 @@ public final class SQLiteStore: PasskeyStore {
     private static func account(_ row: Row) -> Account {
         Account(id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
                 userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
-                disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date))
+                disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date),
+                passwordHash: row["password_hash"])
     }
 
     public func account(id: UUID) async throws -> Account? {
@@ -100,11 +101,11 @@ public final class SQLiteStore: PasskeyStore {
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
         try await write { db in
             try db.cached(sql: """
-                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
                                  Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0,
-                                 account.lastSignInAt.map(StoreValues.millis)])
+                                 account.lastSignInAt.map(StoreValues.millis), account.passwordHash])
             try Self.insert(passkey, db)
             if let session { try Self.insert(session, db) }
             for event in audit { try Self.insert(event, db) }
@@ -149,7 +150,8 @@ public final class SQLiteStore: PasskeyStore {
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
         try await read { db in
             guard let row = try db.cachedRow(sql: """
-                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at
+                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
+                       a.password_hash
                 FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
                 """, arguments: [Data(credentialID)]) else { return nil }
             let passkey = Self.passkey(row)
@@ -187,6 +189,86 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             try db.cached(sql: "DELETE FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)])
             return db.changesCount == 1
+        }
+    }
+
+    // MARK: Passwords and recovery
+
+    public func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool] {
+        try await write { db in
+            var inserted: [Bool] = []
+            for (account, hash) in rows {
+                try db.cached(sql: """
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (username_key) DO NOTHING
+                    """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
+                                     Data(account.userHandle), StoreValues.millis(account.createdAt), hash])
+                inserted.append(db.changesCount == 1)
+            }
+            return inserted
+        }
+    }
+
+    public func removePassword(accountID: UUID) async throws -> Bool {
+        try await write { db in
+            try db.cached(sql: """
+                UPDATE accounts SET password_hash = NULL
+                WHERE id = ? AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = ?)
+                """, arguments: [accountID.uuidString, accountID.uuidString])
+            return db.changesCount == 1
+        }
+    }
+
+    public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
+        try await write { db in
+            if revokeOtherSessions {
+                try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString])
+            }
+            try db.cached(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
+                          arguments: [StoreValues.millis(session.createdAt), accountID.uuidString])
+            try Self.insert(session, db)
+            for event in audit { try Self.insert(event, db) }
+        }
+    }
+
+    public func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws {
+        try await write { db in
+            try db.cached(sql: "DELETE FROM recovery_codes WHERE account_id = ?", arguments: [accountID.uuidString])
+            for hash in hashes {
+                try db.cached(sql: "INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)",
+                              arguments: [accountID.uuidString, Data(hash), StoreValues.millis(time)])
+            }
+        }
+    }
+
+    public func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool {
+        try await write { db in
+            try db.cached(sql: "UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND code_hash = ? AND used_at IS NULL",
+                          arguments: [StoreValues.millis(time), accountID.uuidString, Data(hash)])
+            return db.changesCount == 1
+        }
+    }
+
+    public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
+        try await read { db in
+            try db.cachedInt(sql: "SELECT COUNT(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL",
+                             arguments: [accountID.uuidString]) ?? 0
+        }
+    }
+
+    public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
+        try await write { db in
+            try db.cached(sql: "INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                          arguments: [Data(hash), accountID.uuidString, StoreValues.millis(createdAt), StoreValues.millis(expiresAt)])
+        }
+    }
+
+    public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
+        try await write { db in
+            guard let row = try db.cachedRow(sql: "DELETE FROM recovery_tokens WHERE token_hash = ? RETURNING account_id, expires_at",
+                                             arguments: [Data(hash)]) else { return nil }
+            guard StoreValues.date(row["expires_at"]) > now else { return nil }
+            return (row["account_id"] as String?).flatMap(UUID.init(uuidString:))
         }
     }
 
@@ -253,7 +335,9 @@ public final class SQLiteStore: PasskeyStore {
             let exists = try db.cachedInt(sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ? AND credential_id = ?",
                                           arguments: [accountID.uuidString, Data(credentialID)]) ?? 0
             guard exists == 1 else { return .notFound }
-            guard count > 1 else { return .lastPasskey }
+            let hasPassword = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE id = ? AND password_hash IS NOT NULL",
+                                               arguments: [accountID.uuidString]) ?? 0
+            guard count > 1 || hasPassword == 1 else { return .lastPasskey }
             try db.cached(sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?", arguments: [accountID.uuidString, Data(credentialID)])
             return .deleted
         }
@@ -393,6 +477,8 @@ public final class SQLiteStore: PasskeyStore {
             try db.cached(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [cutoff])
             removed += db.changesCount
             try db.cached(sql: "DELETE FROM rate_limits WHERE expires_at <= ?", arguments: [cutoff])
+            removed += db.changesCount
+            try db.cached(sql: "DELETE FROM recovery_tokens WHERE expires_at <= ?", arguments: [cutoff])
             removed += db.changesCount
             return removed
         }

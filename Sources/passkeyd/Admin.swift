@@ -10,20 +10,23 @@ import WebAuthn
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Look after accounts: list, show, disable, revoke passkeys or sessions, audit log, export, adoption.",
-        subcommands: [Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, Audit.self,
-                      Export.self, Adoption.self])
+        subcommands: [Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
+                      Audit.self, Export.self, Adoption.self])
 }
 
 /// What every admin verb needs: the store, opened from the settings, and account lookup.
 struct AdminContext {
     let store: any PasskeyStore
+    let loaded: ConfigurationLoader.Loaded
 
     static func with<T>(_ options: ServerOptions, _ body: (AdminContext) async throws -> T) async throws -> T {
         let loaded = try options.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.admin"))
         defer { (store as? PostgresStore)?.close() }
-        return try await body(AdminContext(store: store))
+        return try await body(AdminContext(store: store, loaded: loaded))
     }
+
+    var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }
 
     /// An account by username or by its ID.
     func account(_ user: String) async throws -> Account {
@@ -33,9 +36,8 @@ struct AdminContext {
     }
 
     func audit(_ kind: String, account: Account, credentialID: [UInt8]? = nil, detail: String? = nil) async throws {
-        let operator_ = ProcessInfo.processInfo.environment["USER"] ?? "admin"
         try await store.appendAudit(AuditEvent(time: Date(), kind: kind, accountID: account.id, credentialID: credentialID,
-                                               userAgent: "passkeyd admin (\(operator_))", detail: detail))
+                                               userAgent: operatorName, detail: detail))
     }
 }
 
@@ -249,6 +251,29 @@ extension Admin {
                 let revoked = try await context.store.revokeSessions(accountID: account.id)
                 try await context.audit("admin_sessions_revoked", account: account, detail: "\(revoked)")
                 print("revoked \(revoked) session\(revoked == 1 ? "" : "s") of \(account.username)")
+            }
+        }
+    }
+
+    struct RecoveryLink: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "recovery-link",
+            abstract: "Print a one-time recovery link for someone who lost every passkey (expiring; signing in with it ends their other sessions).")
+        @OptionGroup var options: ServerOptions
+        @Argument(help: "Username or account ID.") var user: String
+        @Option(help: "Hours until the link expires.") var hours = 24
+        @Option(help: "Where the web UI is (default: the first configured origin).") var baseURL: String?
+
+        func run() async throws {
+            guard (1...720).contains(hours) else { throw ValidationError("--hours must be 1...720") }
+            try await AdminContext.with(options) { context in
+                let account = try await context.account(user)
+                let service = try PasskeyService(configuration: context.loaded.server, store: context.store)
+                let token = try await service.issueRecoveryLink(for: account, lifetime: Double(hours) * 3600, issuer: context.operatorName)
+                let base = baseURL ?? context.loaded.server.webOrigins.first ?? "http://localhost:8080"
+                // The token travels in the fragment: browsers never send it to servers or proxies' logs.
+                print("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/#recover=\(token)")
+                FileHandle.standardError.write(Data("one-time link for \(account.username), valid \(hours) h\n".utf8))
             }
         }
     }

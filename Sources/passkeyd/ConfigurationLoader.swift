@@ -36,6 +36,7 @@ struct ConfigurationLoader {
         var trustedProxies: [String]?
         var metricsToken: String?
         var logFormat: String?
+        var passwordHashCost: Int?
     }
 
     struct RateLimitsFile: Decodable {
@@ -186,7 +187,8 @@ struct ConfigurationLoader {
             compatibilityRoutes: try bool("PASSKEYD_COMPATIBILITY_ROUTES", file.compatibilityRoutes) ?? true,
             rateLimits: rateLimits,
             trustedProxies: list("PASSKEYD_TRUSTED_PROXIES", file.trustedProxies) ?? [],
-            metricsToken: metricsToken)
+            metricsToken: metricsToken,
+            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost") ?? 12)
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)

@@ -1,0 +1,172 @@
+import Crypto
+import Foundation
+import PasskeyStore
+import Synchronization
+import WebAuthn
+
+/// Passwords during the move to passkeys, and the ways back in when passkeys are lost:
+/// recovery codes and admin-issued recovery links. Every path is rate limited like passkey
+/// sign-in (per IP in the middleware, per username here) and audited.
+extension PasskeyService {
+    /// A sign-in that is not a passkey assertion.
+    public struct OtherSignIn: Sendable {
+        public let account: Account
+        public let token: String
+        public let session: SessionRecord
+        /// The account has no passkey yet: offer to create one (the UI may do it by itself).
+        public let canUpgrade: Bool
+        /// Signed in through recovery: every other session was revoked; register a new passkey.
+        public let recovery: Bool
+    }
+
+    static let invalidPassword = APIError(.unauthorized, "invalid_credentials", "Wrong username or password.")
+    static let invalidRecoveryCode = APIError(.unauthorized, "invalid_recovery_code", "That recovery code is wrong or was already used.")
+    static let invalidRecoveryLink = APIError(.unauthorized, "invalid_recovery_link", "This recovery link is unknown, expired or already used.")
+
+    // MARK: Passwords
+
+    /// Checks a password against the account's bcrypt hash. Unknown usernames and accounts
+    /// without a password take the same time (a decoy hash of the configured cost is checked).
+    public func passwordSignIn(username: String?, password: String?, client: Client) async throws -> OtherSignIn {
+        let name = try Self.validUsername(username)
+        try await limit("user", Account.key(for: name))
+        guard let password, !password.isEmpty, password.utf8.count <= 1024 else {
+            throw APIError.badRequest("invalid_password", "Enter a password (at most 1024 bytes).")
+        }
+        let account = try await store.account(username: name)
+        let hash = account?.passwordHash.flatMap(Bcrypt.init) ?? decoyPasswordHash()
+        let matches = await Self.offloaded { hash.verify(password) }
+        guard let account, account.passwordHash != nil, matches else {
+            await audit("sign_in_failed", accountID: account?.id, client: client, detail: "invalid_credentials")
+            metrics.ceremonyFinished("password", client: client.kind, code: "invalid_credentials", duration: .zero)
+            throw Self.invalidPassword
+        }
+        guard !account.disabled else {
+            await audit("sign_in_failed", accountID: account.id, client: client, detail: "account_disabled")
+            throw APIError.accountDisabled
+        }
+        let hasPasskey = !(try await store.passkeys(accountID: account.id).isEmpty)
+        return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false)
+    }
+
+    /// Turns the password off; only once the account has a passkey.
+    public func removePassword(_ signedIn: SignedIn, client: Client) async throws {
+        guard signedIn.account.passwordHash != nil else { throw APIError(.conflict, "no_password", "This account has no password.") }
+        guard try await store.removePassword(accountID: signedIn.account.id) else {
+            throw APIError(.conflict, "no_passkey", "Add a passkey before turning the password off.")
+        }
+        await audit("password_removed", accountID: signedIn.account.id, client: client)
+    }
+
+    /// bcrypt runs for tens to hundreds of milliseconds: off the request threads.
+    static func offloaded(_ work: @escaping @Sendable () -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: work()) }
+        }
+    }
+
+    private func decoyPasswordHash() -> Bcrypt {
+        DecoyHash.shared.hash(cost: configuration.passwordHashCost)
+    }
+
+    // MARK: Recovery codes
+
+    /// Ten new single-use codes (the old ones stop working), shown once: only their HMAC is kept.
+    public func newRecoveryCodes(_ signedIn: SignedIn, client: Client) async throws -> [String] {
+        let codes = (0..<10).map { _ in Self.makeRecoveryCode() }
+        let secret = try await store.serverSecret()
+        try await store.replaceRecoveryCodes(accountID: signedIn.account.id, hashes: codes.map { Self.codeHash($0, secret: secret) }, at: now())
+        await audit("recovery_codes_created", accountID: signedIn.account.id, client: client, detail: "10")
+        return codes
+    }
+
+    public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
+        try await store.recoveryCodesLeft(accountID: accountID)
+    }
+
+    /// Signs in with a recovery code: single use; every other session of the account ends.
+    public func recoverySignIn(username: String?, code: String?, client: Client) async throws -> OtherSignIn {
+        let name = try Self.validUsername(username)
+        try await limit("user", Account.key(for: name))
+        let secret = try await store.serverSecret()
+        let hash = Self.codeHash(code ?? "", secret: secret)
+        guard let account = try await store.account(username: name),
+              try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now()) else {
+            let known = try await store.account(username: name)
+            await audit("recovery_failed", accountID: known?.id, client: client, detail: "invalid_recovery_code")
+            throw Self.invalidRecoveryCode
+        }
+        guard !account.disabled else { throw APIError.accountDisabled }
+        return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
+    }
+
+    // MARK: Recovery links
+
+    /// A one-time link token for `account` (the admin verb prints the link); only its SHA-256 is kept.
+    public func issueRecoveryLink(for account: Account, lifetime: TimeInterval, issuer: String) async throws -> String {
+        let token = RelyingParty.randomBytes(32)
+        let time = now()
+        try await store.saveRecoveryToken(hash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
+                                          expiresAt: time.addingTimeInterval(lifetime))
+        try await store.appendAudit(AuditEvent(time: time, kind: "admin_recovery_link", accountID: account.id, userAgent: issuer,
+                                               detail: "expires in \(Int(lifetime))s"))
+        return Base64URLBytes(token).base64URL
+    }
+
+    public func recoveryLinkSignIn(token: String?, client: Client) async throws -> OtherSignIn {
+        guard let token, let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32,
+              let accountID = try await store.takeRecoveryToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
+              let account = try await store.account(id: accountID) else {
+            await audit("recovery_failed", client: client, detail: "invalid_recovery_link")
+            throw Self.invalidRecoveryLink
+        }
+        guard !account.disabled else { throw APIError.accountDisabled }
+        return try await signIn(account, method: "recovery_link", client: client, canUpgrade: true, recovery: true)
+    }
+
+    // MARK: Helpers
+
+    private func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
+        let (token, session) = makeSession(for: account, client: client)
+        try await store.recordSignIn(accountID: account.id, session: session,
+                                     audit: [auditEvent(recovery ? "recovery_sign_in" : "sign_in", accountID: account.id, client: client, detail: method)],
+                                     revokeOtherSessions: recovery)
+        metrics.signedIn(method: method)
+        return OtherSignIn(account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery)
+    }
+
+    /// 32 characters without i, l, o and 1, which read alike.
+    static let codeAlphabet = Array("abcdefghjkmnpqrstuvwxyz023456789".utf8)
+
+    /// `xxxx-xxxx-xxxx`: 60 random bits in an unambiguous base32 alphabet.
+    static func makeRecoveryCode() -> String {
+        let bytes = RelyingParty.randomBytes(8)
+        var value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        var characters: [UInt8] = []
+        for index in 0..<12 {
+            if index > 0 && index % 4 == 0 { characters.append(0x2D) }
+            characters.append(codeAlphabet[Int(value % UInt64(codeAlphabet.count))])
+            value /= UInt64(codeAlphabet.count)
+        }
+        return String(decoding: characters, as: UTF8.self)
+    }
+
+    /// HMAC-SHA-256 under the server secret of the code without dashes, spaces or case.
+    static func codeHash(_ code: String, secret: [UInt8]) -> [UInt8] {
+        let normalized = code.lowercased().unicodeScalars.filter { $0 != "-" && $0 != " " }.map(String.init).joined()
+        return Array(HMAC<SHA256>.authenticationCode(for: Array(("recovery-code:" + normalized).utf8), using: SymmetricKey(data: secret)))
+    }
+}
+
+/// One decoy bcrypt hash per cost, made once.
+final class DecoyHash: Sendable {
+    static let shared = DecoyHash()
+    private let hashes = Mutex<[Int: Bcrypt]>([:])
+
+    func hash(cost: Int) -> Bcrypt {
+        if let hash = hashes.withLock({ $0[cost] }) { return hash }
+        let made = Bcrypt(hashing: Base64URLBytes(RelyingParty.randomBytes(16)).base64URL, cost: cost)
+        hashes.withLock { $0[cost] = made }
+        return made
+    }
+}
