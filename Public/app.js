@@ -205,7 +205,7 @@ async function upgradeAfterPassword() {
   const controller = new AbortController();
   automaticCreate = controller;
   try {
-    const options = await api('/api/auth/register/options', { method: 'POST', body: {} });
+    const options = await api('/api/auth/register/options', { method: 'POST', body: { mediation: 'conditional' } });
     const credential = await navigator.credentials.create({ mediation: 'conditional', publicKey: creationOptionsFromJSON(options), signal: controller.signal });
     if (controller.signal.aborted) return;
     const result = await api('/api/auth/register/verify', { method: 'POST', body: { credential: credentialToJSON(credential) } });

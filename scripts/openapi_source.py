@@ -49,6 +49,13 @@ ERROR_CODES = {
     "last_passkey": "Deleting the account's only passkey is refused (409).",
     "too_many_ceremonies": "Too many open ceremonies; retry after Retry-After (503).",
     "database_unavailable": "The database is unreachable (503).",
+    "invalid_mediation": "mediation is not conditional, optional, required or silent (400).",
+    "invalid_credentials": "Password sign-in: wrong username or password; unknown usernames get the same answer (401).",
+    "invalid_password": "Password sign-in without a password, or one over 1024 bytes (400).",
+    "no_password": "The account has no password to turn off (409).",
+    "no_passkey": "The password can be turned off only once the account has a passkey (409).",
+    "invalid_recovery_code": "Recovery sign-in: the code is wrong or was used; unknown usernames get the same answer (401).",
+    "invalid_recovery_link": "The recovery link is unknown, expired or used (401).",
     "rate_limited": "Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).",
     "not_found": "No such endpoint (404).",
     "method_not_allowed": "Method not allowed (405).",
@@ -115,16 +122,18 @@ schemas = {
         "authenticatorAttachment": {"type": ["string", "null"]}, "clientExtensionResults": {"type": "object"}}},
 }
 
+OTHER = {"type": "object", "required": ["verified", "user", "token", "expiresAt", "method", "canCreatePasskey", "recovery"], "properties": {"verified": {"const": True}, "user": ref("User"), "token": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"}, "method": {"enum": ["password", "recovery_code", "recovery_link"]}, "canCreatePasskey": {"type": "boolean", "description": "the account has no passkey: offer one (or create it with conditional create)"}, "recovery": {"type": "boolean", "description": "signed in by recovery: every other session was revoked; register a new passkey next"}}}
+
 paths = {
     "/api/auth/register/options": {"post": {
         "summary": "Creation options: sign up a new account, or (signed in) add a passkey to the current account",
         "operationId": "registerOptions",
-        "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string", "maxLength": 64}, "displayName": {"type": "string", "maxLength": 64}}}, required=False),
+        "requestBody": json_body({"type": "object", "properties": {"username": {"type": "string", "maxLength": 64}, "displayName": {"type": "string", "maxLength": 64}, "mediation": {"enum": ["conditional", "optional", "required", "silent"], "description": "conditional (signed in only): options for automatic passkey creation; the registration may then come without UP and UV (WebAuthn L3 §7.1 step 14)"}}}, required=False),
         "responses": {"200": ok(ref("PublicKeyCredentialCreationOptionsJSON")), **error_responses(400, 403, 409, 413, 429, 503)}}},
     "/api/auth/register/verify": {"post": {
         "summary": "Verify a registration, store the passkey; a sign-up also starts a session",
         "operationId": "registerVerify",
-        "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("RegistrationResponseJSON"), "name": {"type": "string", "maxLength": 64}}}),
+        "requestBody": json_body({"type": "object", "required": ["credential"], "properties": {"credential": ref("RegistrationResponseJSON"), "name": {"type": "string", "maxLength": 64}, "replaces": {"type": "string", "description": "signed in: the ID (base64url) of one of the account's passkeys the new one replaces; removed once the new one is stored"}}}),
         "responses": {"200": ok({"type": "object", "required": ["verified", "user", "passkey"], "properties": {"verified": {"const": True}, "user": ref("User"), "passkey": ref("Passkey"), "token": {"type": ["string", "null"], "description": "session token (sign-up only); send as Authorization: Bearer"}}}, headers=SET_COOKIE),
                       **error_responses(400, 403, 409, 413, 429, 503)}}},
     "/api/auth/authenticate/options": {
@@ -141,7 +150,7 @@ paths = {
                       **error_responses(400, 401, 403, 409, 413, 429, 503)}}},
     "/api/auth/session": {
         "get": {"summary": "Who am I", "operationId": "getSession", "security": [{"bearer": []}, {"cookie": []}],
-                "responses": {"200": ok({"type": "object", "required": ["user", "rpId", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "rpId": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}}}), **error_responses(401, 503)}},
+                "responses": {"200": ok({"type": "object", "required": ["user", "rpId", "createdAt", "expiresAt"], "properties": {"user": ref("User"), "rpId": {"type": "string"}, "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": "string", "format": "date-time"}, "hasPassword": {"type": "boolean"}, "recoveryCodesLeft": {"type": "integer"}}}), **error_responses(401, 503)}},
         "delete": {"summary": "Sign out (revokes the session)", "operationId": "deleteSession", "security": [{"bearer": []}, {"cookie": []}],
                    "responses": {"204": {"description": "Signed out", "headers": SET_COOKIE}, **error_responses(401, 403, 503)}}},
     "/api/auth/passkeys": {"get": {"summary": "The account's passkeys", "operationId": "listPasskeys", "security": [{"bearer": []}, {"cookie": []}],
@@ -153,6 +162,22 @@ paths = {
                   "responses": {"200": ok(ref("Passkey")), **error_responses(400, 401, 403, 404, 503)}},
         "delete": {"summary": "Delete a passkey (never the last one)", "operationId": "deletePasskey", "security": [{"bearer": []}, {"cookie": []}],
                    "responses": {"204": {"description": "Deleted"}, **error_responses(401, 403, 404, 409, 503)}}},
+    "/api/auth/password/sign-in": {"post": {
+        "summary": "Sign in with a password (accounts imported with bcrypt hashes, on their way to passkeys)", "operationId": "passwordSignIn",
+        "requestBody": json_body({"type": "object", "required": ["username", "password"], "properties": {"username": {"type": "string"}, "password": {"type": "string"}}}),
+        "responses": {"200": ok(OTHER, headers=SET_COOKIE), **error_responses(400, 401, 403, 413, 429, 503)}}},
+    "/api/auth/password": {"delete": {"summary": "Turn the account's password off (it needs a passkey first)", "operationId": "removePassword",
+        "security": [{"bearer": []}, {"cookie": []}], "responses": {"204": {"description": "Password off"}, **error_responses(401, 403, 409, 503)}}},
+    "/api/auth/recovery-codes": {"post": {"summary": "Ten new single-use recovery codes (the old ones stop working); shown once",
+        "operationId": "createRecoveryCodes", "security": [{"bearer": []}, {"cookie": []}],
+        "responses": {"200": ok({"type": "object", "required": ["codes"], "properties": {"codes": {"type": "array", "items": {"type": "string"}, "minItems": 10, "maxItems": 10}}}), **error_responses(401, 403, 503)}}},
+    "/api/auth/recovery/sign-in": {"post": {"summary": "Sign in with a recovery code (single use; ends every other session)", "operationId": "recoverySignIn",
+        "requestBody": json_body({"type": "object", "required": ["username", "code"], "properties": {"username": {"type": "string"}, "code": {"type": "string"}}}),
+        "responses": {"200": ok(OTHER, headers=SET_COOKIE), **error_responses(400, 401, 403, 413, 429, 503)}}},
+    "/api/auth/recovery/link": {"post": {"summary": "Sign in with the token of an admin-issued recovery link (`passkeyd admin recovery-link`); single use, expiring",
+        "operationId": "recoveryLinkSignIn",
+        "requestBody": json_body({"type": "object", "required": ["token"], "properties": {"token": {"type": "string"}}}),
+        "responses": {"200": ok(OTHER, headers=SET_COOKIE), **error_responses(400, 401, 403, 413, 429, 503)}}},
     "/.well-known/apple-app-site-association": {"get": {"summary": "Associated domains for iOS apps (webcredentials)", "operationId": "appleAppSiteAssociation",
         "responses": {"200": ok({"type": "object", "properties": {"webcredentials": {"type": "object", "properties": {"apps": {"type": "array", "items": {"type": "string"}}}}}})}}},
     "/.well-known/assetlinks.json": {"get": {"summary": "Digital Asset Links for Android apps", "operationId": "assetLinks",

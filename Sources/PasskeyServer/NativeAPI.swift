@@ -80,6 +80,7 @@ struct NativeAPI: Sendable {
         let signedIn = try await sessions.optional(request)
         let options = try await service.registrationOptions(username: try body.optionalString("username"),
                                                             displayName: try body.optionalString("displayName"), signedIn: signedIn,
+                                                            conditional: try Self.conditionalMediation(body),
                                                             client: service.client(request, context))
         return try HTTP.json(options)
     }
@@ -161,6 +162,15 @@ struct NativeAPI: Sendable {
         if body.has("credential") { return try body.object("credential") }
         guard body.has("rawId") || body.has("response") else { throw APIError.badRequest("malformed_json", "credential is missing") }
         return body
+    }
+
+    /// `"mediation": "conditional"` asks for options meant for automatic passkey creation.
+    static func conditionalMediation(_ body: JSONObject) throws -> Bool {
+        switch try body.optionalString("mediation") {
+        case nil, "optional", "required", "silent": return false
+        case "conditional": return true
+        case let other?: throw APIError.badRequest("invalid_mediation", "mediation \"\(other)\" is not conditional, optional, required or silent")
+        }
     }
 
     static func passkeyID(_ context: PasskeyRequestContext) throws -> [UInt8] {

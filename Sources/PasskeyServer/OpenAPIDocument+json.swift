@@ -7,7 +7,7 @@ extension OpenAPIDocument {
   "info": {
     "title": "passkeyd API",
     "version": "1.0.0",
-    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rate_limited`: Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
+    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_credentials`: Password sign-in: wrong username or password; unknown usernames get the same answer (401).\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_mediation`: mediation is not conditional, optional, required or silent (400).\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_password`: Password sign-in without a password, or one over 1024 bytes (400).\n- `invalid_recovery_code`: Recovery sign-in: the code is wrong or was used; unknown usernames get the same answer (401).\n- `invalid_recovery_link`: The recovery link is unknown, expired or used (401).\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `no_passkey`: The password can be turned off only once the account has a passkey (409).\n- `no_password`: The account has no password to turn off (409).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rate_limited`: Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
   },
   "paths": {
     "/api/auth/register/options": {
@@ -28,6 +28,15 @@ extension OpenAPIDocument {
                   "displayName": {
                     "type": "string",
                     "maxLength": 64
+                  },
+                  "mediation": {
+                    "enum": [
+                      "conditional",
+                      "optional",
+                      "required",
+                      "silent"
+                    ],
+                    "description": "conditional (signed in only): options for automatic passkey creation; the registration may then come without UP and UV (WebAuthn L3 §7.1 step 14)"
                   }
                 }
               }
@@ -86,6 +95,10 @@ extension OpenAPIDocument {
                   "name": {
                     "type": "string",
                     "maxLength": 64
+                  },
+                  "replaces": {
+                    "type": "string",
+                    "description": "signed in: the ID (base64url) of one of the account's passkeys the new one replaces; removed once the new one is stored"
                   }
                 }
               }
@@ -360,6 +373,12 @@ extension OpenAPIDocument {
                     "expiresAt": {
                       "type": "string",
                       "format": "date-time"
+                    },
+                    "hasPassword": {
+                      "type": "boolean"
+                    },
+                    "recoveryCodesLeft": {
+                      "type": "integer"
                     }
                   }
                 }
@@ -548,6 +567,396 @@ extension OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/password/sign-in": {
+      "post": {
+        "summary": "Sign in with a password (accounts imported with bcrypt hashes, on their way to passkeys)",
+        "operationId": "passwordSignIn",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "username",
+                  "password"
+                ],
+                "properties": {
+                  "username": {
+                    "type": "string"
+                  },
+                  "password": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "verified",
+                    "user",
+                    "token",
+                    "expiresAt",
+                    "method",
+                    "canCreatePasskey",
+                    "recovery"
+                  ],
+                  "properties": {
+                    "verified": {
+                      "const": true
+                    },
+                    "user": {
+                      "$ref": "#/components/schemas/User"
+                    },
+                    "token": {
+                      "type": "string"
+                    },
+                    "expiresAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    },
+                    "method": {
+                      "enum": [
+                        "password",
+                        "recovery_code",
+                        "recovery_link"
+                      ]
+                    },
+                    "canCreatePasskey": {
+                      "type": "boolean",
+                      "description": "the account has no passkey: offer one (or create it with conditional create)"
+                    },
+                    "recovery": {
+                      "type": "boolean",
+                      "description": "signed in by recovery: every other session was revoked; register a new passkey next"
+                    }
+                  }
+                }
+              }
+            },
+            "headers": {
+              "Set-Cookie": {
+                "description": "The session cookie (HttpOnly, SameSite, Secure outside http://localhost).",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/password": {
+      "delete": {
+        "summary": "Turn the account's password off (it needs a passkey first)",
+        "operationId": "removePassword",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Password off"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/recovery-codes": {
+      "post": {
+        "summary": "Ten new single-use recovery codes (the old ones stop working); shown once",
+        "operationId": "createRecoveryCodes",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "codes"
+                  ],
+                  "properties": {
+                    "codes": {
+                      "type": "array",
+                      "items": {
+                        "type": "string"
+                      },
+                      "minItems": 10,
+                      "maxItems": 10
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/recovery/sign-in": {
+      "post": {
+        "summary": "Sign in with a recovery code (single use; ends every other session)",
+        "operationId": "recoverySignIn",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "username",
+                  "code"
+                ],
+                "properties": {
+                  "username": {
+                    "type": "string"
+                  },
+                  "code": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "verified",
+                    "user",
+                    "token",
+                    "expiresAt",
+                    "method",
+                    "canCreatePasskey",
+                    "recovery"
+                  ],
+                  "properties": {
+                    "verified": {
+                      "const": true
+                    },
+                    "user": {
+                      "$ref": "#/components/schemas/User"
+                    },
+                    "token": {
+                      "type": "string"
+                    },
+                    "expiresAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    },
+                    "method": {
+                      "enum": [
+                        "password",
+                        "recovery_code",
+                        "recovery_link"
+                      ]
+                    },
+                    "canCreatePasskey": {
+                      "type": "boolean",
+                      "description": "the account has no passkey: offer one (or create it with conditional create)"
+                    },
+                    "recovery": {
+                      "type": "boolean",
+                      "description": "signed in by recovery: every other session was revoked; register a new passkey next"
+                    }
+                  }
+                }
+              }
+            },
+            "headers": {
+              "Set-Cookie": {
+                "description": "The session cookie (HttpOnly, SameSite, Secure outside http://localhost).",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/recovery/link": {
+      "post": {
+        "summary": "Sign in with the token of an admin-issued recovery link (`passkeyd admin recovery-link`); single use, expiring",
+        "operationId": "recoveryLinkSignIn",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "token"
+                ],
+                "properties": {
+                  "token": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "verified",
+                    "user",
+                    "token",
+                    "expiresAt",
+                    "method",
+                    "canCreatePasskey",
+                    "recovery"
+                  ],
+                  "properties": {
+                    "verified": {
+                      "const": true
+                    },
+                    "user": {
+                      "$ref": "#/components/schemas/User"
+                    },
+                    "token": {
+                      "type": "string"
+                    },
+                    "expiresAt": {
+                      "type": "string",
+                      "format": "date-time"
+                    },
+                    "method": {
+                      "enum": [
+                        "password",
+                        "recovery_code",
+                        "recovery_link"
+                      ]
+                    },
+                    "canCreatePasskey": {
+                      "type": "boolean",
+                      "description": "the account has no passkey: offer one (or create it with conditional create)"
+                    },
+                    "recovery": {
+                      "type": "boolean",
+                      "description": "signed in by recovery: every other session was revoked; register a new passkey next"
+                    }
+                  }
+                }
+              }
+            },
+            "headers": {
+              "Set-Cookie": {
+                "description": "The session cookie (HttpOnly, SameSite, Secure outside http://localhost).",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "413": {
+            "$ref": "#/components/responses/Error"
+          },
+          "429": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -1024,8 +1433,13 @@ extension OpenAPIDocument {
                   "database_unavailable",
                   "internal_error",
                   "invalid_backup_flags",
+                  "invalid_credentials",
                   "invalid_display_name",
+                  "invalid_mediation",
                   "invalid_name",
+                  "invalid_password",
+                  "invalid_recovery_code",
+                  "invalid_recovery_link",
                   "invalid_user_id",
                   "invalid_username",
                   "last_passkey",
@@ -1036,6 +1450,8 @@ extension OpenAPIDocument {
                   "malformed_json",
                   "malformed_public_key",
                   "method_not_allowed",
+                  "no_passkey",
+                  "no_password",
                   "not_found",
                   "not_signed_in",
                   "origin_not_allowed",

@@ -38,7 +38,6 @@ extension PasskeyService {
         let matches = await Self.offloaded { hash.verify(password) }
         guard let account, account.passwordHash != nil, matches else {
             await audit("sign_in_failed", accountID: account?.id, client: client, detail: "invalid_credentials")
-            metrics.ceremonyFinished("password", client: client.kind, code: "invalid_credentials", duration: .zero)
             throw Self.invalidPassword
         }
         guard !account.disabled else {

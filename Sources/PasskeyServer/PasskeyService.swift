@@ -74,9 +74,11 @@ public struct PasskeyService: Sendable {
     /// the signed-in account.
     public func registrationOptions(username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
                                     challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
-                                    client: Client = Client()) async throws
+                                    conditional: Bool = false, client: Client = Client()) async throws
         -> PublicKeyCredentialCreationOptionsJSON {
         try await checkCeremonyCapacity()
+        // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
+        if conditional && signedIn == nil { throw APIError.notSignedIn }
         metrics.ceremonyStarted("registration", client: client.kind)
         if signedIn == nil, let username { try await limit("user", Account.key(for: username)) }
         let time = now()
@@ -87,8 +89,12 @@ public struct PasskeyService: Sendable {
             let account = signedIn.account
             user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
             exclude = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+            // Conditional create: the authenticator sets neither UP nor UV (WebAuthn L3 §5.1.3), so
+            // this ceremony asks for UV only as "preferred" and §7.1 step 14 skips the UP check.
             record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, accountID: account.id,
-                                     api: api, userVerification: configuration.userVerification.rawValue, createdAt: time,
+                                     api: api, userVerification: conditional ? UserVerificationRequirement.preferred.rawValue
+                                         : configuration.userVerification.rawValue,
+                                     conditional: conditional, createdAt: time,
                                      expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         } else {
             let name = try Self.validUsername(username)
@@ -104,6 +110,7 @@ public struct PasskeyService: Sendable {
         capacity.issued()
         var options = relyingParty.beginRegistration(user: user, excludeCredentials: exclude, challenge: record.challenge).options
         options.hints = []
+        if record.conditional { options.authenticatorSelection?.userVerification = record.userVerification }
         return options
     }
 
@@ -147,7 +154,7 @@ public struct PasskeyService: Sendable {
             verified = try relyingParty.finishRegistration(
                 response: credential, expectedChallenge: record.challenge,
                 userVerification: UserVerificationRequirement(rawValue: record.userVerification), now: now(),
-                unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+                conditionalCreate: record.conditional, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit("registration_failed", accountID: record.accountID, client: client, detail: error.code.rawValue)

@@ -94,12 +94,14 @@ public struct ChallengeRecord: Sendable, Hashable {
     /// Which API issued it (`native` or `compat`), so the other cannot finish it.
     public var api: String
     public var userVerification: String
+    /// Registration options meant for `mediation: "conditional"` (automatic passkey creation).
+    public var conditional: Bool
     public var createdAt: Date
     public var expiresAt: Date
 
     public init(challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
                 pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
-                api: String = "native", userVerification: String, createdAt: Date, expiresAt: Date) {
+                api: String = "native", userVerification: String, conditional: Bool = false, createdAt: Date, expiresAt: Date) {
         self.challenge = challenge
         self.ceremony = ceremony
         self.accountID = accountID
@@ -110,6 +112,7 @@ public struct ChallengeRecord: Sendable, Hashable {
         self.unknownUser = unknownUser
         self.api = api
         self.userVerification = userVerification
+        self.conditional = conditional
         self.createdAt = createdAt
         self.expiresAt = expiresAt
     }

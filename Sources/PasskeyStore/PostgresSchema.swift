@@ -97,6 +97,7 @@ enum PostgresSchema {
         ]),
         .init(version: 4, statements: [
             "ALTER TABLE accounts ADD COLUMN password_hash TEXT",
+            "ALTER TABLE challenges ADD COLUMN conditional BOOLEAN NOT NULL DEFAULT FALSE",
             """
             CREATE TABLE recovery_codes (
                 account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,

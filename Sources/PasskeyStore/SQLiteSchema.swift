@@ -102,6 +102,7 @@ enum SQLiteSchema {
         ]),
         Migration(version: 4, statements: [
             "ALTER TABLE accounts ADD COLUMN password_hash TEXT",
+            "ALTER TABLE challenges ADD COLUMN conditional INTEGER NOT NULL DEFAULT 0",
             """
             CREATE TABLE recovery_codes (
                 account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,

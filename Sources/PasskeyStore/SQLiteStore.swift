@@ -349,13 +349,14 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             try db.cached(sql: """
                 INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
-                                        pending_user_handle, pending_account_id, unknown_user, api, user_verification, created_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                        pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional,
+                                        created_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [
                     Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue, record.accountID?.uuidString,
                     record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) },
                     record.pendingAccountID?.uuidString, record.unknownUser,
-                    record.api, record.userVerification, StoreValues.millis(record.createdAt), StoreValues.millis(record.expiresAt),
+                    record.api, record.userVerification, record.conditional, StoreValues.millis(record.createdAt), StoreValues.millis(record.expiresAt),
                 ])
         }
     }
@@ -371,7 +372,8 @@ public final class SQLiteStore: PasskeyStore {
                 pendingUsername: row["pending_username"], pendingDisplayName: row["pending_display_name"],
                 pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) },
                 pendingAccountID: (row["pending_account_id"] as String?).flatMap(UUID.init(uuidString:)), unknownUser: row["unknown_user"],
-                api: row["api"], userVerification: row["user_verification"], createdAt: StoreValues.date(row["created_at"]),
+                api: row["api"], userVerification: row["user_verification"], conditional: row["conditional"] ?? false,
+                createdAt: StoreValues.date(row["created_at"]),
                 expiresAt: StoreValues.date(row["expires_at"]))
         }
     }

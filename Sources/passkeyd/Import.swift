@@ -48,15 +48,15 @@ struct Import: AsyncParsableCommand {
         }
         for problem in problems.prefix(200) { FileHandle.standardError.write(Data("line \(problem.line): \(problem.message)\n".utf8)) }
         if problems.count > 200 { FileHandle.standardError.write(Data("… and \(problems.count - 200) more\n".utf8)) }
-        if !problems.isEmpty && !skipInvalid {
-            print("nothing imported: \(problems.count) row(s) need fixing (or pass --skip-invalid); \(valid) row(s) are fine")
-            throw ExitCode(1)
-        }
         if dryRun {
             print("checked: \(valid) row(s) to import, \(problems.count) with problems; nothing written (--dry-run)")
             throw ExitCode(problems.isEmpty ? 0 : 1)
         }
 
+        if !problems.isEmpty && !skipInvalid {
+            print("nothing imported: \(problems.count) row(s) need fixing (or pass --skip-invalid); \(valid) row(s) are fine")
+            throw ExitCode(1)
+        }
         // Pass 2: insert the good rows.
         let loaded = try options.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))

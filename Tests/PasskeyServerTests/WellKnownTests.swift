@@ -55,6 +55,8 @@ struct WellKnownTests {
             (.post, "/api/auth/register/options"), (.post, "/api/auth/register/verify"), (.post, "/api/auth/authenticate/options"),
             (.get, "/api/auth/authenticate/options"), (.post, "/api/auth/authenticate/verify"), (.get, "/api/auth/session"),
             (.delete, "/api/auth/session"), (.get, "/api/auth/passkeys"), (.patch, "/api/auth/passkeys/{id}"), (.delete, "/api/auth/passkeys/{id}"),
+            (.post, "/api/auth/password/sign-in"), (.delete, "/api/auth/password"), (.post, "/api/auth/recovery-codes"),
+            (.post, "/api/auth/recovery/sign-in"), (.post, "/api/auth/recovery/link"),
             (.get, "/.well-known/apple-app-site-association"), (.get, "/.well-known/assetlinks.json"), (.get, "/.well-known/webauthn"),
             (.get, "/.well-known/passkey-endpoints"), (.get, "/openapi.json"), (.get, "/healthz"), (.get, "/readyz"), (.get, "/metrics"),
             (.get, "/signup"), (.post, "/makeCredential"), (.get, "/authenticate"), (.post, "/authenticate"),

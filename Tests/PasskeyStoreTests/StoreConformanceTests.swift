@@ -247,4 +247,47 @@ struct StoreConformanceTests {
         #expect(stats.passkeysByAAGUID == ["fbfc3007-154e-4ecc-8c0b-6e020557d7bd": 3])
         #expect(stats.liveSessions == 1 && stats.activeAccounts == 1 && stats.activeAccountsWithPasskey == 1)
     }
+
+    @Test(arguments: TestDatabase.kinds)
+    func passwordAccountsImportOnceAndRecoveryIsSingleUse(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let grace = Self.account("grace"), alan = Self.account("alan")
+        let hash = "$2b$04$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq."
+        #expect(try await store.importAccounts([(grace, hash), (alan, hash)]) == [true, true])
+        #expect(try await store.importAccounts([(Self.account("GRACE"), hash)]) == [false])
+        #expect(try await store.account(username: "grace")?.passwordHash == hash)
+        // The password goes only once there is a passkey; with a password, the last passkey may go.
+        #expect(try await store.removePassword(accountID: grace.id) == false)
+        let key = Self.passkey(for: grace)
+        try await store.addPasskey(key)
+        #expect(try await store.deletePasskey(accountID: grace.id, credentialID: key.credentialID) == .deleted)
+        try await store.addPasskey(key)
+        #expect(try await store.removePassword(accountID: grace.id))
+        #expect(try await store.account(id: grace.id)?.passwordHash == nil)
+        #expect(try await store.deletePasskey(accountID: grace.id, credentialID: key.credentialID) == .lastPasskey)
+
+        // Recovery codes: racing uses of one code, one wins.
+        try await store.replaceRecoveryCodes(accountID: alan.id, hashes: [[1], [2], [3]], at: Self.t0)
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<10 { group.addTask { try await store.useRecoveryCode(accountID: alan.id, hash: [2], at: Self.t0) } }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        let left = try await store.recoveryCodesLeft(accountID: alan.id)
+        #expect(wins == 1 && left == 2)
+        #expect(try await store.useRecoveryCode(accountID: grace.id, hash: [1], at: Self.t0) == false)
+
+        // A recovery sign-in ends every other session.
+        try await store.createSession(Self.session(for: alan))
+        let fresh = Self.session(for: alan)
+        try await store.recordSignIn(accountID: alan.id, session: fresh, audit: [AuditEvent(time: Self.t0, kind: "recovery_sign_in", accountID: alan.id)],
+                                     revokeOtherSessions: true)
+        #expect(try await store.sessions(accountID: alan.id, now: Self.t0).map(\.tokenHash) == [fresh.tokenHash])
+
+        // Recovery tokens: single use, expiring.
+        try await store.saveRecoveryToken(hash: [7], accountID: alan.id, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        try await store.saveRecoveryToken(hash: [8], accountID: alan.id, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        #expect(try await store.takeRecoveryToken(hash: [7], now: Self.t0) == alan.id)
+        #expect(try await store.takeRecoveryToken(hash: [7], now: Self.t0) == nil)
+        #expect(try await store.takeRecoveryToken(hash: [8], now: Self.t0.addingTimeInterval(61)) == nil)
+    }
 }

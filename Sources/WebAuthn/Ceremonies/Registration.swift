@@ -31,7 +31,7 @@ public struct RegistrationBegin: Sendable {
 }
 
 /// A registration that passed every check of §7.1: everything the store keeps for a passkey.
-/// Only ``RelyingParty/finishRegistration(response:expectedChallenge:userVerification:now:unsafeToleratesRewrittenFlags:)`` makes one.
+/// Only ``RelyingParty/finishRegistration(response:expectedChallenge:userVerification:now:conditionalCreate:unsafeToleratesRewrittenFlags:)`` makes one.
 public struct VerifiedRegistration: Sendable {
     public let credentialID: [UInt8]
     public let publicKey: CredentialPublicKey
@@ -84,13 +84,17 @@ extension RelyingParty {
     /// - Parameters:
     ///   - userVerification: overrides the configured requirement for this ceremony.
     ///   - now: the time attestation certificates are checked at.
+    ///   - conditionalCreate: the options were used with `mediation: "conditional"` (automatic
+    ///     passkey creation after a password sign-in): user presence is not required (§7.1
+    ///     step 14), and the authenticator is expected not to verify the user either, so pass a
+    ///     `userVerification` that is not `required`.
     ///   - unsafeToleratesRewrittenFlags: accept authenticator data whose ED flag is clear
     ///     although an extension map follows. Only for a client known to rewrite the flags
     ///     (the reference Android app); every other check stays as is.
     /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
     ///   is not registered yet (§7.1 step 26) before storing it.
     public func finishRegistration(response: RegistrationResponseJSON, expectedChallenge: [UInt8],
-                                   userVerification: UserVerificationRequirement? = nil, now: Date = Date(),
+                                   userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
                                    unsafeToleratesRewrittenFlags: Bool = false) throws(WebAuthnError) -> VerifiedRegistration {
         // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
         guard response.type == "public-key" else {
@@ -111,7 +115,8 @@ extension RelyingParty {
             extensionFlagHandling: unsafeToleratesRewrittenFlags ? .unsafeAllowExtensionsWithoutFlag : .strict)
         let authData = attestationObject.authenticatorData
         // §7.1 steps 13–16: rpIdHash, UP, UV, BE/BS.
-        try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification)
+        try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification,
+                                     conditionalCreate: conditionalCreate)
         guard let credential = authData.attestedCredentialData else {
             throw WebAuthnError(.malformedAuthenticatorData, "registration authenticator data has no attested credential data (AT)")
         }

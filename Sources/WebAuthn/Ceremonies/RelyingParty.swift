@@ -104,14 +104,16 @@ public struct RelyingParty: Sendable {
 
     /// §7.1 steps 13–16 / §7.2 steps 15–18: RP ID hash, user presence, user verification and
     /// backup flags.
-    func verifyAuthenticatorFlags(_ authData: AuthenticatorData, userVerification: UserVerificationRequirement) throws(WebAuthnError) {
+    func verifyAuthenticatorFlags(_ authData: AuthenticatorData, userVerification: UserVerificationRequirement,
+                                  conditionalCreate: Bool = false) throws(WebAuthnError) {
         // §7.1 step 13 / §7.2 step 15: Verify that the rpIdHash in authData is the SHA-256 hash
         // of the RP ID expected by the Relying Party.
         guard constantTimeEquals(authData.rpIDHash, rpIDHash) else {
             throw WebAuthnError(.rpIDHashMismatch, "authenticatorData.rpIdHash is not SHA-256(\"\(configuration.rpID)\")")
         }
-        // §7.1 step 14 / §7.2 step 16: Verify that the UP bit of the flags in authData is set.
-        if configuration.requireUserPresence && !authData.userPresent {
+        // §7.1 step 14: If options.mediation is not set to conditional, verify that the UP bit of
+        // the flags in authData is set. / §7.2 step 16: Verify that the UP bit is set.
+        if configuration.requireUserPresence && !conditionalCreate && !authData.userPresent {
             throw WebAuthnError(.userNotPresent, "the authenticator did not report user presence (UP)")
         }
         // §7.1 step 15 / §7.2 step 17: If user verification is required for this ceremony,
