@@ -89,13 +89,14 @@ extension PasskeyService {
         try await limit("user", Account.key(for: name))
         let secret = try await store.serverSecret()
         let hash = Self.codeHash(code ?? "", secret: secret)
-        guard let account = try await store.account(username: name),
+        let account = try await store.account(username: name)
+        // A disabled account's codes are not spent: it cannot sign in either way.
+        guard let account, !account.disabled,
               try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now()) else {
-            let known = try await store.account(username: name)
-            await audit("recovery_failed", accountID: known?.id, client: client, detail: "invalid_recovery_code")
+            await audit("recovery_failed", accountID: account?.id, client: client,
+                        detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
             throw Self.invalidRecoveryCode
         }
-        guard !account.disabled else { throw APIError.accountDisabled }
         return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
     }
 

@@ -104,9 +104,18 @@ struct MigrationTests {
             #expect(try await api.post("/api/auth/recovery/sign-in", ["username": "lin", "code": codes[0]]).errorCode == "invalid_recovery_code")
 
             // New codes replace the old ones.
-            _ = try await api.post("/api/auth/recovery-codes", [String: String](), token: newToken)
+            let second = try await api.post("/api/auth/recovery-codes", [String: String](), token: newToken)
             #expect(try await api.post("/api/auth/recovery/sign-in", ["username": "lin", "code": codes[1]]).errorCode == "invalid_recovery_code")
             let account = try #require(try await harness.store.account(username: "lin"))
+            // A disabled account cannot recover, and its codes are not spent trying.
+            guard case .array(let secondCodes)? = second.json["codes"], case .string(let fresh)? = secondCodes.first else {
+                Issue.record("no second codes"); return
+            }
+            _ = try await harness.store.setDisabled(accountID: account.id, disabled: true)
+            #expect(try await api.post("/api/auth/recovery/sign-in", ["username": "lin", "code": fresh]).errorCode == "invalid_recovery_code")
+            #expect(try await harness.store.recoveryCodesLeft(accountID: account.id) == 10)
+            _ = try await harness.store.setDisabled(accountID: account.id, disabled: false)
+            #expect(try await api.post("/api/auth/recovery/sign-in", ["username": "lin", "code": fresh]).status == .ok)
             let kinds = try await harness.store.auditEvents(accountID: account.id, limit: 20).map(\.kind)
             #expect(kinds.contains("recovery_sign_in") && kinds.filter { $0 == "recovery_codes_created" }.count == 2 && kinds.contains("recovery_failed"))
         }
