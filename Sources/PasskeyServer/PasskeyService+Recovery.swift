@@ -64,6 +64,13 @@ extension PasskeyService {
         }
     }
 
+    /// Makes the decoy hash in the background at start, so even the first unknown username takes
+    /// as long as a real password check.
+    public func prepareDecoyPasswordHash() {
+        let cost = configuration.passwordHashCost
+        DispatchQueue.global(qos: .utility).async { _ = DecoyHash.shared.hash(cost: cost) }
+    }
+
     private func decoyPasswordHash() -> Bcrypt {
         DecoyHash.shared.hash(cost: configuration.passwordHashCost)
     }

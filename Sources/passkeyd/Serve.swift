@@ -46,6 +46,7 @@ struct Serve: AsyncParsableCommand {
         if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
         let service = try PasskeyService(configuration: loaded.server, store: store, logger: logger,
                                          sharedLimits: Database.isShared(loaded.databaseURL))
+        service.prepareDecoyPasswordHash()
         let app = PasskeyServer.application(service: service, host: loaded.host, port: loaded.port, logger: logger)
         logger.info("passkeyd listening", metadata: [
             "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
