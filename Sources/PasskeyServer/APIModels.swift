@@ -17,23 +17,24 @@ struct UserJSON: Encodable, Sendable {
     }
 }
 
-struct PasskeyJSON: Encodable, Sendable {
-    let id: String
-    let name: String
-    let provider: String?
-    let aaguid: String
-    let createdAt: Date
-    let lastUsedAt: Date?
+/// A passkey as the API (and `passkeyd admin`) shows it.
+public struct PasskeyJSON: Encodable, Sendable {
+    public let id: String
+    public let name: String
+    public let provider: String?
+    public let aaguid: String
+    public let createdAt: Date
+    public let lastUsedAt: Date?
     /// BS: synced by its provider now.
-    let backedUp: Bool
+    public let backedUp: Bool
     /// BE: a multi-device (syncable) passkey; false means bound to one device.
-    let backupEligible: Bool
-    let deviceBound: Bool
-    let transports: [String]
-    let attestationFormat: String
-    let userVerified: Bool
+    public let backupEligible: Bool
+    public let deviceBound: Bool
+    public let transports: [String]
+    public let attestationFormat: String
+    public let userVerified: Bool
 
-    init(_ passkey: Passkey) {
+    public init(_ passkey: Passkey) {
         id = Base64URLBytes(passkey.credentialID).base64URL
         name = passkey.name
         provider = AAGUID(passkey.aaguid)?.providerName

@@ -43,35 +43,30 @@ struct AdminContext {
 
 /// The JSON shapes the admin verbs print (and `export` writes).
 struct AccountReport: Encodable {
+    /// The API's passkey fields, plus what only an operator sees: the counter, its anomalies
+    /// and (in `export`) the public key.
     struct PasskeyReport: Encodable {
-        let id: String
-        let name: String
-        let provider: String?
-        let aaguid: String
-        let createdAt: Date
-        let lastUsedAt: Date?
+        let passkey: PasskeyJSON
         let signCount: UInt32
-        let backupEligible: Bool
-        let backedUp: Bool
-        let transports: [String]
-        let attestationFormat: String
         let counterAnomalies: Int
         let publicKey: String?
 
         init(_ passkey: Passkey, withKey: Bool) {
-            id = Base64URLBytes(passkey.credentialID).base64URL
-            name = passkey.name
-            provider = AAGUID(passkey.aaguid)?.providerName
-            aaguid = passkey.aaguid
-            createdAt = passkey.createdAt
-            lastUsedAt = passkey.lastUsedAt
+            self.passkey = PasskeyJSON(passkey)
             signCount = passkey.signCount
-            backupEligible = passkey.backupEligible
-            backedUp = passkey.backedUp
-            transports = passkey.transports
-            attestationFormat = passkey.attestationFormat
             counterAnomalies = passkey.counterAnomalies
             publicKey = withKey ? Base64URLBytes(passkey.publicKey).base64URL : nil
+        }
+
+        enum Extra: String, CodingKey { case signCount, counterAnomalies, publicKey }
+
+        /// One flat object: the API fields and the extra ones side by side.
+        func encode(to encoder: any Encoder) throws {
+            try passkey.encode(to: encoder)
+            var container = encoder.container(keyedBy: Extra.self)
+            try container.encode(signCount, forKey: .signCount)
+            try container.encode(counterAnomalies, forKey: .counterAnomalies)
+            try container.encodeIfPresent(publicKey, forKey: .publicKey)
         }
     }
 
@@ -176,8 +171,9 @@ extension Admin {
                 print("\(report.username) (\(report.displayName))\(report.disabled ? "  DISABLED" : "")")
                 print("  id \(report.id)\n  created \(day(report.createdAt)), last sign-in \(day(report.lastSignInAt))")
                 print("  passkeys (\(report.passkeys.count)):")
-                for passkey in report.passkeys {
-                    print("    \(passkey.id)  \(passkey.name)  [\(passkey.provider ?? passkey.aaguid)]  created \(day(passkey.createdAt)), last used \(day(passkey.lastUsedAt))\(passkey.backedUp ? ", synced" : "")\(passkey.counterAnomalies > 0 ? ", \(passkey.counterAnomalies) counter anomalies" : "")")
+                for report in report.passkeys {
+                    let passkey = report.passkey
+                    print("    \(passkey.id)  \(passkey.name)  [\(passkey.provider ?? passkey.aaguid)]  created \(day(passkey.createdAt)), last used \(day(passkey.lastUsedAt))\(passkey.backedUp ? ", synced" : "")\(report.counterAnomalies > 0 ? ", \(report.counterAnomalies) counter anomalies" : "")")
                 }
                 print("  sessions (\(report.sessions.count)):")
                 for session in report.sessions {
