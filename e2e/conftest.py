@@ -34,7 +34,9 @@ class Server:
         self.origin = f"http://localhost:{self.port}"
         self.directory = tempfile.mkdtemp(prefix="passkeyd-e2e-")
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=self.origin,
-                   PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_CONFIG=os.devnull + ".absent")
+                   PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_CONFIG=os.devnull + ".absent",
+                   # The decoy bcrypt hash is made at start: cheap cost in tests (debug builds are slow).
+                   PASSKEYD_PASSWORD_HASH_COST="4")
         env.pop("PASSKEYD_CONFIG")
         env.update(extra_env)
         self.log = open(os.path.join(self.directory, "serve.log"), "w")

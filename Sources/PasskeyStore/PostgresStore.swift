@@ -16,6 +16,9 @@ public final class PostgresStore: PasskeyStore {
         public var maxConnections: Int = 20
         public var connectTimeout: Duration = .seconds(3)
         public var operationTimeout: Duration = .seconds(5)
+        /// Migrations may rewrite large tables, and instances starting together wait for the one
+        /// that migrates: they get far longer than an ordinary operation.
+        public var migrationTimeout: Duration = .seconds(600)
         public init() {}
     }
 
@@ -79,8 +82,8 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Plumbing
 
     /// Runs `body` with the operation deadline, mapping failures to ``StoreError``.
-    private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = options.operationTimeout
+    private func run<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = timeout ?? options.operationTimeout
         do {
             return try await withThrowingTaskGroup(of: T.self) { group in
                 group.addTask { try await body() }
@@ -117,9 +120,9 @@ public final class PostgresStore: PasskeyStore {
         }
     }
 
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func transaction<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger, client = self.client
-        return try await run {
+        return try await run(timeout: timeout) {
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
@@ -138,7 +141,7 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Schema
 
     public func migrate() async throws -> [Int] {
-        try await transaction { connection in
+        try await transaction(timeout: options.migrationTimeout) { connection in
             let logger = Logger(label: "passkeyd.migrate")
             // Several instances may start at once: one migrates, the others wait and find it done.
             try await connection.query("SELECT pg_advisory_xact_lock(7270417)", logger: logger)

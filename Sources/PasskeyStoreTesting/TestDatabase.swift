@@ -24,6 +24,13 @@ public enum TestDatabase {
         ProcessInfo.processInfo.environment["PASSKEYD_TEST_STORE"].flatMap(Kind.init(rawValue:)) ?? .sqlite
     }
 
+    /// PostgreSQL creates databases one at a time anyway; queueing here keeps dozens of parallel
+    /// tests from piling connections and template copies onto a busy machine at once.
+    private actor Creation {
+        func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await body() }
+    }
+    private static let creation = Creation()
+
     /// A database URL for a new, empty database of `kind`.
     public static func makeURL(_ kind: Kind) async throws -> String {
         switch kind {
@@ -39,14 +46,16 @@ public enum TestDatabase {
             let configuration = PostgresConnection.Configuration(
                 host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
                 password: components.password, database: "postgres", tls: .disable)
-            let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
-            do {
-                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test"))
-            } catch {
-                try? await connection.close()
-                throw error
+            try await creation.run {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
+                do {
+                    try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test"))
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                try await connection.close()
             }
-            try await connection.close()
             components.path = "/" + name
             return components.string!
         }
@@ -61,6 +70,9 @@ public enum TestDatabase {
         case .postgres:
             var options = PostgresStore.Options()
             options.maxConnections = 8
+            // Tests run many suites in parallel on two cores; the 5 s production deadline is tested
+            // against a real outage in PostgresClusterTests, not against this machine's load.
+            options.operationTimeout = .seconds(30)
             store = try PostgresStore(url: url, options: options)
         }
         try await store.migrate()
