@@ -29,6 +29,9 @@ enum Database {
     static func openMigrated(_ url: String, logger: Logger) async throws -> (any PasskeyStore, [Int]) {
         let store = try open(url, logger: logger)
         do {
+            // Reachability first, with the ordinary deadline: migrations get minutes, an
+            // unreachable database should not.
+            try await store.ping()
             return (store, try await store.migrate())
         } catch let error as StoreError {
             (store as? PostgresStore)?.close()
