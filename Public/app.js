@@ -12,7 +12,7 @@ class ApiError extends Error {
   constructor(status, code, message) { super(message); this.status = status; this.code = code; }
 }
 
-async function api(path, { method = 'GET', body } = {}) {
+async function api(path, { method = 'GET', body, reauthenticated = false } = {}) {
   const response = await fetch(path, {
     method,
     credentials: 'same-origin',
@@ -24,9 +24,25 @@ async function api(path, { method = 'GET', body } = {}) {
   try { json = await response.json(); } catch { /* not JSON */ }
   if (!response.ok) {
     const error = json && json.error ? json.error : { code: 'http_' + response.status, message: 'The server answered ' + response.status + '.' };
+    // Sensitive actions need a recent sign-in: confirm with a passkey, then try once more.
+    if (error.code === 'reauthentication_required' && !reauthenticated && current) {
+      await reauthenticate();
+      return api(path, { method, body, reauthenticated: true });
+    }
     throw new ApiError(response.status, error.code, error.message);
   }
   return json;
+}
+
+/** A fresh passkey sign-in for the signed-in account; its new session replaces the old one. */
+async function reauthenticate() {
+  stopConditional();
+  say('To do this, confirm it is you with your passkey.', 'info');
+  const options = await api('/api/auth/authenticate/options', { method: 'POST', body: { username: current.user.username } });
+  const credential = await navigator.credentials.get({ publicKey: requestOptionsFromJSON(options) });
+  const result = await api('/api/auth/authenticate/verify', { method: 'POST', body: { credential: credentialToJSON(credential) } });
+  current = { user: result.user, rpId: current.rpId };
+  say('');
 }
 
 // MARK: messages
@@ -55,6 +71,8 @@ const friendly = {
   invalid_recovery_link: 'This recovery link is unknown, expired or was already used. Ask for a new one.',
   no_passkey: 'Create a passkey before turning the password off.',
   rate_limited: 'Too many attempts. Please wait a minute and try again.',
+  reauthentication_required: 'For your security, sign in again with your passkey to do this.',
+  busy: 'The server is busy. Please try again in a moment.',
   account_disabled: 'This account is disabled.',
   not_signed_in: 'Please sign in again.',
   credential_already_registered: 'This passkey is already registered.',
@@ -345,6 +363,7 @@ async function loadAccount(notice) {
   $('recovery-banner').hidden = !recovering;
   $('password-section').hidden = !session.hasPassword;
   $('password-remove-button').disabled = passkeys.length === 0;
+  await loadSessions();
   $('recovery-codes-status').textContent = session.recoveryCodesLeft > 0 ? session.recoveryCodesLeft + ' unused codes.' : 'You have no recovery codes.';
   $('account-greeting').textContent = 'Signed in as ' + session.user.displayName + ' (' + session.user.username + ').';
   show('account');
@@ -421,6 +440,28 @@ function confirmDelete(passkey) {
   $('confirm-cancel').focus();
 }
 
+async function loadSessions() {
+  const { sessions } = await api('/api/auth/sessions');
+  const list = $('session-list');
+  list.replaceChildren();
+  for (const session of sessions) {
+    const item = document.createElement('li');
+    const how = { passkey: 'passkey', sign_up: 'sign-up', password: 'password', recovery_code: 'recovery code', recovery_link: 'recovery link' }[session.method] || 'sign-in';
+    item.textContent = (session.current ? 'This browser' : (session.userAgent || 'Unknown device')) + ' — signed in with ' + how + ', ' + when(session.createdAt);
+    list.append(item);
+  }
+  $('revoke-others-button').disabled = sessions.length < 2;
+}
+
+async function revokeOthers() {
+  try {
+    const { revoked } = await api('/api/auth/sessions/revoke-others', { method: 'POST', body: {} });
+    await loadAccount(revoked === 1 ? 'Signed out 1 other session.' : 'Signed out ' + revoked + ' other sessions.');
+  } catch (error) {
+    say(explain(error), 'error');
+  }
+}
+
 async function signOut() {
   try { await api('/api/auth/session', { method: 'DELETE' }); } catch { /* signed out either way */ }
   current = null;
@@ -447,6 +488,7 @@ $('recover-form').addEventListener('submit', recoverySignIn);
 $('recovery-codes-button').addEventListener('click', () => createRecoveryCodes('New recovery codes: the old ones no longer work.'));
 $('password-remove-button').addEventListener('click', removePassword);
 $('signout-button').addEventListener('click', signOut);
+$('revoke-others-button').addEventListener('click', revokeOthers);
 window.addEventListener('hashchange', () => { say(''); route(); });
 window.addEventListener('popstate', () => { say(''); route(); });
 if (!window.PublicKeyCredential) say('This browser does not support passkeys.', 'error');

@@ -54,6 +54,13 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         APIError(.tooManyRequests, "rate_limited", "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)
     }
     static let internalError = APIError(.internalServerError, "internal_error", "Something went wrong on the server.")
+    static let notFound = APIError(.notFound, "not_found", "No such endpoint.")
+    static let unsupportedMediaType = APIError(.unsupportedMediaType, "unsupported_media_type", "Send the body as Content-Type: application/json.")
+    static let crossSite = APIError(.forbidden, "cross_site_request", "Cross-site requests cannot sign in here.")
+    static let reauthenticationRequired = APIError(.forbidden, "reauthentication_required",
+                                                   "Sign in again with your passkey to do this (your last sign-in was too long ago).")
+    static let sessionNotFound = APIError(.notFound, "session_not_found", "No such session on this account.")
+    static let busy = APIError(.serviceUnavailable, "busy", "The server is busy checking passwords; try again shortly.")
 
     static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
 

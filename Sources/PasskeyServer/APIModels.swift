@@ -95,3 +95,34 @@ struct RecoveryCodesJSON: Encodable, Sendable {
 struct PasskeyListJSON: Encodable, Sendable {
     let passkeys: [PasskeyJSON]
 }
+
+/// `GET /api/auth/sessions`: the account's live sessions, newest first.
+struct SessionListJSON: Encodable, Sendable {
+    struct Item: Encodable, Sendable {
+        /// base64url of the session's token hash (never the token): names it for `DELETE /api/auth/sessions/{id}`.
+        let id: String
+        let createdAt: Date
+        let expiresAt: Date
+        let userAgent: String?
+        let ipAddress: String?
+        /// How it was made: passkey, sign_up, password, recovery_code, recovery_link (unknown before v5).
+        let method: String
+        /// The passkey that made it (base64url credential ID), if any.
+        let passkeyId: String?
+        /// The session this request came with.
+        let current: Bool
+
+        init(_ session: SessionRecord, current: Bool) {
+            id = Base64URLBytes(session.tokenHash).base64URL
+            createdAt = session.createdAt
+            expiresAt = session.expiresAt
+            userAgent = session.userAgent
+            ipAddress = session.ipAddress
+            method = session.method
+            passkeyId = session.credentialID.map { Base64URLBytes($0).base64URL }
+            self.current = current
+        }
+    }
+
+    let sessions: [Item]
+}

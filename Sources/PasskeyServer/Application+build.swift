@@ -12,20 +12,24 @@ public enum PasskeyServer {
     /// Builds the HTTP application for `service`, listening on `host:port`.
     public static func application(service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
                                    logger: Logger = Logger(label: "passkeyd")) -> some ApplicationProtocol {
+        let configuration = service.configuration
         let router = Router(context: PasskeyRequestContext.self)
+        // Outermost first: every answer (errors included) is logged and carries the security
+        // headers; then one spelling per path, then no cross-site writes.
         router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
-        router.add(middleware: ErrorMiddleware())
         router.add(middleware: SecurityHeadersMiddleware())
-        router.add(middleware: ClientRateLimitMiddleware(service: service))
-        if let directory = service.configuration.publicDirectory {
+        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: CanonicalPathMiddleware())
+        router.add(middleware: OriginCheckMiddleware(allowed: Set(configuration.webOrigins + configuration.relatedOrigins)))
+        if let directory = configuration.publicDirectory {
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
         }
 
         NativeAPI(service: service).register(on: router)
-        if service.configuration.compatibilityRoutes {
+        if configuration.compatibilityRoutes {
             CompatibilityAPI(service: service).register(on: router)
         }
-        WellKnown(configuration: service.configuration).register(on: router)
+        WellKnown(configuration: configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }
         // Liveness: the process answers. Readiness: the database answers too.
         router.get("healthz") { _, _ in "ok\n" }
@@ -33,10 +37,17 @@ public enum PasskeyServer {
             guard await service.ready() else { throw APIError.from(StoreError(.unavailable, "ping failed")) }
             return "ready\n"
         }
-        router.get("metrics") { request, _ in try await metrics(request, service: service) }
+        // Closed unless the operator opens it (a token, or metricsPublic behind a proxy).
+        if configuration.metricsToken != nil || configuration.metricsPublic {
+            router.get("metrics") { request, _ in try await metrics(request, service: service) }
+        }
 
-        var app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
-        app.addServices(ExpirySweeper(store: service.store, logger: logger))
+        let limits = ConnectionLimits(configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
+                                      metrics: service.metrics)
+        var app = Application(router: router,
+                              server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
+                              configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
         return app
     }
 
@@ -55,13 +66,15 @@ public enum PasskeyServer {
     }
 }
 
-/// Deletes expired ceremonies and sessions once a minute.
+/// Deletes expired ceremonies and sessions, and prunes ended rate-limit windows, once a minute.
 struct ExpirySweeper: Service {
     let store: any PasskeyStore
+    let limiter: RateLimiter
     let logger: Logger
 
     func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            limiter.prune(now: Date())
             do {
                 let removed = try await store.sweepExpired(now: Date())
                 if removed > 0 { logger.debug("swept expired rows", metadata: ["count": "\(removed)"]) }

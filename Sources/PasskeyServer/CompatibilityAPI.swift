@@ -30,10 +30,18 @@ struct CompatibilityAPI: Sendable {
     let service: PasskeyService
 
     func register(on router: Router<PasskeyRequestContext>) {
-        router.get("signup") { request, _ in try await signup(request) }
-        router.post("makeCredential") { request, context in try await makeCredential(request, context) }
-        router.get("authenticate") { request, _ in try await authenticateOptions(request) }
-        router.post("authenticate") { request, context in try await authenticate(request, context) }
+        let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
+        let routes = router.group()
+            .add(middleware: ClientRateLimitMiddleware(service: service))
+            .add(middleware: JSONRequestMiddleware())
+        routes.get("signup") { request, _ in try await signup(request) }
+        routes.get("authenticate") { request, _ in try await authenticateOptions(request) }
+        // Both create something a browser could be tricked into: no cross-site requests.
+        let verify = routes.group()
+            .add(middleware: JSONRequestMiddleware(bodyRequired: true))
+            .add(middleware: SessionIssuingMiddleware(allowed: allowedOrigins))
+        verify.post("makeCredential") { request, context in try await makeCredential(request, context) }
+        verify.post("authenticate") { request, context in try await authenticate(request, context) }
     }
 
     /// A base64url string of 32 random bytes: what the reference server sent as a challenge.

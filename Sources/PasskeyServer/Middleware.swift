@@ -1,6 +1,8 @@
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
+import NIOHTTP1
 import PasskeyStore
 import WebAuthn
 
@@ -15,27 +17,40 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as APIError {
             return try error.response(from: request, context: context)
         } catch let error as WebAuthnError {
-            return try APIError.from(error, signIn: request.uri.path.contains("authenticate")).response(from: request, context: context)
+            // Only parsing errors reach here (the service maps ceremony failures itself): 400.
+            return try APIError.from(error, signIn: false).response(from: request, context: context)
         } catch let error as StoreError {
             context.logger.error("store error", metadata: ["error": "\(error)"])
             return try APIError.from(error).response(from: request, context: context)
         } catch let error as HTTPError {
             let mapped: APIError = switch error.status {
-            case .notFound: APIError(.notFound, "not_found", "No such endpoint.")
+            case .notFound: APIError.notFound
             case .methodNotAllowed: APIError(.methodNotAllowed, "method_not_allowed", "Method not allowed here.")
             case .contentTooLarge: APIError.bodyTooLarge
             case .badRequest: APIError(.badRequest, "bad_request", "Bad request.")
-            default: APIError(error.status, "http_\(error.status.code)", error.status.reasonPhrase)
+            default: APIError(error.status, "request_refused", error.status.reasonPhrase)
             }
             return try mapped.response(from: request, context: context)
+        } catch let error as HTTPParserError {
+            // The connection ended in the middle of the request: the client went away.
+            if error == .invalidEOFState || context.clientWentAway { throw ClientAborted() }
+            return try APIError(.badRequest, "bad_request", "The request is not valid HTTP.").response(from: request, context: context)
+        } catch let error as ChannelError where error == .ioOnClosedChannel || error == .outputClosed || error == .inputClosed || error == .eof {
+            throw ClientAborted()
         } catch {
+            // A client that went away mid-request is not a server error.
+            if context.clientWentAway { throw ClientAborted() }
             context.logger.error("unexpected error", metadata: ["error": "\(error)"])
             return try APIError.internalError.response(from: request, context: context)
         }
     }
 }
 
-/// Headers every response carries.
+/// The client closed its connection before the answer: nothing to answer, logged at info and
+/// counted apart by ``RequestLogMiddleware``.
+struct ClientAborted: Error {}
+
+/// Headers every response carries, errors included.
 struct SecurityHeadersMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
 

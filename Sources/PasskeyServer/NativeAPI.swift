@@ -18,40 +18,88 @@ struct NativeAPI: Sendable {
     var limit: Int { service.configuration.maxBodySize }
     var sessionMaxAge: Int { Int(service.configuration.sessionLifetime.components.seconds) }
 
+    /// The routes, by what guards them. Limits, content-type and session checks are attached to
+    /// route groups, so every spelling of a path that reaches a handler passed them.
     func register(on router: Router<PasskeyRequestContext>) {
+        let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
         let api = router.group("api/auth")
-        api.post("register/options") { request, context in try await registerOptions(request, context) }
-        api.post("register/verify") { request, context in try await registerVerify(request, context) }
-        api.post("authenticate/options") { request, context in try await authenticateOptions(request, context) }
-        api.get("authenticate/options") { request, context in try await authenticateOptions(request, context) }
-        api.post("authenticate/verify") { request, context in try await authenticateVerify(request, context) }
-        api.get("session") { request, _ in try await session(request) }
-        api.delete("session") { request, context in try await signOut(request, context) }
-        api.get("passkeys") { request, _ in try await listPasskeys(request) }
-        api.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
-        api.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
-        api.post("password/sign-in") { request, context in try await passwordSignIn(request, context) }
-        api.delete("password") { request, context in try await removePassword(request, context) }
-        api.post("recovery-codes") { request, context in try await recoveryCodes(request, context) }
-        api.post("recovery/sign-in") { request, context in try await recoverySignIn(request, context) }
-        api.post("recovery/link") { request, context in try await recoveryLink(request, context) }
+
+        // Ceremonies: per-address limit, JSON bodies only. Signed in, registration adds a passkey.
+        let ceremonies = api.group()
+            .add(middleware: ClientRateLimitMiddleware(service: service))
+            .add(middleware: JSONRequestMiddleware())
+        ceremonies.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .optional))
+            .post("register/options") { request, context in try await registerOptions(request, context) }
+        let signInOptions = ceremonies.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
+        signInOptions.post("authenticate/options") { request, context in try await authenticateOptions(request, context) }
+        signInOptions.get("authenticate/options") { request, context in try await authenticateOptions(request, context) }
+
+        // The routes that issue a session: a JSON body is required and no cross-site browser
+        // request may reach them (no login CSRF).
+        let signIns = api.group()
+            .add(middleware: ClientRateLimitMiddleware(service: service))
+            .add(middleware: JSONRequestMiddleware(bodyRequired: true))
+            .add(middleware: SessionIssuingMiddleware(allowed: allowedOrigins))
+        signIns.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .optional))
+            .post("register/verify") { request, context in try await registerVerify(request, context) }
+        let otherSignIns = signIns.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
+        otherSignIns.post("authenticate/verify") { request, context in try await authenticateVerify(request, context) }
+        otherSignIns.post("password/sign-in") { request, context in try await passwordSignIn(request, context) }
+        otherSignIns.post("recovery/sign-in") { request, context in try await recoverySignIn(request, context) }
+        otherSignIns.post("recovery/link") { request, context in try await recoveryLink(request, context) }
+
+        // The signed-in account.
+        let account = api.group()
+            .add(middleware: JSONRequestMiddleware())
+            .add(middleware: SessionMiddleware(sessions: sessions, mode: .required))
+        account.get("session") { _, context in try await session(context) }
+        account.delete("session") { request, context in try await signOut(request, context) }
+        account.get("sessions") { _, context in try await listSessions(context) }
+        account.post("sessions/revoke-others") { request, context in try await revokeOtherSessions(request, context) }
+        account.delete("sessions/:id") { request, context in try await revokeSession(request, context) }
+        account.get("passkeys") { _, context in try await listPasskeys(context) }
+        account.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
+        account.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
+        account.post("password") { request, context in try await changePassword(request, context) }
+        account.delete("password") { request, context in try await removePassword(request, context) }
+        account.post("recovery-codes") { request, context in try await recoveryCodes(request, context) }
+    }
+
+    /// The signed-in session of a route behind a required ``SessionMiddleware``.
+    static func signedIn(_ context: PasskeyRequestContext) throws -> PasskeyService.SignedIn {
+        guard let signedIn = context.signedIn else { throw APIError.notSignedIn }
+        return signedIn
+    }
+
+    /// A sign-in made from a browser that was already signed in replaces that session (the
+    /// token it held stops working): no session fixation, no forgotten sessions.
+    func retirePreviousSession(_ context: PasskeyRequestContext) async throws {
+        guard let previous = context.signedIn else { return }
+        try await service.store.revokeSession(tokenHash: previous.session.tokenHash)
     }
 
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let result = try await service.passwordSignIn(username: try body.optionalString("username"), password: try body.optionalString("password"),
                                                       client: service.client(request, context))
+        try await retirePreviousSession(context)
         return try signedIn(result, method: "password")
     }
 
     func removePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let signedIn = try await sessions.required(request)
-        try await service.removePassword(signedIn, client: service.client(request, context))
+        try await service.removePassword(try Self.signedIn(context), client: service.client(request, context))
+        return HTTP.noContent()
+    }
+
+    func changePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let body = try await HTTP.jsonBody(request, limit: limit)
+        try await service.changePassword(try Self.signedIn(context), newPassword: try body.optionalString("newPassword"),
+                                         client: service.client(request, context))
         return HTTP.noContent()
     }
 
     func recoveryCodes(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+        let signedIn = try Self.signedIn(context)
         return try HTTP.json(RecoveryCodesJSON(codes: try await service.newRecoveryCodes(signedIn, client: service.client(request, context))))
     }
 
@@ -59,12 +107,14 @@ struct NativeAPI: Sendable {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let result = try await service.recoverySignIn(username: try body.optionalString("username"), code: try body.optionalString("code"),
                                                       client: service.client(request, context))
+        try await retirePreviousSession(context)
         return try signedIn(result, method: "recovery_code")
     }
 
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let result = try await service.recoveryLinkSignIn(token: try body.optionalString("token"), client: service.client(request, context))
+        try await retirePreviousSession(context)
         return try signedIn(result, method: "recovery_link")
     }
 
@@ -77,9 +127,8 @@ struct NativeAPI: Sendable {
 
     func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let signedIn = try await sessions.optional(request)
         let options = try await service.registrationOptions(username: try body.optionalString("username"),
-                                                            displayName: try body.optionalString("displayName"), signedIn: signedIn,
+                                                            displayName: try body.optionalString("displayName"), signedIn: context.signedIn,
                                                             conditional: try Self.conditionalMediation(body),
                                                             client: service.client(request, context))
         return try HTTP.json(options)
@@ -87,7 +136,7 @@ struct NativeAPI: Sendable {
 
     func registerVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let signedIn = try await sessions.optional(request)
+        let signedIn = context.signedIn
         let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
         var replaces: [UInt8]?
         if let id = try body.optionalString("replaces") {
@@ -117,33 +166,58 @@ struct NativeAPI: Sendable {
         let body = try await HTTP.jsonBody(request, limit: limit)
         let credential = try AuthenticationResponseJSON(json: Self.credential(in: body))
         let result = try await service.finishAuthentication(credential, client: service.client(request, context))
+        try await retirePreviousSession(context)
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
         return try HTTP.json(SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
     }
 
-    func session(_ request: Request) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+    func session(_ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
         return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt,
                                          expiresAt: signedIn.session.expiresAt, hasPassword: signedIn.account.passwordHash != nil,
                                          recoveryCodesLeft: try await service.recoveryCodesLeft(accountID: signedIn.account.id)))
     }
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+        let signedIn = try Self.signedIn(context)
         try await service.signOut(signedIn, client: service.client(request, context))
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
         return HTTP.noContent(headers: headers)
     }
 
-    func listPasskeys(_ request: Request) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+    func listSessions(_ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
+        let sessions = try await service.sessions(of: signedIn).map { SessionListJSON.Item($0, current: $0.tokenHash == signedIn.session.tokenHash) }
+        return try HTTP.json(SessionListJSON(sessions: sessions))
+    }
+
+    func revokeOtherSessions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let count = try await service.revokeOtherSessions(try Self.signedIn(context), client: service.client(request, context))
+        return try HTTP.json(["revoked": count])
+    }
+
+    func revokeSession(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
+        guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, id.count == 32 else {
+            throw APIError.sessionNotFound
+        }
+        try await service.revokeSession(id: id, signedIn: signedIn, client: service.client(request, context))
+        var headers = HTTPFields()
+        if id == signedIn.session.tokenHash {
+            headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
+        }
+        return HTTP.noContent(headers: headers)
+    }
+
+    func listPasskeys(_ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
         return try HTTP.json(PasskeyListJSON(passkeys: try await service.passkeys(of: signedIn).map(PasskeyJSON.init)))
     }
 
     func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+        let signedIn = try Self.signedIn(context)
         let body = try await HTTP.jsonBody(request, limit: limit)
         let passkey = try await service.renamePasskey(try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
                                                       client: service.client(request, context))
@@ -151,7 +225,7 @@ struct NativeAPI: Sendable {
     }
 
     func deletePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let signedIn = try await sessions.required(request)
+        let signedIn = try Self.signedIn(context)
         try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: service.client(request, context))
         return HTTP.noContent()
     }

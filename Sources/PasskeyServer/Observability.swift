@@ -27,10 +27,12 @@ struct RequestLogMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            // The error middleware answers everything; this only keeps the log line honest.
+            // The error middleware answers everything but a client that went away.
+            if error is ClientAborted || context.clientWentAway { return aborted(request, context, since: start) }
             context.logger.info("request", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "status": "error"])
             throw error
         }
+        if context.clientWentAway { return aborted(request, context, since: start) }
         response.headers[.requestID] = id
         let elapsed = ContinuousClock.now - start
         metrics.request(status: response.status.code, duration: elapsed)
@@ -40,6 +42,17 @@ struct RequestLogMiddleware: RouterMiddleware {
             "duration_ms": "\(Double(elapsed.nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
         ])
         return response
+    }
+
+    /// A request whose client closed the connection first: logged at info, counted apart, never
+    /// a 500 (nobody is there to read the answer).
+    private func aborted(_ request: Request, _ context: Context, since start: ContinuousClock.Instant) -> Response {
+        metrics.requestAborted()
+        context.logger.info("aborted request", metadata: [
+            "method": "\(request.method)", "path": "\(request.uri.path)",
+            "duration_ms": "\(Double((ContinuousClock.now - start).nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
+        ])
+        return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
     }
 
     static func requestID(_ supplied: String?) -> String {
@@ -55,25 +68,6 @@ struct RequestLogMiddleware: RouterMiddleware {
             text.append(digits[Int(byte & 0x0f)])
         }
         return String(decoding: text, as: UTF8.self)
-    }
-}
-
-/// The per-IP limit on the endpoints that start or finish a ceremony (and password and recovery
-/// sign-ins): each request counts, whatever its outcome.
-struct ClientRateLimitMiddleware: RouterMiddleware {
-    typealias Context = PasskeyRequestContext
-    let service: PasskeyService
-    static let limitedPaths: Set<String> = [
-        "/api/auth/register/options", "/api/auth/register/verify", "/api/auth/authenticate/options", "/api/auth/authenticate/verify",
-        "/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/recovery/link",
-        "/signup", "/makeCredential", "/authenticate",
-    ]
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if service.configuration.rateLimits.enabled, Self.limitedPaths.contains(request.uri.path) {
-            try await service.limitClient(service.client(request, context))
-        }
-        return try await next(request, context)
     }
 }
 

@@ -7,7 +7,7 @@ extension OpenAPIDocument {
   "info": {
     "title": "passkeyd API",
     "version": "1.0.0",
-    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `body_too_large`: The body exceeds the configured limit (413).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_credentials`: Password sign-in: wrong username or password; unknown usernames get the same answer (401).\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_mediation`: mediation is not conditional, optional, required or silent (400).\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_password`: Password sign-in without a password, or one over 1024 bytes (400).\n- `invalid_recovery_code`: Recovery sign-in: the code is wrong or was used; unknown usernames get the same answer (401).\n- `invalid_recovery_link`: The recovery link is unknown, expired or used (401).\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, too long or uses other characters than letters, digits and . _ - @ +.\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `no_passkey`: The password can be turned off only once the account has a passkey (409).\n- `no_password`: The account has no password to turn off (409).\n- `not_found`: No such endpoint (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rate_limited`: Too many requests from this address, or attempts for this account; retry after Retry-After seconds (429).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
+    "description": "Passkey (WebAuthn) sign-in. Options and responses use the W3C WebAuthn Level 3 JSON encodings. Errors: HTTP status plus {\"error\": {\"code\", \"message\"}}; codes are stable:\n\n- `account_disabled`: The account is disabled (403).\n- `account_mismatch`: The challenge was issued to another account.\n- `attestation_invalid`: The attestation statement does not verify.\n- `attestation_not_allowed`: The attestation format is not allowed by policy.\n- `attestation_untrusted`: The attestation does not chain to a configured trust anchor.\n- `backup_eligibility_changed`: BE differs from registration.\n- `bad_request`: The request is not valid HTTP (400).\n- `body_too_large`: The body exceeds the configured limit (413).\n- `busy`: Password checks are queued past their bound; retry after Retry-After (503).\n- `ceremony_mismatch`: The challenge was issued for the other ceremony (registration vs authentication) or API.\n- `challenge_expired`: The ceremony's challenge expired.\n- `challenge_mismatch`: clientData.challenge is not the ceremony's challenge.\n- `challenge_unknown`: The response answers no open ceremony (never issued, or already used).\n- `counter_conflict`: Two sign-ins with the same passkey raced; one lost (409).\n- `counter_regression`: The signature counter did not increase: possible cloned authenticator (401).\n- `credential_already_registered`: This passkey is registered already (409).\n- `credential_id_mismatch`: credential.id/rawId disagree with each other or with the attested credential.\n- `credential_id_too_long`: The credential ID exceeds 1023 bytes.\n- `credential_not_allowed`: The passkey does not belong to the account the sign-in was started for (401).\n- `credential_not_found`: Sign-in with a passkey the server does not know (deleted?) (401). Browsers should call PublicKeyCredential.signalUnknownCredential.\n- `cross_origin_not_allowed`: The ceremony ran in a cross-origin iframe.\n- `cross_site_request`: A browser request marked Sec-Fetch-Site: cross-site to a route that issues a session, from an origin that is not allowed (403).\n- `csrf_origin_mismatch`: A cookie-authenticated state-changing request without an allowed Origin header (403).\n- `database_unavailable`: The database is unreachable (503).\n- `internal_error`: Unexpected server error (500).\n- `invalid_backup_flags`: BS set without BE.\n- `invalid_credentials`: Password sign-in: wrong username or password; unknown usernames get the same answer (401).\n- `invalid_display_name`: The display name is too long or has control characters.\n- `invalid_mediation`: mediation is not conditional, optional, required or silent (400).\n- `invalid_name`: A passkey name must have 1 to 64 characters.\n- `invalid_password`: Password sign-in without a password, or one over 1024 bytes; a new password under 8 characters or equal to the username (400).\n- `invalid_recovery_code`: Recovery sign-in: the code is wrong or was used; unknown usernames get the same answer (401).\n- `invalid_recovery_link`: The recovery link is unknown, expired or used (401).\n- `invalid_user_id`: Compatibility API only: userId is not the UUID /signup returned (400).\n- `invalid_username`: The username is empty, over 64 characters or 256 bytes, uses other characters than letters, digits and . _ - @ +, compatibility characters, or mixes scripts (PRECIS UsernameCaseMapped, see docs/security.md).\n- `last_passkey`: Deleting the account's only passkey is refused (409).\n- `malformed_attestation_object`: attestationObject is malformed.\n- `malformed_authenticator_data`: authenticatorData is malformed.\n- `malformed_client_data`: clientDataJSON is not valid client data.\n- `malformed_credential`: credential.type is not public-key.\n- `malformed_json`: The body is not the documented JSON (the message names the field).\n- `malformed_public_key`: The credential public key is malformed.\n- `method_not_allowed`: Method not allowed (405).\n- `no_passkey`: The password can be turned off only once the account has a passkey (409).\n- `no_password`: The account has no password to turn off (409).\n- `not_found`: No such endpoint, or a path not in its one canonical spelling (no empty or dot segments, no trailing slash, no encoded slash, dot or control byte) (404).\n- `not_signed_in`: No live session: missing, expired, revoked or unknown token (401).\n- `origin_not_allowed`: clientData.origin is not a configured web or Android origin.\n- `passkey_not_found`: No such passkey on this account (404).\n- `rate_limited`: Too many requests from this address, or too many wrong passwords or recovery codes for this account from this address; retry after Retry-After seconds (429).\n- `reauthentication_required`: Adding a passkey, removing the last-but-one way in, new recovery codes and a password change need a sign-in within reauthenticationSeconds (403); sign in again (a passkey prompt) and retry.\n- `request_refused`: The HTTP layer refused the request (the status says why).\n- `rp_id_hash_mismatch`: The passkey belongs to another RP ID.\n- `session_not_found`: No such session on this account (404).\n- `signature_invalid`: The assertion signature does not verify (401).\n- `too_many_ceremonies`: Too many open ceremonies; retry after Retry-After (503).\n- `top_origin_not_allowed`: clientData.topOrigin is not allowed.\n- `type_mismatch`: clientData.type is wrong for the ceremony.\n- `unknown_user`: Compatibility API only: GET /authenticate for a username that does not exist (400), as the reference server answered.\n- `unsupported_algorithm`: The credential algorithm is not accepted.\n- `unsupported_attestation_format`: Unknown attestation statement format.\n- `unsupported_media_type`: A request body that is not sent as Content-Type: application/json, or a session-issuing request without one (415).\n- `user_handle_mismatch`: userHandle missing or not the passkey owner's (401).\n- `user_not_present`: UP flag missing.\n- `user_not_verified`: UV flag missing while user verification is required.\n- `username_taken`: Sign-up for a username that exists (409)."
   },
   "paths": {
     "/api/auth/register/options": {
@@ -682,7 +682,7 @@ extension OpenAPIDocument {
     },
     "/api/auth/password": {
       "delete": {
-        "summary": "Turn the account's password off (it needs a passkey first)",
+        "summary": "Turn the account's password off (it needs a passkey first; a recent sign-in when one passkey remains)",
         "operationId": "removePassword",
         "security": [
           {
@@ -703,6 +703,233 @@ extension OpenAPIDocument {
             "$ref": "#/components/responses/Error"
           },
           "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      },
+      "post": {
+        "summary": "Change the password (needs a recent sign-in; every other session ends)",
+        "operationId": "changePassword",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "newPassword"
+                ],
+                "properties": {
+                  "newPassword": {
+                    "type": "string",
+                    "minLength": 8
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "204": {
+            "description": "Changed"
+          },
+          "400": {
+            "$ref": "#/components/responses/Error"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "409": {
+            "$ref": "#/components/responses/Error"
+          },
+          "415": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/sessions": {
+      "get": {
+        "summary": "The account's live sessions, newest first",
+        "operationId": "listSessions",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "sessions"
+                  ],
+                  "properties": {
+                    "sessions": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "required": [
+                          "id",
+                          "createdAt",
+                          "expiresAt",
+                          "method",
+                          "current"
+                        ],
+                        "properties": {
+                          "id": {
+                            "type": "string",
+                            "description": "base64url of the token's SHA-256 (never the token)"
+                          },
+                          "createdAt": {
+                            "type": "string",
+                            "format": "date-time"
+                          },
+                          "expiresAt": {
+                            "type": "string",
+                            "format": "date-time"
+                          },
+                          "userAgent": {
+                            "type": "string"
+                          },
+                          "ipAddress": {
+                            "type": "string"
+                          },
+                          "method": {
+                            "type": "string",
+                            "enum": [
+                              "passkey",
+                              "sign_up",
+                              "password",
+                              "recovery_code",
+                              "recovery_link",
+                              "unknown"
+                            ]
+                          },
+                          "passkeyId": {
+                            "type": "string",
+                            "description": "the passkey that made it; deleting that passkey ends the session"
+                          },
+                          "current": {
+                            "type": "boolean"
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/sessions/revoke-others": {
+      "post": {
+        "summary": "Sign out everywhere else: every session of the account but this one",
+        "operationId": "revokeOtherSessions",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "OK",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "required": [
+                    "revoked"
+                  ],
+                  "properties": {
+                    "revoked": {
+                      "type": "integer"
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "503": {
+            "$ref": "#/components/responses/Error"
+          }
+        }
+      }
+    },
+    "/api/auth/sessions/{id}": {
+      "parameters": [
+        {
+          "name": "id",
+          "in": "path",
+          "required": true,
+          "description": "a session id from GET /api/auth/sessions",
+          "schema": {
+            "type": "string"
+          }
+        }
+      ],
+      "delete": {
+        "summary": "End one of the account's sessions",
+        "operationId": "revokeSession",
+        "security": [
+          {
+            "bearer": []
+          },
+          {
+            "cookie": []
+          }
+        ],
+        "responses": {
+          "204": {
+            "description": "Ended"
+          },
+          "401": {
+            "$ref": "#/components/responses/Error"
+          },
+          "403": {
+            "$ref": "#/components/responses/Error"
+          },
+          "404": {
             "$ref": "#/components/responses/Error"
           },
           "503": {
@@ -1416,7 +1643,9 @@ extension OpenAPIDocument {
                   "attestation_not_allowed",
                   "attestation_untrusted",
                   "backup_eligibility_changed",
+                  "bad_request",
                   "body_too_large",
+                  "busy",
                   "ceremony_mismatch",
                   "challenge_expired",
                   "challenge_mismatch",
@@ -1429,6 +1658,7 @@ extension OpenAPIDocument {
                   "credential_not_allowed",
                   "credential_not_found",
                   "cross_origin_not_allowed",
+                  "cross_site_request",
                   "csrf_origin_mismatch",
                   "database_unavailable",
                   "internal_error",
@@ -1457,7 +1687,10 @@ extension OpenAPIDocument {
                   "origin_not_allowed",
                   "passkey_not_found",
                   "rate_limited",
+                  "reauthentication_required",
+                  "request_refused",
                   "rp_id_hash_mismatch",
+                  "session_not_found",
                   "signature_invalid",
                   "too_many_ceremonies",
                   "top_origin_not_allowed",
@@ -1465,6 +1698,7 @@ extension OpenAPIDocument {
                   "unknown_user",
                   "unsupported_algorithm",
                   "unsupported_attestation_format",
+                  "unsupported_media_type",
                   "user_handle_mismatch",
                   "user_not_present",
                   "user_not_verified",

@@ -1,17 +1,30 @@
 import Hummingbird
 import NIOCore
 
-/// The request context: Hummingbird's core storage plus the client's address.
+/// The request context: Hummingbird's core storage, the client's address, the connection (to
+/// tell a client that went away from a server error) and the signed-in session, resolved once
+/// by ``SessionMiddleware`` on the routes that use one.
 public struct PasskeyRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer IP address (audit log, rate limits). A proxy in front supplies the real one in
     /// X-Forwarded-For; passkeyd reads that only when configured to trust its proxy.
     public let peerAddress: String?
+    /// The connection the request came on.
+    let channel: any Channel
+    /// Whether it was open when the request began (in-process test clients have no live channel).
+    let channelWasActive: Bool
+    /// The session the request carries, when a route resolved it.
+    public var signedIn: PasskeyService.SignedIn?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         peerAddress = source.channel.remoteAddress?.ipAddress
+        channel = source.channel
+        channelWasActive = source.channel.isActive
     }
+
+    /// The client closed the connection while its request was being answered.
+    var clientWentAway: Bool { channelWasActive && !channel.isActive }
 
     /// Bodies are read by the handlers with the configured limit; this is the hard ceiling.
     public var maxUploadSize: Int { 16 * 1024 * 1024 }

@@ -29,14 +29,17 @@ extension PasskeyService {
     /// without a password take the same time (a decoy hash of the configured cost is checked).
     public func passwordSignIn(username: String?, password: String?, client: Client) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
-        try await limit("user", Account.key(for: name))
         guard let password, !password.isEmpty, password.utf8.count <= 1024 else {
             throw APIError.badRequest("invalid_password", "Enter a password (at most 1024 bytes).")
         }
+        let key = Account.key(for: name)
+        try await throttleSecretAttempt(accountKey: key, client: client)
         let account = try await store.account(username: name)
         let hash = account?.passwordHash.flatMap(Bcrypt.init) ?? decoyPasswordHash()
-        let matches = await Self.offloaded { hash.verify(password) }
+        let matches = try await hashing { hash.verify(password) }
+        // A disabled account answers a wrong password exactly as an unknown username does.
         guard let account, account.passwordHash != nil, matches else {
+            await recordSecretFailure(accountKey: key, client: client)
             await audit("sign_in_failed", accountID: account?.id, client: client, detail: "invalid_credentials")
             throw Self.invalidPassword
         }
@@ -48,20 +51,41 @@ extension PasskeyService {
         return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false)
     }
 
-    /// Turns the password off; only once the account has a passkey.
+    /// Turns the password off; only once the account has a passkey. Leaving a single way in
+    /// needs a recent sign-in.
     public func removePassword(_ signedIn: SignedIn, client: Client) async throws {
         guard signedIn.account.passwordHash != nil else { throw APIError(.conflict, "no_password", "This account has no password.") }
+        if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
         guard try await store.removePassword(accountID: signedIn.account.id) else {
             throw APIError(.conflict, "no_passkey", "Add a passkey before turning the password off.")
         }
         await audit("password_removed", accountID: signedIn.account.id, client: client)
     }
 
-    /// bcrypt runs for tens to hundreds of milliseconds: off the request threads.
-    static func offloaded(_ work: @escaping @Sendable () -> Bool) async -> Bool {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: work()) }
+    /// Changes the password of an account that has one: needs a recent sign-in and the new
+    /// password (8 to 1024 bytes, not the username); every other session of the account ends.
+    public func changePassword(_ signedIn: SignedIn, newPassword: String?, client: Client) async throws {
+        guard signedIn.account.passwordHash != nil else { throw APIError(.conflict, "no_password", "This account has no password.") }
+        try requireRecentSignIn(signedIn)
+        guard let newPassword, newPassword.count >= 8, newPassword.utf8.count <= 1024 else {
+            throw APIError.badRequest("invalid_password", "Choose a password of at least 8 characters (at most 1024 bytes).")
         }
+        guard Account.key(for: newPassword) != Account.key(for: signedIn.account.username) else {
+            throw APIError.badRequest("invalid_password", "The password cannot be the username.")
+        }
+        let cost = configuration.passwordHashCost
+        let hash = try await hashing { Bcrypt(hashing: newPassword, cost: cost).text }
+        guard try await store.changePassword(accountID: signedIn.account.id, hash: hash, keepSession: signedIn.session.tokenHash) else {
+            throw APIError(.conflict, "no_password", "This account has no password.")
+        }
+        await audit("password_changed", accountID: signedIn.account.id, client: client)
+    }
+
+    /// bcrypt runs for tens to hundreds of milliseconds: on the bounded pool, off the request
+    /// threads, so a password flood cannot starve the ceremonies (503 `busy` past its queue).
+    func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
+        guard let result = await passwordWork.run(work) else { throw APIError.busy }
+        return result
     }
 
     /// Makes the decoy hash in the background at start, so even the first unknown username takes
@@ -79,8 +103,9 @@ extension PasskeyService {
 
     /// Ten new single-use codes (the old ones stop working), shown once: only their HMAC is kept.
     public func newRecoveryCodes(_ signedIn: SignedIn, client: Client) async throws -> [String] {
+        try requireRecentSignIn(signedIn)
         let codes = (0..<10).map { _ in Self.makeRecoveryCode() }
-        let secret = try await store.serverSecret()
+        let secret = try await serverSecret()
         try await store.replaceRecoveryCodes(accountID: signedIn.account.id, hashes: codes.map { Self.codeHash($0, secret: secret) }, at: now())
         await audit("recovery_codes_created", accountID: signedIn.account.id, client: client, detail: "10")
         return codes
@@ -93,13 +118,16 @@ extension PasskeyService {
     /// Signs in with a recovery code: single use; every other session of the account ends.
     public func recoverySignIn(username: String?, code: String?, client: Client) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
-        try await limit("user", Account.key(for: name))
-        let secret = try await store.serverSecret()
-        let hash = Self.codeHash(code ?? "", secret: secret)
+        guard let code, code.utf8.count <= 64 else { throw Self.invalidRecoveryCode }
+        let key = Account.key(for: name)
+        try await throttleSecretAttempt(accountKey: key, client: client)
+        let secret = try await serverSecret()
+        let hash = Self.codeHash(code, secret: secret)
         let account = try await store.account(username: name)
         // A disabled account's codes are not spent: it cannot sign in either way.
         guard let account, !account.disabled,
               try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now()) else {
+            await recordSecretFailure(accountKey: key, client: client)
             await audit("recovery_failed", accountID: account?.id, client: client,
                         detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
             throw Self.invalidRecoveryCode
@@ -134,7 +162,7 @@ extension PasskeyService {
     // MARK: Helpers
 
     private func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
-        let (token, session) = makeSession(for: account, client: client)
+        let (token, session) = makeSession(for: account, client: client, method: method)
         try await store.recordSignIn(accountID: account.id, session: session,
                                      audit: [auditEvent(recovery ? "recovery_sign_in" : "sign_in", accountID: account.id, client: client, detail: method)],
                                      revokeOtherSessions: recovery)
@@ -171,9 +199,58 @@ final class DecoyHash: Sendable {
     private let hashes = Mutex<[Int: Bcrypt]>([:])
 
     func hash(cost: Int) -> Bcrypt {
+        // (made once per cost; the first call may run on a request's pool slot)
         if let hash = hashes.withLock({ $0[cost] }) { return hash }
         let made = Bcrypt(hashing: Base64URLBytes(RelyingParty.randomBytes(16)).base64URL, cost: cost)
         hashes.withLock { $0[cost] = made }
         return made
+    }
+}
+
+/// At most `width` jobs at once on the global dispatch queues, at most `maxWaiting` waiting; a
+/// job past that is refused (nil) rather than queued without bound.
+final class BoundedWorkPool: Sendable {
+    private struct State {
+        var running = 0
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    let width: Int
+    let maxWaiting: Int
+
+    init(width: Int, maxWaiting: Int) {
+        self.width = max(1, width)
+        self.maxWaiting = max(0, maxWaiting)
+    }
+
+    func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+        let admitted = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            state.withLock { state in
+                if state.running < width {
+                    state.running += 1
+                    continuation.resume(returning: true)
+                } else if state.waiting.count < maxWaiting {
+                    state.waiting.append(continuation)
+                } else {
+                    continuation.resume(returning: false)
+                }
+            }
+        }
+        guard admitted else { return nil }
+        defer { release() }
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: work()) }
+        }
+    }
+
+    private func release() {
+        state.withLock { state in
+            if state.waiting.isEmpty {
+                state.running -= 1
+            } else {
+                state.waiting.removeFirst().resume(returning: true)
+            }
+        }
     }
 }

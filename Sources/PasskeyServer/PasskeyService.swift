@@ -14,6 +14,8 @@ public struct PasskeyService: Sendable {
     public let metrics: ServerMetrics
     let limiter: RateLimiter
     let capacity: CeremonyCapacity
+    let passwordWork: BoundedWorkPool
+    let secret: CachedSecret
     let now: @Sendable () -> Date
     let logger: Logger
 
@@ -27,8 +29,11 @@ public struct PasskeyService: Sendable {
         self.logger = logger
         self.now = now
         metrics = ServerMetrics()
-        limiter = RateLimiter(window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil)
+        limiter = RateLimiter(window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
+                              maxKeys: configuration.rateLimits.maxKeys)
         capacity = CeremonyCapacity()
+        passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
+        secret = CachedSecret()
     }
 
     /// Who sent a request, for the audit log, rate limits and metrics.
@@ -44,22 +49,43 @@ public struct PasskeyService: Sendable {
 
     // MARK: Abuse limits
 
-    /// Counts a request against the limit for `key` (`ip:…`, `account:…`, `user:…`); throws 429
-    /// when it is over.
-    func limit(_ scope: String, _ key: String) async throws {
+    /// The per-IP limit of the ceremony endpoints: every request counts; 429 past the limit.
+    public func limitClient(_ client: Client) async throws {
         let limits = configuration.rateLimits
-        guard limits.enabled else { return }
-        let limit = scope == "ip" ? limits.perIP : limits.perAccount
-        if case .limited(let retryAfter) = try await limiter.hit("\(scope):\(key)", limit: limit, now: now()) {
-            metrics.rateLimited(scope: scope)
+        guard limits.enabled, let ip = client.ipAddress else { return }
+        if case .limited(let retryAfter) = try await limiter.hit("ip:\(ip)", limit: limits.perIP, now: now()) {
+            metrics.rateLimited(scope: "ip")
             throw APIError.rateLimited(retryAfter: retryAfter)
         }
     }
 
-    /// The per-IP limit of the ceremony endpoints.
-    public func limitClient(_ client: Client) async throws {
-        guard let ip = client.ipAddress else { return }
-        try await limit("ip", ip)
+    /// Before a password or recovery-code check on the account `key` (its username comparison
+    /// key, known or not): 429 when this address has failed too often on it; past the
+    /// account-wide ceiling, a delay instead of a refusal, so the person can still get in.
+    func throttleSecretAttempt(accountKey key: String, client: Client) async throws {
+        let limits = configuration.rateLimits
+        guard limits.enabled else { return }
+        let time = now()
+        if case .limited(let retryAfter) = try await limiter.check("fail:\(key)|\(client.ipAddress ?? "-")", limit: limits.perAccount, now: time) {
+            metrics.rateLimited(scope: "account_address")
+            throw APIError.rateLimited(retryAfter: retryAfter)
+        }
+        if case .limited = try await limiter.check("fail:\(key)", limit: limits.perAccountTotal, now: time), limits.slowdownSeconds > 0 {
+            metrics.rateLimited(scope: "account_slowdown")
+            try await Task.sleep(for: .seconds(limits.slowdownSeconds))
+        }
+    }
+
+    /// A wrong password or recovery code: counts for the (account, address) pair and the account.
+    func recordSecretFailure(accountKey key: String, client: Client) async {
+        guard configuration.rateLimits.enabled else { return }
+        let time = now()
+        do {
+            try await limiter.record("fail:\(key)|\(client.ipAddress ?? "-")", now: time)
+            try await limiter.record("fail:\(key)", now: time)
+        } catch {
+            logger.warning("failure count not recorded", metadata: ["error": "\(error)"])
+        }
     }
 
     /// A request's signed-in account.
@@ -79,8 +105,8 @@ public struct PasskeyService: Sendable {
         try await checkCeremonyCapacity()
         // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
         if conditional && signedIn == nil { throw APIError.notSignedIn }
+        if let signedIn { try requireRecentSignIn(signedIn) }
         metrics.ceremonyStarted("registration", client: client.kind)
-        if signedIn == nil, let username { try await limit("user", Account.key(for: username)) }
         let time = now()
         let record: ChallengeRecord
         let user: PublicKeyCredentialUserEntity
@@ -176,8 +202,15 @@ public struct PasskeyService: Sendable {
             }
             await audit("passkey_added", accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
             if let replaces, replaces != passkey.credentialID,
-               let old = try await store.passkey(credentialID: replaces), old.accountID == accountID,
-               try await store.revokePasskey(credentialID: replaces) {
+               let old = try await store.passkey(credentialID: replaces), old.accountID == accountID {
+                // The old passkey's sessions end with it, except the one replacing it: that one
+                // now stands on the new passkey.
+                if let signedIn, signedIn.session.credentialID == replaces {
+                    try await store.rebindSession(tokenHash: signedIn.session.tokenHash, credentialID: passkey.credentialID)
+                }
+                guard try await store.revokePasskey(credentialID: replaces) else {
+                    return Registered(account: account, passkey: passkey, token: nil, session: nil)
+                }
                 await audit("passkey_replaced", accountID: accountID, credentialID: replaces, client: client, detail: old.name)
             }
             return Registered(account: account, passkey: passkey, token: nil, session: nil)
@@ -187,7 +220,7 @@ public struct PasskeyService: Sendable {
         let account = Account(id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
                               userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
-        let (token, session) = makeSession(for: account, client: client)
+        let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
         do {
             try await store.createAccount(account, passkey: passkey, session: session, audit: [
                 auditEvent("sign_up", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name),
@@ -232,11 +265,15 @@ public struct PasskeyService: Sendable {
         var unknown = false
         if let username, !username.trimmingCharacters(in: .whitespaces).isEmpty {
             let name = try Self.validUsername(username)
-            try await limit("user", Account.key(for: name))
-            if let account = try await store.account(username: name), !account.disabled {
+            let account = try await store.account(username: name)
+            var passkeys: [Passkey] = []
+            if let account { passkeys = try await store.passkeys(accountID: account.id) }
+            if let account, !account.disabled, !passkeys.isEmpty {
                 accountID = account.id
-                allow = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+                allow = passkeys.map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
             } else {
+                // Unknown, disabled and password-only accounts answer alike: one stable decoy
+                // credential, so the options reveal nothing sign-up does not.
                 // The reference apps' server answered 400 here; only its compatibility routes do.
                 if unknownUserIsAnError { throw APIError.badRequest("unknown_user", "No account has that username.") }
                 unknown = true
@@ -296,7 +333,8 @@ public struct PasskeyService: Sendable {
             await audit("sign_in_failed", accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
             throw APIError.credentialNotAllowed
         }
-        try await limit("account", account.id.uuidString)
+        // No per-account limit here: an assertion cannot be guessed, and counting other people's
+        // forged attempts would let them lock the account out (the per-address limit applies).
         guard !account.disabled else {
             await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
             throw APIError.accountDisabled
@@ -320,7 +358,7 @@ public struct PasskeyService: Sendable {
             throw APIError.from(error, signIn: true)
         }
         let time = now()
-        let (token, session) = makeSession(for: account, client: client)
+        let (token, session) = makeSession(for: account, client: client, method: "passkey", credentialID: passkey.credentialID)
         var events: [AuditEvent] = []
         if verified.counterLooksCloned {
             events.append(auditEvent("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
@@ -355,20 +393,49 @@ public struct PasskeyService: Sendable {
         await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "sign_out")
     }
 
-    func startSession(for account: Account, client: Client) async throws -> (String, SessionRecord) {
-        let (token, session) = makeSession(for: account, client: client)
-        try await store.createSession(session)
-        return (token, session)
-    }
-
-    /// A new session token (256 random bits, returned once) and its record (only its SHA-256).
-    func makeSession(for account: Account, client: Client) -> (String, SessionRecord) {
+    /// A new session token (256 random bits, returned once) and its record (only its SHA-256),
+    /// with how it was made.
+    func makeSession(for account: Account, client: Client, method: String, credentialID: [UInt8]? = nil) -> (String, SessionRecord) {
         let token = RelyingParty.randomBytes(32)
         let time = now()
         let session = SessionRecord(tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
                                     expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),
-                                    userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress)
+                                    userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress,
+                                    method: method, credentialID: credentialID)
         return (Base64URLBytes(token).base64URL, session)
+    }
+
+    /// Sensitive actions need a sign-in within ``ServerConfiguration/reauthenticationWindow``:
+    /// a stolen, older session cannot add a passkey or take a way in away.
+    func requireRecentSignIn(_ signedIn: SignedIn) throws {
+        let age = now().timeIntervalSince(signedIn.session.createdAt)
+        guard age <= lifetime(configuration.reauthenticationWindow) else { throw APIError.reauthenticationRequired }
+    }
+
+    /// The account's live sessions, newest first.
+    public func sessions(of signedIn: SignedIn) async throws -> [SessionRecord] {
+        try await store.sessions(accountID: signedIn.account.id, now: now())
+    }
+
+    /// "Sign out everywhere else": every session of the account but this one.
+    public func revokeOtherSessions(_ signedIn: SignedIn, client: Client) async throws -> Int {
+        let count = try await store.revokeSessions(accountID: signedIn.account.id, except: signedIn.session.tokenHash)
+        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "others:\(count)")
+        return count
+    }
+
+    /// Ends one of the account's sessions, named by its id (base64url of its token hash).
+    public func revokeSession(id tokenHash: [UInt8], signedIn: SignedIn, client: Client) async throws {
+        guard try await store.sessions(accountID: signedIn.account.id, now: now()).contains(where: { $0.tokenHash == tokenHash }) else {
+            throw APIError.sessionNotFound
+        }
+        try await store.revokeSession(tokenHash: tokenHash)
+        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "one")
+    }
+
+    /// How many ways in the account has: passkeys, plus one for a password.
+    func waysIn(_ account: Account) async throws -> Int {
+        try await store.passkeys(accountID: account.id).count + (account.passwordHash == nil ? 0 : 1)
     }
 
     // MARK: Passkey management
@@ -385,7 +452,10 @@ public struct PasskeyService: Sendable {
         return passkey
     }
 
+    /// Deletes one of the account's passkeys (and the sessions it made). Leaving a single way in
+    /// needs a recent sign-in.
     public func deletePasskey(_ id: [UInt8], signedIn: SignedIn, client: Client) async throws {
+        if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
         switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id) {
         case .deleted: await audit("passkey_deleted", accountID: signedIn.account.id, credentialID: id, client: client)
         case .notFound: throw APIError.passkeyNotFound
@@ -428,8 +498,16 @@ public struct PasskeyService: Sendable {
 
     /// A credential ID that looks real and is the same every time for one unknown username.
     private func decoyCredentialID(for username: String) async throws -> [UInt8] {
-        let secret = SymmetricKey(data: try await store.serverSecret())
+        let secret = SymmetricKey(data: try await serverSecret())
         return Array(HMAC<SHA256>.authenticationCode(for: Array(("unknown-user:" + Account.key(for: username)).utf8), using: secret))
+    }
+
+    /// The store's server secret, read once.
+    func serverSecret() async throws -> [UInt8] {
+        if let known = secret.value { return known }
+        let value = try await store.serverSecret()
+        secret.value = value
+        return value
     }
 
     func auditEvent(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) -> AuditEvent {
@@ -451,15 +529,14 @@ public struct PasskeyService: Sendable {
 
     // MARK: Validation
 
+    /// The display form of a valid username (``Username``: PRECIS UsernameCaseMapped rules),
+    /// or 400 `invalid_username` saying why not.
     public static func validUsername(_ raw: String?) throws -> String {
-        let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw APIError.badRequest("invalid_username", "Choose a username.") }
-        guard name.count <= 64 else { throw APIError.badRequest("invalid_username", "Usernames have at most 64 characters.") }
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "._-@+"))
-        guard name.unicodeScalars.allSatisfy({ allowed.contains($0) }) else {
-            throw APIError.badRequest("invalid_username", "Usernames may use letters, digits and . _ - @ +")
+        do {
+            return try Username.validate(raw ?? "").display
+        } catch {
+            throw APIError.badRequest("invalid_username", error.description)
         }
-        return name
     }
 
     public static func validDisplayName(_ raw: String?, default fallback: String) throws -> String {
@@ -477,6 +554,15 @@ public struct PasskeyService: Sendable {
             throw APIError.badRequest("invalid_name", "Passkey names have 1 to 64 characters and no control characters.")
         }
         return name
+    }
+}
+
+/// The server secret once read from the store.
+final class CachedSecret: Sendable {
+    private let stored = Mutex<[UInt8]?>(nil)
+    var value: [UInt8]? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 

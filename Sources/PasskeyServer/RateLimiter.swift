@@ -1,10 +1,18 @@
+import Crypto
 import Foundation
 import PasskeyStore
 import Synchronization
 
-/// Fixed-window request limits per key (an IP address, an account, a username). With one
-/// instance the counts live in memory; with several (PostgreSQL) they live in the store, so every
-/// instance sees the same counts.
+/// Fixed-window counters per key (an address, an account and address pair, an account). With
+/// one instance the counts live in memory; with several (PostgreSQL) they live in the store, so
+/// every instance sees the same counts.
+///
+/// Memory is bounded whatever the traffic: keys are kept as 16-byte digests (a 60 KB key costs
+/// what a short one does), at most ``maxKeys`` are held, windows that ended are pruned by the
+/// expiry sweeper, and when the table is full the key that was first counted longest ago is
+/// evicted. Eviction forgets that key's count, so a key's limit holds as long as fewer than
+/// `maxKeys` keys are counted in one window; reaching that takes `maxKeys / perIP` addresses
+/// (the per-address limit bounds how many new keys one address can make).
 public final class RateLimiter: Sendable {
     public enum Decision: Sendable, Equatable {
         case allowed
@@ -17,38 +25,145 @@ public final class RateLimiter: Sendable {
         case store(any PasskeyStore)
     }
 
-    private let backend: Backend
-    private let windowMillis: Int64
-    private let counts = Mutex<[String: (window: Int64, hits: Int)]>([:])
-    /// Memory bound: past this many keys, windows that ended are dropped.
-    private static let maxKeys = 200_000
+    /// A key's digest: the first 16 bytes of SHA-256.
+    struct Digest: Hashable, Sendable {
+        let high: UInt64
+        let low: UInt64
 
-    public init(window: Duration, store: (any PasskeyStore)?) {
-        windowMillis = max(1000, Int64(window.components.seconds) * 1000)
-        backend = store.map(Backend.store) ?? .memory
+        init(_ key: String) {
+            let hash = SHA256.hash(data: Array(key.utf8))
+            var high: UInt64 = 0, low: UInt64 = 0
+            for (index, byte) in hash.enumerated() where index < 16 {
+                if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+            }
+            self.high = high
+            self.low = low
+        }
+
+        var hex: String { String(high, radix: 16) + ":" + String(low, radix: 16) }
     }
 
-    /// Counts one request for `key` against `limit` per window.
-    public func hit(_ key: String, limit: Int, now: Date) async throws -> Decision {
+    private struct Entry {
+        var window: Int64
+        var hits: Int
+        /// Insertion order, for eviction.
+        var sequence: UInt64
+    }
+
+    private struct Table {
+        var entries: [Digest: Entry] = [:]
+        /// Keys in the order they were (re)started; stale positions are skipped.
+        var order: [(Digest, UInt64)] = []
+        var orderStart = 0
+        var sequence: UInt64 = 0
+    }
+
+    private let backend: Backend
+    private let windowMillis: Int64
+    private let table = Mutex(Table())
+    /// Most keys held in memory (≈ 100 bytes each: ~10 MB at the default).
+    public let maxKeys: Int
+
+    public init(window: Duration, store: (any PasskeyStore)?, maxKeys: Int = 100_000) {
+        windowMillis = max(1000, Int64(window.components.seconds) * 1000)
+        backend = store.map(Backend.store) ?? .memory
+        self.maxKeys = max(16, maxKeys)
+    }
+
+    /// Keys held in memory now.
+    public var keyCount: Int { table.withLock { $0.entries.count } }
+
+    private func window(_ now: Date) -> (start: Int64, nowMillis: Int64) {
         let nowMillis = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
-        let window = nowMillis - nowMillis % windowMillis
+        return (nowMillis - nowMillis % windowMillis, nowMillis)
+    }
+
+    private func retryAfter(_ start: Int64, _ nowMillis: Int64) -> Int {
+        Int((start + windowMillis - nowMillis + 999) / 1000)
+    }
+
+    /// Counts one hit on `key` and decides against `limit` per window.
+    public func hit(_ key: String, limit: Int, now: Date) async throws -> Decision {
+        let (start, nowMillis) = window(now)
+        let hits = try await add(key, start: start)
+        return hits > limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
+    }
+
+    /// Whether `key` is already at `limit` in this window, without counting a hit.
+    public func check(_ key: String, limit: Int, now: Date) async throws -> Decision {
+        let (start, nowMillis) = window(now)
         let hits: Int
         switch backend {
         case .memory:
-            hits = counts.withLock { table in
-                if table.count > Self.maxKeys { table = table.filter { $0.value.window == window } }
-                var entry = table[key] ?? (window, 0)
-                if entry.window != window { entry = (window, 0) }
-                entry.hits += 1
-                table[key] = entry
+            let digest = Digest(key)
+            hits = table.withLock { table in
+                guard let entry = table.entries[digest], entry.window == start else { return 0 }
                 return entry.hits
             }
         case .store(let store):
-            let start = Date(timeIntervalSince1970: Double(window) / 1000)
-            hits = try await store.countHit(key: key, windowStart: start, expiresAt: start.addingTimeInterval(Double(windowMillis) / 1000))
+            hits = try await store.rateLimitHits(key: Digest(key).hex, windowStart: Date(timeIntervalSince1970: Double(start) / 1000))
         }
-        guard hits > limit else { return .allowed }
-        let remaining = window + windowMillis - nowMillis
-        return .limited(retryAfter: Int((remaining + 999) / 1000))
+        return hits >= limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
+    }
+
+    /// Counts one hit without deciding (a failure that counts toward later checks).
+    public func record(_ key: String, now: Date) async throws {
+        _ = try await add(key, start: window(now).start)
+    }
+
+    private func add(_ key: String, start: Int64) async throws -> Int {
+        let digest = Digest(key)
+        switch backend {
+        case .memory:
+            return table.withLock { table in
+                if var entry = table.entries[digest], entry.window == start {
+                    entry.hits += 1
+                    table.entries[digest] = entry
+                    return entry.hits
+                }
+                if table.entries[digest] == nil && table.entries.count >= maxKeys {
+                    Self.prune(&table, before: start)
+                    Self.evict(&table, toBelow: maxKeys)
+                }
+                table.sequence += 1
+                table.entries[digest] = Entry(window: start, hits: 1, sequence: table.sequence)
+                table.order.append((digest, table.sequence))
+                Self.compact(&table)
+                return 1
+            }
+        case .store(let store):
+            let begin = Date(timeIntervalSince1970: Double(start) / 1000)
+            return try await store.countHit(key: digest.hex, windowStart: begin, expiresAt: begin.addingTimeInterval(Double(windowMillis) / 1000))
+        }
+    }
+
+    /// Drops the windows that ended before `now` (the expiry sweeper calls this every minute).
+    public func prune(now: Date) {
+        let start = window(now).start
+        table.withLock { table in
+            Self.prune(&table, before: start)
+            Self.compact(&table)
+        }
+    }
+
+    private static func prune(_ table: inout Table, before start: Int64) {
+        table.entries = table.entries.filter { $0.value.window >= start }
+    }
+
+    /// Evicts the oldest keys until fewer than `limit` remain.
+    private static func evict(_ table: inout Table, toBelow limit: Int) {
+        while table.entries.count >= limit && table.orderStart < table.order.count {
+            let (digest, sequence) = table.order[table.orderStart]
+            table.orderStart += 1
+            if table.entries[digest]?.sequence == sequence { table.entries[digest] = nil }
+        }
+    }
+
+    /// Keeps the order list proportional to the table.
+    private static func compact(_ table: inout Table) {
+        let live = table.order.count - table.orderStart
+        guard live > 2 * table.entries.count + 1024 || table.orderStart > table.order.count / 2 + 1024 else { return }
+        table.order = table.order[table.orderStart...].filter { table.entries[$0.0]?.sequence == $0.1 }
+        table.orderStart = 0
     }
 }

@@ -17,20 +17,58 @@ public struct ServerConfiguration: Sendable {
 
     public enum SameSite: String, Sendable, Codable { case lax = "Lax", strict = "Strict" }
 
-    /// Abuse limits on the ceremony endpoints (options and verify, passwords, recovery): fixed
-    /// windows per client IP and per account (or username). Over a limit: 429 with Retry-After.
+    /// Abuse limits (docs/security.md), in fixed windows. Over a limit: 429 with Retry-After.
+    ///
+    /// - Every request to a ceremony, password or recovery route counts against its address.
+    /// - Per account, only what an attacker cannot produce without failing against the
+    ///   account's secrets counts: wrong passwords and wrong recovery codes. Those are limited
+    ///   per (account, address); past the much higher account-wide ceiling, password and recovery
+    ///   attempts on the account are slowed, never refused. Passkey assertions are not guessable
+    ///   and have no per-account limit: failures from other addresses never block a passkey.
     public struct RateLimits: Sendable, Hashable, Codable {
         public var enabled: Bool
         public var windowSeconds: Int
         /// Requests per window from one IP address to the limited endpoints.
         public var perIP: Int
-        /// Sign-in attempts per window for one account or username.
+        /// Failed password or recovery-code attempts per window on one account from one address.
         public var perAccount: Int
-        public init(enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 30) {
+        /// Failed attempts per window on one account from all addresses, past which every
+        /// password or recovery-code attempt on it waits ``slowdownSeconds`` first.
+        public var perAccountTotal: Int
+        public var slowdownSeconds: Int
+        /// Most counters kept in memory (single instance); the oldest is evicted past it.
+        public var maxKeys: Int
+        public init(enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 10, perAccountTotal: Int = 100,
+                    slowdownSeconds: Int = 2, maxKeys: Int = 100_000) {
             self.enabled = enabled
             self.windowSeconds = windowSeconds
             self.perIP = perIP
             self.perAccount = perAccount
+            self.perAccountTotal = perAccountTotal
+            self.slowdownSeconds = slowdownSeconds
+            self.maxKeys = maxKeys
+        }
+    }
+
+    /// Connection limits of the HTTP listener (docs/security.md).
+    public struct Connections: Sendable, Hashable, Codable {
+        /// Connections open at once, in all.
+        public var maxConnections: Int
+        /// Connections open at once from one address (trusted proxies are exempt).
+        public var maxConnectionsPerAddress: Int
+        /// A request's head must arrive within this many seconds of the connection opening.
+        public var headerTimeoutSeconds: Int
+        /// A request's body must arrive within this many seconds of its head.
+        public var bodyTimeoutSeconds: Int
+        /// A kept-alive connection with no request in progress is closed after this many seconds.
+        public var idleTimeoutSeconds: Int
+        public init(maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 64, headerTimeoutSeconds: Int = 10,
+                    bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60) {
+            self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
+            self.headerTimeoutSeconds = headerTimeoutSeconds
+            self.bodyTimeoutSeconds = bodyTimeoutSeconds
+            self.idleTimeoutSeconds = idleTimeoutSeconds
         }
     }
 
@@ -70,6 +108,16 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: [String]
     /// When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`.
     public var metricsToken: String?
+    /// Serve `/metrics` to anyone (behind a proxy that keeps it internal). Without this or a
+    /// token, `/metrics` answers 404: closed by default.
+    public var metricsPublic: Bool
+    public var connections: Connections
+    /// Adding a passkey, removing the last-but-one way in, new recovery codes and a password
+    /// change need a sign-in at most this long ago (else 403 `reauthentication_required`).
+    public var reauthenticationWindow: Duration
+    /// bcrypt checks and hashes run at most this many at once, off the request threads; up to
+    /// 64 more wait, past that a password request answers 503 `busy`.
+    public var passwordHashConcurrency: Int
     /// bcrypt cost of the decoy hash checked for unknown usernames, so they take as long as real
     /// ones: set it to the cost of the hashes you import.
     public var passwordHashCost: Int
@@ -82,7 +130,9 @@ public struct ServerConfiguration: Sendable {
                 cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
                 maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
                 publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
-                trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12) {
+                trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
+                connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
+                passwordHashConcurrency: Int? = nil) {
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -109,7 +159,15 @@ public struct ServerConfiguration: Sendable {
         self.trustedProxies = trustedProxies
         self.metricsToken = metricsToken
         self.passwordHashCost = passwordHashCost
+        self.metricsPublic = metricsPublic
+        self.connections = connections
+        self.reauthenticationWindow = reauthenticationWindow
+        self.passwordHashConcurrency = passwordHashConcurrency ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
     }
+
+    /// The session cookie's name: `__Host-<cookieName>` when cookies are `Secure` (the browser
+    /// then refuses it unless it is Secure, host-only and for `/`), else `cookieName`.
+    public var sessionCookieName: String { cookieSecure ? "__Host-" + cookieName : cookieName }
 
     /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.
     public func androidOrigins() throws(ConfigurationError) -> [String] {
@@ -160,8 +218,20 @@ public struct ServerConfiguration: Sendable {
         guard (4...16).contains(passwordHashCost) else {
             throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
         }
-        guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1 else {
-            throw ConfigurationError(setting: "rateLimits", problem: "windowSeconds, perIP and perAccount must be at least 1")
+        guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
+              rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000 else {
+            throw ConfigurationError(setting: "rateLimits",
+                                     problem: "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1, slowdownSeconds 0...60, maxKeys at least 1000")
+        }
+        guard connections.maxConnections >= 1, connections.maxConnectionsPerAddress >= 1, connections.headerTimeoutSeconds >= 1,
+              connections.bodyTimeoutSeconds >= 1, connections.idleTimeoutSeconds >= 1 else {
+            throw ConfigurationError(setting: "connections", problem: "every limit and timeout must be at least 1")
+        }
+        guard reauthenticationWindow >= .seconds(10) else {
+            throw ConfigurationError(setting: "reauthenticationSeconds", problem: "must be at least 10 seconds")
+        }
+        guard (1...64).contains(passwordHashConcurrency) else {
+            throw ConfigurationError(setting: "passwordHashConcurrency", problem: "must be 1...64")
         }
         guard !cookieName.isEmpty, cookieName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
             throw ConfigurationError(setting: "cookieName", problem: "must be letters, digits, _ or -")

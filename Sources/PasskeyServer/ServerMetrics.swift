@@ -61,6 +61,17 @@ public final class ServerMetrics: Sendable {
         Counter(label: "passkeyd_rate_limited_total", dimensions: [("scope", scope)], factory: factory).increment()
     }
 
+    /// A request whose client closed the connection before the answer.
+    func requestAborted() {
+        Counter(label: "passkeyd_requests_aborted_total", factory: factory).increment()
+    }
+
+    /// A connection refused or closed by the listener's limits (`reason`: `global_cap`,
+    /// `address_cap`, `header_timeout`, `body_timeout`, `idle_timeout`).
+    func connectionClosed(reason: String) {
+        Counter(label: "passkeyd_connections_closed_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
     func request(status: Int, duration: Duration) {
         Timer(label: "passkeyd_http_request_duration_seconds", dimensions: [("status_class", "\(status / 100)xx")],
               preferredDisplayUnit: .seconds, factory: factory).recordNanoseconds(duration.nanoseconds)

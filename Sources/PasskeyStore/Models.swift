@@ -3,7 +3,8 @@ import Foundation
 /// An account: one person, any number of passkeys.
 public struct Account: Sendable, Hashable, Codable {
     public var id: UUID
-    /// As entered at sign-up; unique without regard to case.
+    /// The display form (as entered at sign-up, width-mapped and NFC); unique by its comparison
+    /// key (``Username``), so neither case, width nor composition tells two accounts apart.
     public var username: String
     public var displayName: String
     /// The WebAuthn user handle: 64 random bytes, never derived from the username.
@@ -28,8 +29,9 @@ public struct Account: Sendable, Hashable, Codable {
         self.passwordHash = passwordHash
     }
 
-    /// The case-folded form uniqueness is checked on.
-    public static func key(for username: String) -> String { username.lowercased() }
+    /// The comparison key uniqueness is checked on (PRECIS UsernameCaseMapped: width-mapped,
+    /// lower-cased, NFC; see ``Username``).
+    public static func key(for username: String) -> String { Username.key(username) }
 }
 
 /// A stored passkey (the WebAuthn credential record, §4) with what the account page shows.
@@ -126,14 +128,23 @@ public struct SessionRecord: Sendable, Hashable {
     public var expiresAt: Date
     public var userAgent: String?
     public var ipAddress: String?
+    /// How the session was made: `passkey`, `sign_up`, `password`, `recovery_code`,
+    /// `recovery_link` (`unknown` for sessions made before passkeyd recorded it).
+    public var method: String
+    /// The passkey that made it (passkey sign-in or sign-up): deleting or replacing that passkey
+    /// ends the session.
+    public var credentialID: [UInt8]?
 
-    public init(tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil) {
+    public init(tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil,
+                method: String = "unknown", credentialID: [UInt8]? = nil) {
         self.tokenHash = tokenHash
         self.accountID = accountID
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.userAgent = userAgent
         self.ipAddress = ipAddress
+        self.method = method
+        self.credentialID = credentialID
     }
 }
 

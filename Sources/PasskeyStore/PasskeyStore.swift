@@ -39,16 +39,19 @@ public protocol PasskeyStore: Sendable {
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
-    /// account without a password).
+    /// account without a password), with the sessions it made, in one transaction that holds the
+    /// account (a concurrent password removal cannot take the other way in at the same time).
     func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion
 
-    /// Removes a passkey whatever the account has left (an administrator revoking it).
+    /// Removes a passkey, and the sessions it made, whatever the account has left (an
+    /// administrator revoking it, or a passkey replaced by a new one).
     func revokePasskey(credentialID: [UInt8]) async throws -> Bool
 
     // Administration
     /// Accounts ordered by username key, after `afterUsername` (paging), at most `limit`.
     func accounts(after afterUsername: String?, limit: Int) async throws -> [Account]
-    /// Disables or re-enables an account; a disabled account's sessions stop working at once.
+    /// Disables or re-enables an account; disabling revokes every session of the account in the
+    /// same transaction.
     func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool
     /// The account's live sessions, newest first.
     func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord]
@@ -68,8 +71,11 @@ public protocol PasskeyStore: Sendable {
     /// The live session for a token hash, with its account (nil when unknown, expired or revoked).
     func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)?
     func revokeSession(tokenHash: [UInt8]) async throws
-    /// Revokes every session of an account; returns how many.
-    @discardableResult func revokeSessions(accountID: UUID) async throws -> Int
+    /// Binds a session to another passkey (the one that replaced the passkey it was made with,
+    /// so replacing the passkey in use does not end the session replacing it).
+    func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws
+    /// Revokes every session of an account but `except` (nil: all); returns how many.
+    @discardableResult func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int
 
     /// A random 32-byte secret kept in the database, created on first use: the same on every
     /// instance that shares the database (used to answer unknown usernames consistently).
@@ -79,8 +85,12 @@ public protocol PasskeyStore: Sendable {
     /// Imports accounts with bcrypt hashes in one transaction; an existing username is left as
     /// it is. Returns, per row, whether it was inserted.
     func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool]
-    /// Turns the account's password off; refused (false) unless it has a passkey.
+    /// Turns the account's password off; refused (false) unless it has a passkey. Holds the
+    /// account like ``deletePasskey(accountID:credentialID:)``.
     func removePassword(accountID: UUID) async throws -> Bool
+    /// Replaces the bcrypt hash of an account that has a password and revokes every other
+    /// session (`keepSession`: the one making the change); false when it has no password.
+    func changePassword(accountID: UUID, hash: String, keepSession: [UInt8]?) async throws -> Bool
     /// A sign-in by password or recovery, in one transaction: last sign-in, the new session,
     /// audit lines, and (for recovery) every other session of the account revoked first.
     func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws
@@ -98,6 +108,12 @@ public protocol PasskeyStore: Sendable {
     /// Counts one hit on `key` in the fixed window starting at `windowStart` (atomic, shared
     /// by every instance on the database) and returns the count including this hit.
     func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int
+    /// The hits counted so far on `key` in the window starting at `windowStart` (0 when none).
+    func rateLimitHits(key: String, windowStart: Date) async throws -> Int
+
+    /// Brings every account's username comparison key to the current ``Username`` rules;
+    /// accounts whose new key another account holds keep their old one and are returned.
+    func rekeyUsernames() async throws -> [UsernameCollision]
 
     // Audit and upkeep
     func appendAudit(_ event: AuditEvent) async throws
@@ -140,5 +156,12 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
         self.activeAccounts = activeAccounts
         self.activeAccountsWithPasskey = activeAccountsWithPasskey
         self.accountsWithPasskey = accountsWithPasskey
+    }
+}
+
+extension PasskeyStore {
+    /// Revokes every session of an account; returns how many.
+    @discardableResult public func revokeSessions(accountID: UUID) async throws -> Int {
+        try await revokeSessions(accountID: accountID, except: nil)
     }
 }

@@ -116,5 +116,11 @@ enum PostgresSchema {
             )
             """,
         ]),
+        .init(version: 5, statements: [
+            // Sessions remember how they were made, so deleting a passkey ends its sessions.
+            "ALTER TABLE sessions ADD COLUMN method TEXT NOT NULL DEFAULT 'unknown'",
+            "ALTER TABLE sessions ADD COLUMN credential_id BYTEA",
+            "CREATE INDEX sessions_credential ON sessions(credential_id)",
+        ]),
     ]
 }

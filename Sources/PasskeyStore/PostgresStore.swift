@@ -28,7 +28,9 @@ public final class PostgresStore: PasskeyStore {
     private let logger: Logger
 
     /// Connects lazily to the database a `postgres://user:password@host:port/database` URL names
-    /// (`?sslmode=disable|prefer|require`, default prefer; `?host=/socket/dir` for a Unix socket).
+    /// (`?sslmode=disable|allow|prefer|require|verify-ca|verify-full`, default prefer, with libpq's
+    /// meanings, see ``tlsMode(sslmode:rootCertificate:)``; `&sslrootcert=/ca.pem`; `?host=/socket/dir`
+    /// for a Unix socket).
     public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres")) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = options.maxConnections
@@ -55,13 +57,7 @@ public final class PostgresStore: PasskeyStore {
         let password = components.password.flatMap { $0.removingPercentEncoding }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let database = path.isEmpty ? nil : path.removingPercentEncoding
-        let tls: PostgresClient.Configuration.TLS
-        switch query["sslmode"] ?? "prefer" {
-        case "disable": tls = .disable
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
-        case let other: throw StoreError(.invalidDatabase, "sslmode \"\(other)\" is not disable, prefer or require")
-        }
+        let tls = try tlsMode(sslmode: query["sslmode"], rootCertificate: query["sslrootcert"])
         if let socketDirectory = query["host"], socketDirectory.hasPrefix("/") {
             let port = components.port ?? 5432
             return .init(unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: username, password: password, database: database)
@@ -70,6 +66,50 @@ public final class PostgresStore: PasskeyStore {
             throw StoreError(.invalidDatabase, "\"\(Self.redacted(url))\" names no host")
         }
         return .init(host: host, port: components.port ?? 5432, username: username, password: password, database: database, tls: tls)
+    }
+
+    /// How TLS is used, with libpq's meanings of `sslmode`:
+    /// - `disable`: never; `allow`/`prefer` (default): when the server offers it, unverified;
+    /// - `require`: always, certificate unverified (encryption against passive listeners only),
+    ///   unless `sslrootcert` names a CA file: then it is verified as in `verify-ca` (as libpq does);
+    /// - `verify-ca`: always, the certificate must chain to `sslrootcert` (or the system roots),
+    ///   any host name;
+    /// - `verify-full`: always, chain and host name verified. Use this in production.
+    static func tlsMode(sslmode: String?, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+        switch try tlsUse(sslmode: sslmode, rootCertificate: rootCertificate) {
+        case .disable: .disable
+        case .prefer(let configuration): .prefer(configuration)
+        case .require(let configuration): .require(configuration)
+        }
+    }
+
+    enum TLSUse {
+        case disable
+        case prefer(TLSConfiguration)
+        case require(TLSConfiguration)
+    }
+
+    static func tlsUse(sslmode: String?, rootCertificate: String?) throws -> TLSUse {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate, !rootCertificate.isEmpty { configuration.trustRoots = .file(rootCertificate) }
+        switch sslmode ?? "prefer" {
+        case "disable":
+            return .disable
+        case "allow", "prefer":
+            configuration.certificateVerification = .none
+            return .prefer(configuration)
+        case "require":
+            configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
+            return .require(configuration)
+        case "verify-ca":
+            configuration.certificateVerification = .noHostnameVerification
+            return .require(configuration)
+        case "verify-full":
+            configuration.certificateVerification = .fullVerification
+            return .require(configuration)
+        case let other:
+            throw StoreError(.invalidDatabase, "sslmode \"\(other)\" is not disable, allow, prefer, require, verify-ca or verify-full")
+        }
     }
 
     /// The URL without its password, for messages and logs.
@@ -208,7 +248,9 @@ public final class PostgresStore: PasskeyStore {
         SessionRecord(tokenHash: try bytes(row["token_hash"]), accountID: try row["account_id"].decode(UUID.self),
                       createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
                       expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-                      userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self))
+                      userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
+                      method: try row["method"].decode(String?.self) ?? "unknown",
+                      credentialID: try row["credential_id"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
     }
 
     private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
@@ -305,6 +347,9 @@ public final class PostgresStore: PasskeyStore {
     public func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion {
         let logger = self.logger
         return try await transaction { connection in
+            // Hold the account row: a concurrent password removal (which takes the same lock)
+            // waits, so the two cannot both remove a way in.
+            try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
             // Lock the account's passkeys so two deletions cannot both leave it with none.
             let ids = try await connection.query("SELECT credential_id FROM passkeys WHERE account_id = \(accountID) FOR UPDATE",
                                                  logger: logger).collect().map { try Self.bytes($0.makeRandomAccess()[0]) }
@@ -314,12 +359,21 @@ public final class PostgresStore: PasskeyStore {
             guard ids.count > 1 || !password.isEmpty else { return .lastPasskey }
             try await connection.query("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID))",
                                        logger: logger)
+            // The sessions this passkey made end with it.
+            try await connection.query("DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID))", logger: logger)
             return .deleted
         }
     }
 
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
-        try await rows("DELETE FROM passkeys WHERE credential_id = \(Self.buffer(credentialID)) RETURNING 1").count == 1
+        let logger = self.logger
+        return try await transaction { connection in
+            let deleted = try await connection.query("DELETE FROM passkeys WHERE credential_id = \(Self.buffer(credentialID)) RETURNING 1",
+                                                     logger: logger).collect()
+            guard deleted.count == 1 else { return false }
+            try await connection.query("DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID))", logger: logger)
+            return true
+        }
     }
 
     // MARK: Passwords and recovery
@@ -342,11 +396,29 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func removePassword(accountID: UUID) async throws -> Bool {
-        try await rows("""
-            UPDATE accounts SET password_hash = NULL
-            WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
-            RETURNING 1
-            """).count == 1
+        let logger = self.logger
+        return try await transaction { connection in
+            // The same account lock as deletePasskey: the EXISTS below then sees committed passkeys only.
+            try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
+            return try await connection.query("""
+                UPDATE accounts SET password_hash = NULL
+                WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
+                RETURNING 1
+                """, logger: logger).collect().count == 1
+        }
+    }
+
+    public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
+        let logger = self.logger
+        return try await transaction { connection in
+            let updated = try await connection.query("""
+                UPDATE accounts SET password_hash = \(hash) WHERE id = \(accountID) AND password_hash IS NOT NULL RETURNING 1
+                """, logger: logger).collect()
+            guard updated.count == 1 else { return false }
+            try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? []))",
+                                       logger: logger)
+            return true
+        }
     }
 
     public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
@@ -408,12 +480,19 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
-        try await rows("UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1").count == 1
+        let logger = self.logger
+        return try await transaction { connection in
+            let updated = try await connection.query("UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1",
+                                                     logger: logger).collect()
+            guard updated.count == 1 else { return false }
+            if disabled { try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID)", logger: logger) }
+            return true
+        }
     }
 
     public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
         try await rows("""
-            SELECT * FROM sessions WHERE account_id = \(accountID) AND expires_at > \(StoreValues.millis(now)) ORDER BY created_at DESC
+            SELECT * FROM sessions WHERE account_id = \(accountID) AND expires_at > \(StoreValues.millis(now)) ORDER BY created_at DESC, token_hash
             """).map(Self.session)
     }
 
@@ -482,9 +561,10 @@ public final class PostgresStore: PasskeyStore {
 
     private static func insert(_ session: SessionRecord, _ connection: PostgresConnection, _ logger: Logger) async throws {
         try await connection.query("""
-            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address)
+            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
             VALUES (\(buffer(session.tokenHash)), \(session.accountID), \(StoreValues.millis(session.createdAt)),
-                    \(StoreValues.millis(session.expiresAt)), \(session.userAgent), \(session.ipAddress))
+                    \(StoreValues.millis(session.expiresAt)), \(session.userAgent), \(session.ipAddress), \(session.method),
+                    \(session.credentialID.map(buffer)))
             """, logger: logger)
     }
 
@@ -495,14 +575,17 @@ public final class PostgresStore: PasskeyStore {
 
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
         guard let row = try await rows("""
-            SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address, a.*
+            SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                   s.method, s.credential_id AS session_credential, a.*
             FROM sessions s JOIN accounts a ON a.id = s.account_id
             WHERE s.token_hash = \(Self.buffer(tokenHash)) AND s.expires_at > \(StoreValues.millis(now)) AND NOT a.disabled
             """).first else { return nil }
         let session = SessionRecord(tokenHash: tokenHash, accountID: try row["session_account"].decode(UUID.self),
                                     createdAt: StoreValues.date(try row["session_created"].decode(Int64.self)),
                                     expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-                                    userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self))
+                                    userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
+                                    method: try row["method"].decode(String?.self) ?? "unknown",
+                                    credentialID: try row["session_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
         return (session, try Self.account(row))
     }
 
@@ -510,8 +593,31 @@ public final class PostgresStore: PasskeyStore {
         _ = try await rows("DELETE FROM sessions WHERE token_hash = \(Self.buffer(tokenHash))")
     }
 
-    public func revokeSessions(accountID: UUID) async throws -> Int {
-        try await rows("DELETE FROM sessions WHERE account_id = \(accountID) RETURNING 1").count
+    public func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws {
+        _ = try await rows("UPDATE sessions SET credential_id = \(Self.buffer(credentialID)) WHERE token_hash = \(Self.buffer(tokenHash))")
+    }
+
+    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
+        try await rows("""
+            DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? [])) RETURNING 1
+            """).count
+    }
+
+    public func rekeyUsernames() async throws -> [UsernameCollision] {
+        let logger = self.logger
+        return try await transaction { connection in
+            try await connection.query("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE", logger: logger)
+            var accounts: [UsernameRekeying.Row] = []
+            for try await (id, username, key) in try await connection.query(
+                "SELECT id, username, username_key FROM accounts ORDER BY created_at, id", logger: logger).decode((UUID, String, String).self) {
+                accounts.append((id, username, key))
+            }
+            let plan = UsernameRekeying.plan(accounts)
+            for change in plan.changes {
+                try await connection.query("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)", logger: logger)
+            }
+            return plan.collisions
+        }
     }
 
     public func serverSecret() async throws -> [UInt8] {
@@ -522,6 +628,11 @@ public final class PostgresStore: PasskeyStore {
     }
 
     // MARK: Abuse limits
+
+    public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
+        try await rows("SELECT hits FROM rate_limits WHERE key = \(key) AND window_start = \(StoreValues.millis(windowStart))")
+            .first.map { try $0[0].decode(Int.self) } ?? 0
+    }
 
     public func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int {
         try await rows("""

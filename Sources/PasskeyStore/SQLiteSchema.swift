@@ -121,5 +121,11 @@ enum SQLiteSchema {
             )
             """,
         ]),
+        Migration(version: 5, statements: [
+            // Sessions remember how they were made, so deleting a passkey ends its sessions.
+            "ALTER TABLE sessions ADD COLUMN method TEXT NOT NULL DEFAULT 'unknown'",
+            "ALTER TABLE sessions ADD COLUMN credential_id BLOB",
+            "CREATE INDEX sessions_credential ON sessions(credential_id)",
+        ]),
     ]
 }

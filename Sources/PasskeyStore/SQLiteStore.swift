@@ -188,7 +188,9 @@ public final class SQLiteStore: PasskeyStore {
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
         try await write { db in
             try db.cached(sql: "DELETE FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ?", arguments: [Data(credentialID)])
+            return true
         }
     }
 
@@ -284,17 +286,20 @@ public final class SQLiteStore: PasskeyStore {
     public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
         try await write { db in
             try db.cached(sql: "UPDATE accounts SET disabled = ? WHERE id = ?", arguments: [disabled ? 1 : 0, accountID.uuidString])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            if disabled { try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString]) }
+            return true
         }
     }
 
     public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
         try await read { db in
-            try db.cachedRows(sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC",
+            try db.cachedRows(sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC, token_hash",
                               arguments: [accountID.uuidString, StoreValues.millis(now)]).map { row in
                 SessionRecord(tokenHash: [UInt8]((row["token_hash"] as Data?) ?? Data()), accountID: accountID,
                               createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
-                              userAgent: row["user_agent"], ipAddress: row["ip_address"])
+                              userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
+                              credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) })
             }
         }
     }
@@ -339,6 +344,8 @@ public final class SQLiteStore: PasskeyStore {
                                                arguments: [accountID.uuidString]) ?? 0
             guard count > 1 || hasPassword == 1 else { return .lastPasskey }
             try db.cached(sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?", arguments: [accountID.uuidString, Data(credentialID)])
+            // The sessions this passkey made end with it.
+            try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ?", arguments: [Data(credentialID)])
             return .deleted
         }
     }
@@ -392,22 +399,25 @@ public final class SQLiteStore: PasskeyStore {
 
     private static func insert(_ session: SessionRecord, _ db: Database) throws {
         try db.cached(sql: """
-            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address)
-            VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
-                             StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress])
+                             StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress, session.method,
+                             session.credentialID.map { Data($0) }])
     }
 
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
         try await read { db in
             guard let row = try db.cachedRow(sql: """
-                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address, a.*
+                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                       s.method, s.credential_id AS session_credential, a.*
                 FROM sessions s JOIN accounts a ON a.id = s.account_id
                 WHERE s.token_hash = ? AND s.expires_at > ? AND a.disabled = 0
                 """, arguments: [Data(tokenHash), StoreValues.millis(now)]) else { return nil }
             let session = SessionRecord(tokenHash: tokenHash, accountID: UUID(uuidString: row["session_account"]) ?? UUID(),
                                         createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
-                                        userAgent: row["user_agent"], ipAddress: row["ip_address"])
+                                        userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
+                                        credentialID: (row["session_credential"] as Data?).map { [UInt8]($0) })
             return (session, Self.account(row))
         }
     }
@@ -416,10 +426,43 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in try db.cached(sql: "DELETE FROM sessions WHERE token_hash = ?", arguments: [Data(tokenHash)]) }
     }
 
-    public func revokeSessions(accountID: UUID) async throws -> Int {
+    public func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws {
         try await write { db in
-            try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString])
+            try db.cached(sql: "UPDATE sessions SET credential_id = ? WHERE token_hash = ?", arguments: [Data(credentialID), Data(tokenHash)])
+        }
+    }
+
+    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
+        try await write { db in
+            try db.cached(sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
+                          arguments: [accountID.uuidString, Data(tokenHash ?? [])])
             return db.changesCount
+        }
+    }
+
+    public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
+        try await write { db in
+            try db.cached(sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash IS NOT NULL",
+                          arguments: [hash, accountID.uuidString])
+            guard db.changesCount == 1 else { return false }
+            try db.cached(sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
+                          arguments: [accountID.uuidString, Data(tokenHash ?? [])])
+            return true
+        }
+    }
+
+    public func rekeyUsernames() async throws -> [UsernameCollision] {
+        try await write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, username, username_key FROM accounts ORDER BY created_at, id")
+            let accounts = rows.map { row in
+                (id: UUID(uuidString: row["id"] as String? ?? "") ?? UUID(), username: row["username"] as String? ?? "",
+                 key: row["username_key"] as String? ?? "")
+            }
+            let plan = UsernameRekeying.plan(accounts)
+            for change in plan.changes {
+                try db.execute(sql: "UPDATE accounts SET username_key = ? WHERE id = ?", arguments: [change.key, change.id.uuidString])
+            }
+            return plan.collisions
         }
     }
 
@@ -451,6 +494,13 @@ public final class SQLiteStore: PasskeyStore {
                 INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
                 ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits
                 """, arguments: [key, StoreValues.millis(windowStart), StoreValues.millis(expiresAt)]) ?? 1
+        }
+    }
+
+    public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
+        try await read { db in
+            try db.cachedInt(sql: "SELECT hits FROM rate_limits WHERE key = ? AND window_start = ?",
+                             arguments: [key, StoreValues.millis(windowStart)]) ?? 0
         }
     }
 

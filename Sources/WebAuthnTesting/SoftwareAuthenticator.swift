@@ -31,6 +31,9 @@ public struct SoftwareAuthenticator: Sendable {
     public var keyType: SoftwareCredential.KeyType = .es256
     public var attestation: AttestationMode = .none
     public var transports = ["internal", "hybrid"]
+    /// The length of the credential IDs it makes (default 32); any length, 0 and over 1023
+    /// included, to model hostile authenticators.
+    public var credentialIDLength: Int?
     /// Deterministic keys and credential IDs derived from this seed (`nil`: random).
     public var seed: [UInt8]?
     private var created = 0
@@ -87,7 +90,10 @@ public struct SoftwareAuthenticator: Sendable {
                                   signCount: UInt32 = 0, extensions: CBORValue? = nil) throws -> (RegistrationResponseJSON, SoftwareCredential) {
         let rp = rpID ?? options.rp.id
         let idSeed = nextSeed("credential-id")
-        let credentialID = idSeed.map { Array(SHA256.hash(data: $0)) } ?? Array(SHA256.hash(data: RelyingParty.makeChallenge()))
+        var credentialID = idSeed.map { Array(SHA256.hash(data: $0)) } ?? Array(SHA256.hash(data: RelyingParty.makeChallenge()))
+        if let length = credentialIDLength {
+            credentialID = (0..<length).map { credentialID[$0 % credentialID.count] &+ UInt8(truncatingIfNeeded: $0 / credentialID.count) }
+        }
         var credential = SoftwareCredential(
             id: credentialID, keyType: keyType, privateKey: try SoftwareCredential.makePrivateKey(keyType, seed: nextSeed("key")),
             rpID: rp, userHandle: options.user.id.bytes, userName: options.user.name, signCount: signCount)

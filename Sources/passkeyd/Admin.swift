@@ -191,8 +191,9 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
+                // Disabling revokes every session in the same transaction.
+                let revoked = try await context.store.sessions(accountID: account.id, now: Date()).count
                 _ = try await context.store.setDisabled(accountID: account.id, disabled: true)
-                let revoked = try await context.store.revokeSessions(accountID: account.id)
                 try await context.audit("admin_account_disabled", account: account, detail: "\(revoked) sessions revoked")
                 print("disabled \(account.username); \(revoked) session\(revoked == 1 ? "" : "s") revoked")
             }

@@ -35,8 +35,20 @@ struct ConfigurationLoader {
         var rateLimits: RateLimitsFile?
         var trustedProxies: [String]?
         var metricsToken: String?
+        var metricsPublic: Bool?
         var logFormat: String?
         var passwordHashCost: Int?
+        var passwordHashConcurrency: Int?
+        var reauthenticationSeconds: Int?
+        var connections: ConnectionsFile?
+    }
+
+    struct ConnectionsFile: Decodable {
+        var maxConnections: Int?
+        var maxConnectionsPerAddress: Int?
+        var headerTimeoutSeconds: Int?
+        var bodyTimeoutSeconds: Int?
+        var idleTimeoutSeconds: Int?
     }
 
     struct RateLimitsFile: Decodable {
@@ -44,6 +56,9 @@ struct ConfigurationLoader {
         var windowSeconds: Int?
         var perIP: Int?
         var perAccount: Int?
+        var perAccountTotal: Int?
+        var slowdownSeconds: Int?
+        var maxKeys: Int?
     }
 
     struct Loaded {
@@ -157,7 +172,25 @@ struct ConfigurationLoader {
             enabled: try bool("PASSKEYD_RATE_LIMITS", limitsFile.enabled) ?? defaults.enabled,
             windowSeconds: try int("PASSKEYD_RATE_LIMIT_WINDOW", limitsFile.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds") ?? defaults.windowSeconds,
             perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", limitsFile.perIP, range: 1...10_000_000, setting: "rateLimits.perIP") ?? defaults.perIP,
-            perAccount: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount") ?? defaults.perAccount)
+            perAccount: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount") ?? defaults.perAccount,
+            perAccountTotal: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT_TOTAL", limitsFile.perAccountTotal, range: 1...10_000_000,
+                                     setting: "rateLimits.perAccountTotal") ?? defaults.perAccountTotal,
+            slowdownSeconds: try int("PASSKEYD_RATE_LIMIT_SLOWDOWN", limitsFile.slowdownSeconds, range: 0...60, setting: "rateLimits.slowdownSeconds")
+                ?? defaults.slowdownSeconds,
+            maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", limitsFile.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys") ?? defaults.maxKeys)
+        let connectionsFile = file.connections ?? ConnectionsFile()
+        let connectionDefaults = ServerConfiguration.Connections()
+        let connections = ServerConfiguration.Connections(
+            maxConnections: try int("PASSKEYD_MAX_CONNECTIONS", connectionsFile.maxConnections, range: 1...1_000_000,
+                                    setting: "connections.maxConnections") ?? connectionDefaults.maxConnections,
+            maxConnectionsPerAddress: try int("PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS", connectionsFile.maxConnectionsPerAddress, range: 1...1_000_000,
+                                              setting: "connections.maxConnectionsPerAddress") ?? connectionDefaults.maxConnectionsPerAddress,
+            headerTimeoutSeconds: try int("PASSKEYD_HEADER_TIMEOUT", connectionsFile.headerTimeoutSeconds, range: 1...3600,
+                                          setting: "connections.headerTimeoutSeconds") ?? connectionDefaults.headerTimeoutSeconds,
+            bodyTimeoutSeconds: try int("PASSKEYD_BODY_TIMEOUT", connectionsFile.bodyTimeoutSeconds, range: 1...3600,
+                                        setting: "connections.bodyTimeoutSeconds") ?? connectionDefaults.bodyTimeoutSeconds,
+            idleTimeoutSeconds: try int("PASSKEYD_IDLE_TIMEOUT", connectionsFile.idleTimeoutSeconds, range: 1...86_400,
+                                        setting: "connections.idleTimeoutSeconds") ?? connectionDefaults.idleTimeoutSeconds)
         let metricsToken = string("PASSKEYD_METRICS_TOKEN", file.metricsToken)
         if let metricsToken, metricsToken.count < 16 {
             throw ConfigurationError(setting: "metricsToken", problem: "use at least 16 characters")
@@ -188,7 +221,13 @@ struct ConfigurationLoader {
             rateLimits: rateLimits,
             trustedProxies: list("PASSKEYD_TRUSTED_PROXIES", file.trustedProxies) ?? [],
             metricsToken: metricsToken,
-            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost") ?? 12)
+            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost") ?? 12,
+            metricsPublic: try bool("PASSKEYD_METRICS_PUBLIC", file.metricsPublic) ?? false,
+            connections: connections,
+            reauthenticationWindow: .seconds(try int("PASSKEYD_REAUTHENTICATION_SECONDS", file.reauthenticationSeconds, range: 10...86_400,
+                                                     setting: "reauthenticationSeconds") ?? 300),
+            passwordHashConcurrency: try int("PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
+                                             setting: "passwordHashConcurrency"))
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)

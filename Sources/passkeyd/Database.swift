@@ -32,7 +32,18 @@ enum Database {
             // Reachability first, with the ordinary deadline: migrations get minutes, an
             // unreachable database should not.
             try await store.ping()
-            return (store, try await store.migrate())
+            let applied = try await store.migrate()
+            // Migration 5 brought the PRECIS username keys: bring stored keys to them, and report
+            // accounts whose names now collide (never merged; an operator decides).
+            if applied.contains(5) {
+                for collision in try await store.rekeyUsernames() {
+                    let line = "username collision: \"\(collision.username)\" (\(collision.accountID)) and \"\(collision.otherUsername)\" "
+                        + "(\(collision.otherAccountID)) share the key \"\(collision.key)\"; the first keeps its old key until an operator renames or merges it"
+                    logger.warning("\(line)")
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                }
+            }
+            return (store, applied)
         } catch let error as StoreError {
             (store as? PostgresStore)?.close()
             throw DatabaseUnavailable(url: PostgresStore.redacted(url), reason: error.reason)

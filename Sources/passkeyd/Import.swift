@@ -126,8 +126,13 @@ struct Import: AsyncParsableCommand {
         do {
             let name = try PasskeyService.validUsername(username)
             let display = try PasskeyService.validDisplayName(displayName, default: name)
-            guard let hash, Bcrypt(hash) != nil else {
+            guard let hash, let bcrypt = Bcrypt(hash) else {
                 return .failure(Problem(line: line, message: "\(name): passwordHash is not a bcrypt hash ($2a$/$2b$/$2y$, cost 4-31)"))
+            }
+            // Each sign-in pays the cost: 2^cost rounds. Past 14 (about 1.5 s a check here) one
+            // imported row could tie up the password pool; refuse it rather than serve it.
+            guard bcrypt.cost <= Bcrypt.maxImportCost else {
+                return .failure(Problem(line: line, message: "\(name): bcrypt cost \(bcrypt.cost) is above \(Bcrypt.maxImportCost)"))
             }
             return .success(Row(line: line, username: name, displayName: display, hash: hash))
         } catch let error as APIError {

@@ -14,22 +14,29 @@ import WebAuthnTesting
 /// request ids (in process), and the admin verbs against a database a real server wrote.
 @Suite("Operations: limits, audit, metrics, admin")
 struct OperationsTests {
-    @Test func perAccountLimitsAnswer429WithRetryAfter() async throws {
-        let harness = try await ServerHarness { $0.rateLimits = .init(windowSeconds: 60, perIP: 1000, perAccount: 3) }
+    @Test func wrongPasswordsAreLimitedPerAccountAndAddressButOptionsAreNot() async throws {
+        let harness = try await ServerHarness {
+            $0.passwordHashCost = 4
+            $0.rateLimits = .init(windowSeconds: 60, perIP: 1000, perAccount: 3)
+        }
+        let account = Account(username: "ada", displayName: "Ada", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "analytical engine", cost: 4).text)]) == [true])
         try await harness.run { api in
-            for _ in 0..<3 {
+            // Options reveal nothing secret and count nothing per account: no lock-out through them.
+            for _ in 0..<10 {
                 #expect(try await api.post("/api/auth/authenticate/options", ["username": "ada"]).status == .ok)
             }
-            let limited = try await api.post("/api/auth/authenticate/options", ["username": "ADA"])
+            for _ in 0..<3 {
+                #expect(try await api.post("/api/auth/password/sign-in", ["username": "ada", "password": "babbage"]).status == .unauthorized)
+            }
+            let limited = try await api.post("/api/auth/password/sign-in", ["username": "ADA", "password": "analytical engine"])
             #expect(limited.status == .tooManyRequests && limited.errorCode == "rate_limited")
             let retry = Int(limited.headers[.retryAfter] ?? "") ?? 0
             #expect((1...60).contains(retry))
-            // Another username, and discoverable sign-in, are not affected.
-            #expect(try await api.post("/api/auth/authenticate/options", ["username": "bob"]).status == .ok)
-            #expect(try await api.post("/api/auth/authenticate/options", [String: String]()).status == .ok)
-            // The window ends: allowed again.
+            // Another username is not affected; the window ends: allowed again.
+            #expect(try await api.post("/api/auth/password/sign-in", ["username": "bob", "password": "x"]).status == .unauthorized)
             harness.clock.advance(61)
-            #expect(try await api.post("/api/auth/authenticate/options", ["username": "ada"]).status == .ok)
+            #expect(try await api.post("/api/auth/password/sign-in", ["username": "ada", "password": "analytical engine"]).status == .ok)
         }
     }
 
@@ -126,7 +133,11 @@ struct AdminCommandTests {
 
     static func signUp(_ server: ServeBinaryTests.Server, _ username: String, origin: String,
                        authenticator: inout SoftwareAuthenticator) async throws -> (String, SoftwareCredential) {
-        let (_, optionsJSON) = try await server.call("POST", "/api/auth/register/options", json: Data(#"{"username":"\#(username)"}"#.utf8))
+        let (optionsStatus, optionsJSON) = try await server.call("POST", "/api/auth/register/options", json: Data(#"{"username":"\#(username)"}"#.utf8))
+        guard optionsStatus == 200 else {
+            Issue.record("sign-up options for \(username) answered \(optionsStatus): \(optionsJSON)")
+            throw POSIXError(.EPROTO)
+        }
         let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(optionsJSON))
         let (registration, credential) = try authenticator.register(options: options, origin: origin)
         let (status, body) = try await server.call("POST", "/api/auth/register/verify",

@@ -31,14 +31,17 @@ struct ServeBinaryTests {
     final class Server: @unchecked Sendable { // its Process is only started and stopped
         let process = Process()
         let port: Int
+        /// The web origin it is configured with (what a browser page of it sends as Origin).
+        let origin: String
         /// `database`: a SQLite file path, or a database URL.
         init(port: Int, database: String, environment extra: [String: String] = [:], origin: String? = nil, log: URL? = nil) throws {
             self.port = port
+            self.origin = origin ?? "http://localhost:\(port)"
             process.executableURL = ServeBinaryTests.binary
             process.arguments = ["serve", "--database", database.contains("://") ? database : "sqlite://\(database)"]
             var environment = ProcessInfo.processInfo.environment
             environment["PASSKEYD_LISTEN"] = "127.0.0.1:\(port)"
-            environment["PASSKEYD_ORIGINS"] = origin ?? "http://localhost:\(port)"
+            environment["PASSKEYD_ORIGINS"] = self.origin
             environment["PASSKEYD_CONFIG"] = nil
             environment["PASSKEYD_LOG_FORMAT"] = "json"
             // The decoy bcrypt hash is made at start; cost 12 in a debug build is seconds of CPU per server.
@@ -90,7 +93,7 @@ struct ServeBinaryTests {
             request.httpBody = json
 
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.setValue("http://localhost:\(port)", forHTTPHeaderField: "Origin")
+            request.setValue(origin, forHTTPHeaderField: "Origin")
             if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
             let (data, response) = try await Self.session.data(for: request)
             let http = response as? HTTPURLResponse

@@ -22,6 +22,11 @@ final class TestClock: Sendable {
 /// suite runs with `PASSKEYD_TEST_STORE=postgres`), driven through Hummingbird's in-process test client.
 struct ServerHarness: Sendable {
     static let origin = "http://localhost:8080"
+    /// The repository's web UI folder.
+    static var publicDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Public").path
+    }
     let service: PasskeyService
     let store: any PasskeyStore
     let clock: TestClock
@@ -35,11 +40,13 @@ struct ServerHarness: Sendable {
         service = try PasskeyService(configuration: configuration, store: store, now: { clock.now })
     }
 
-    func run(_ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
+    /// Runs `body` against the application: in process, or (`live`) over a real loopback socket,
+    /// where the client address is 127.0.0.1 (limits per address, X-Forwarded-For from a trusted proxy).
+    func run(live: Bool = false, _ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
         var logger = Logger(label: "passkeyd-test")
         logger.logLevel = .warning
-        let app = PasskeyServer.application(service: service, logger: logger)
-        try await app.test(.router) { client in
+        let app = PasskeyServer.application(service: service, port: live ? 0 : 8080, logger: logger)
+        try await app.test(live ? .live : .router) { client in
             try await body(APIClient(client: client))
         }
     }
@@ -63,7 +70,7 @@ struct APIClient: Sendable {
     func request(_ method: HTTPRequest.Method, _ path: String, body: [UInt8]? = nil, token: String? = nil, cookie: String? = nil,
                  origin: String? = ServerHarness.origin, headers extra: HTTPFields = [:]) async throws -> APIResponse {
         var headers = extra
-        if body != nil { headers[.contentType] = "application/json" }
+        if body != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
         if let token { headers[.authorization] = "Bearer \(token)" }
         if let cookie { headers[.cookie] = cookie }
         if let origin { headers[.origin] = origin }
@@ -87,12 +94,13 @@ struct APIClient: Sendable {
     struct CredentialBody<C: Encodable>: Encodable { let credential: C; var name: String? = nil }
 
     /// Signs up `username` with a new passkey; returns the session token and the passkey.
-    func signUp(_ username: String, authenticator: inout SoftwareAuthenticator, origin: String = ServerHarness.origin) async throws
+    func signUp(_ username: String, authenticator: inout SoftwareAuthenticator, origin: String = ServerHarness.origin,
+                requestOrigin: String = ServerHarness.origin) async throws
         -> (token: String, credential: SoftwareCredential, response: APIResponse) {
-        let options = try await registrationOptions(username: username)
+        let options = try await post("/api/auth/register/options", ["username": username], origin: requestOrigin)
         guard options.status == .ok else { throw HarnessError.unexpected(options) }
         let (registration, credential) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
-        let verify = try await post("/api/auth/register/verify", CredentialBody(credential: registration))
+        let verify = try await post("/api/auth/register/verify", CredentialBody(credential: registration), origin: requestOrigin)
         guard verify.status == .ok, let token = verify.string("token") else { throw HarnessError.unexpected(verify) }
         return (token, credential, verify)
     }

@@ -42,7 +42,7 @@ struct WellKnownTests {
     }
 
     @Test func theOpenAPIDocumentIsServedAndDescribesEveryRoute() async throws {
-        let harness = try await ServerHarness()
+        let harness = try await ServerHarness { $0.metricsPublic = true }
         let docURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/openapi.json")
         let onDisk = try String(contentsOf: docURL, encoding: .utf8)
@@ -56,7 +56,8 @@ struct WellKnownTests {
             (.get, "/api/auth/authenticate/options"), (.post, "/api/auth/authenticate/verify"), (.get, "/api/auth/session"),
             (.delete, "/api/auth/session"), (.get, "/api/auth/passkeys"), (.patch, "/api/auth/passkeys/{id}"), (.delete, "/api/auth/passkeys/{id}"),
             (.post, "/api/auth/password/sign-in"), (.delete, "/api/auth/password"), (.post, "/api/auth/recovery-codes"),
-            (.post, "/api/auth/recovery/sign-in"), (.post, "/api/auth/recovery/link"),
+            (.post, "/api/auth/recovery/sign-in"), (.post, "/api/auth/recovery/link"), (.post, "/api/auth/password"),
+            (.get, "/api/auth/sessions"), (.post, "/api/auth/sessions/revoke-others"), (.delete, "/api/auth/sessions/{id}"),
             (.get, "/.well-known/apple-app-site-association"), (.get, "/.well-known/assetlinks.json"), (.get, "/.well-known/webauthn"),
             (.get, "/.well-known/passkey-endpoints"), (.get, "/openapi.json"), (.get, "/healthz"), (.get, "/readyz"), (.get, "/metrics"),
             (.get, "/signup"), (.post, "/makeCredential"), (.get, "/authenticate"), (.post, "/authenticate"),

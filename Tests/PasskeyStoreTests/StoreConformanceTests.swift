@@ -1,5 +1,6 @@
 import Foundation
-import PasskeyStore
+import NIOSSL
+@testable import PasskeyStore
 import PasskeyStoreTesting
 import Testing
 
@@ -20,9 +21,113 @@ struct StoreConformanceTests {
                 name: "iCloud Keychain", createdAt: t0)
     }
 
-    static func session(for account: Account, expires: TimeInterval = 3600) -> SessionRecord {
+    static func session(for account: Account, expires: TimeInterval = 3600, method: String = "passkey", credentialID: [UInt8]? = nil) -> SessionRecord {
         SessionRecord(tokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, createdAt: t0,
-                      expiresAt: t0.addingTimeInterval(expires), userAgent: "test", ipAddress: "127.0.0.1")
+                      expiresAt: t0.addingTimeInterval(expires), userAgent: "test", ipAddress: "127.0.0.1", method: method,
+                      credentialID: credentialID)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func sessionsEndWithThePasskeyThatMadeThem(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let phone = Self.passkey(for: ada), laptop = Self.passkey(for: ada), key = Self.passkey(for: ada)
+        let signUp = Self.session(for: ada, method: "sign_up", credentialID: phone.credentialID)
+        try await store.createAccount(ada, passkey: phone, session: signUp, audit: [])
+        try await store.addPasskey(laptop)
+        try await store.addPasskey(key)
+        let viaLaptop = Self.session(for: ada, credentialID: laptop.credentialID)
+        let viaKey = Self.session(for: ada, credentialID: key.credentialID)
+        let viaRecovery = Self.session(for: ada, method: "recovery_code")
+        for session in [viaLaptop, viaKey, viaRecovery] { try await store.createSession(session) }
+        let stored = try #require(try await store.session(tokenHash: viaLaptop.tokenHash, now: Self.t0)?.0)
+        #expect(stored.method == "passkey" && stored.credentialID == laptop.credentialID)
+
+        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID) == .deleted)
+        #expect(try await store.session(tokenHash: viaLaptop.tokenHash, now: Self.t0) == nil)
+        // An administrator's revocation ends its sessions too; a rebound session survives.
+        try await store.rebindSession(tokenHash: viaRecovery.tokenHash, credentialID: key.credentialID)
+        #expect(try await store.session(tokenHash: viaRecovery.tokenHash, now: Self.t0)?.0.credentialID == key.credentialID)
+        try await store.rebindSession(tokenHash: viaRecovery.tokenHash, credentialID: phone.credentialID)
+        #expect(try await store.revokePasskey(credentialID: key.credentialID))
+        #expect(try await store.session(tokenHash: viaKey.tokenHash, now: Self.t0) == nil)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).map(\.tokenHash).sorted { $0.lexicographicallyPrecedes($1) }
+                == [signUp.tokenHash, viaRecovery.tokenHash].sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aPasswordChangeKeepsOnlyTheChangingSession(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada"), bob = Self.account("bob")
+        #expect(try await store.importAccounts([(ada, "$2b$04$old"), (bob, "$2b$04$bob")]) == [true, true])
+        let mine = Self.session(for: ada, method: "password"), other = Self.session(for: ada, method: "password")
+        try await store.createSession(mine)
+        try await store.createSession(other)
+        #expect(try await store.changePassword(accountID: ada.id, hash: "$2b$04$new", keepSession: mine.tokenHash))
+        #expect(try await store.account(id: ada.id)?.passwordHash == "$2b$04$new")
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).map(\.tokenHash) == [mine.tokenHash])
+        #expect(try await store.account(id: bob.id)?.passwordHash == "$2b$04$bob")
+        #expect(try await store.removePassword(accountID: bob.id) == false)
+        let carl = Self.account("carl")
+        try await store.createAccount(carl, passkey: Self.passkey(for: carl), session: nil, audit: [])
+        #expect(try await store.changePassword(accountID: carl.id, hash: "$2b$04$x", keepSession: nil) == false)
+    }
+
+    /// Deleting the last passkey and removing the password at the same moment never both
+    /// succeed (each transaction holds the account).
+    @Test(arguments: TestDatabase.kinds)
+    func theLastWayInSurvivesConcurrentRemovals(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        for round in 0..<12 {
+            let account = Self.account("race\(round)")
+            let passkey = Self.passkey(for: account)
+            #expect(try await store.importAccounts([(account, "$2b$04$hash")]) == [true])
+            try await store.addPasskey(passkey)
+            async let deleted = store.deletePasskey(accountID: account.id, credentialID: passkey.credentialID)
+            async let removed = store.removePassword(accountID: account.id)
+            let (deletion, removal) = try await (deleted, removed)
+            #expect(!(deletion == .deleted && removal), "round \(round): both ways in were removed")
+            let left = try await store.passkeys(accountID: account.id).count + (try await store.account(id: account.id)?.passwordHash == nil ? 0 : 1)
+            #expect(left >= 1)
+        }
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func rateLimitCountsCanBeReadWithoutCounting(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0) == 0)
+        _ = try await store.countHit(key: "k", windowStart: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        _ = try await store.countHit(key: "k", windowStart: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
+        #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0) == 2)
+        #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0.addingTimeInterval(60)) == 0)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func usernameKeysFollowTheCurrentRules(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ＡＤＡ")
+        try await store.createAccount(ada, passkey: Self.passkey(for: ada), session: nil, audit: [])
+        #expect(try await store.account(username: "ada")?.id == ada.id)
+        #expect(try await store.account(username: "Ａｄａ")?.id == ada.id)
+        #expect(try await store.rekeyUsernames().isEmpty)
+    }
+
+    @Test func sslModesHaveTheirLibpqMeanings() throws {
+        func verification(_ mode: String, root: String? = nil) throws -> CertificateVerification? {
+            switch try PostgresStore.tlsUse(sslmode: mode, rootCertificate: root) {
+            case .disable: return nil
+            case .prefer(let configuration), .require(let configuration): return configuration.certificateVerification
+            }
+        }
+        #expect(try verification("disable") == nil)
+        #expect(try verification("prefer") == CertificateVerification.none)
+        #expect(try verification("require") == CertificateVerification.none)
+        #expect(try verification("require", root: "/etc/ssl/ca.pem") == .noHostnameVerification)
+        #expect(try verification("verify-ca") == .noHostnameVerification)
+        #expect(try verification("verify-full") == .fullVerification)
+        #expect(throws: StoreError.self) { try PostgresStore.tlsUse(sslmode: "verify-everything", rootCertificate: nil) }
+        if case .require = try PostgresStore.tlsUse(sslmode: "require", rootCertificate: nil) {} else { Issue.record("require must require TLS") }
+        if case .prefer = try PostgresStore.tlsUse(sslmode: "prefer", rootCertificate: nil) {} else { Issue.record("prefer must only prefer TLS") }
     }
 
     @Test func postgresIsThereWhenRequired() {
@@ -34,7 +139,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 4)
+        #expect(try await store.schemaVersion() == 5)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -167,13 +272,21 @@ struct StoreConformanceTests {
         #expect(try await store.setDisabled(accountID: ada.id, disabled: true))
         #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) == nil)
         #expect(try await store.account(id: ada.id)?.disabled == true)
+        // Disabling revoked them: re-enabling brings none back.
         #expect(try await store.setDisabled(accountID: ada.id, disabled: false))
-        #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) != nil)
-        try await store.revokeSession(tokenHash: long.tokenHash)
         #expect(try await store.session(tokenHash: long.tokenHash, now: Self.t0) == nil)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).isEmpty)
+        let kept = Self.session(for: ada)
+        try await store.createSession(kept)
+        try await store.revokeSession(tokenHash: kept.tokenHash)
+        #expect(try await store.session(tokenHash: kept.tokenHash, now: Self.t0) == nil)
+        let mine = Self.session(for: ada)
+        try await store.createSession(mine)
         try await store.createSession(Self.session(for: ada))
         try await store.createSession(Self.session(for: ada))
-        #expect(try await store.revokeSessions(accountID: ada.id) == 3)
+        #expect(try await store.revokeSessions(accountID: ada.id, except: mine.tokenHash) == 2)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).map(\.tokenHash) == [mine.tokenHash])
+        #expect(try await store.revokeSessions(accountID: ada.id) == 1)
         #expect(try await store.setDisabled(accountID: UUID(), disabled: true) == false)
     }
 

@@ -16,6 +16,8 @@ public struct Bcrypt: Sendable, Hashable {
 
     static let alphabet = Array("./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
     static let costs = 4...31
+    /// The highest cost `passkeyd import` accepts (each check costs 2^cost rounds).
+    public static let maxImportCost = 14
 
     /// Parses `$2b$12$` + 22 salt characters + 31 hash characters.
     public init?(_ text: String) {

@@ -69,7 +69,7 @@ enum AttestationCertificates {
         do {
             return try Certificate(derEncoded: der)
         } catch {
-            throw WebAuthnError(.attestationInvalid, "attestation certificate is not valid DER X.509: \(error)")
+            throw WebAuthnError(.attestationInvalid, "an attestation certificate is not valid DER X.509")
         }
     }
 

@@ -114,7 +114,8 @@ public struct CredentialPublicKey: Sendable {
         } catch let error as WebAuthnError {
             throw error
         } catch {
-            throw WebAuthnError(.malformedPublicKey, "COSE key rejected by the crypto library: \(error)")
+            // The library's own error (BoringSSL numbers) is not repeated: reasons reach clients.
+            throw WebAuthnError(.malformedPublicKey, "the COSE key is not a valid public key for its algorithm")
         }
     }
 

@@ -122,7 +122,7 @@ public enum JSONEdge {
         } catch let error as DecodingError {
             throw WebAuthnError(.malformedJSON, describe(error))
         } catch {
-            throw WebAuthnError(.malformedJSON, "\(error)")
+            throw WebAuthnError(.malformedJSON, "the body is not valid JSON")
         }
     }
 

@@ -70,6 +70,11 @@ public struct AuthenticatorData: Sendable {
             // §6.5.1 attested credential data.
             let aaguid = try reader.readBytes(16, "aaguid")
             let idLength = Int(try reader.readUInt16("credentialIdLength"))
+            // §6.5.1: a credential ID has at least one byte; an empty one could never be named
+            // again (allowCredentials, deletion).
+            guard idLength >= 1 else {
+                throw WebAuthnError(.malformedAuthenticatorData, "credentialIdLength is 0")
+            }
             guard idLength <= Self.maxCredentialIDLength else {
                 throw WebAuthnError(.credentialIDTooLong, "credentialIdLength \(idLength) exceeds \(Self.maxCredentialIDLength)")
             }

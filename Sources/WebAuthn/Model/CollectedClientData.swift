@@ -26,8 +26,11 @@ public struct CollectedClientData: Sendable {
         do throws(WebAuthnError) {
             let json = try JSONObject(node: JSONReader.parseNode(bytes), path: "clientData")
             let challengeText = try json.string("challenge")
-            guard let challenge = Base64.decode(challengeText, flavor: .any) else {
-                throw WebAuthnError(.malformedClientData, "clientData.challenge is not base64url")
+            // §5.8.1: challenge is "the base64url encoding of the challenge provided by the Relying
+            // Party". Only that spelling is accepted (no padding, no standard alphabet), so one
+            // challenge has exactly one form that can answer it.
+            guard let challenge = Base64.decode(challengeText, flavor: .urlUnpadded) else {
+                throw WebAuthnError(.malformedClientData, "clientData.challenge is not unpadded base64url")
             }
             self.type = try json.string("type")
             self.challenge = challenge

@@ -1,0 +1,170 @@
+import HTTPTypes
+import Hummingbird
+import WebAuthn
+
+/// One spelling per resource: a path with an empty segment (`//api`, a trailing `/`), a dot
+/// segment, a percent-encoded `/`, `\`, `.` or control byte, or a raw control byte is refused
+/// with 404 before anything else looks at it. Routes, limits and a proxy's `location` rules then
+/// all see the same path (`/metrics/` cannot slip past a `location = /metrics` rule, and
+/// `/api/auth/authenticate/verify/` cannot slip past the route's limits).
+struct CanonicalPathMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard Self.isCanonical(request.uri.path) else { throw APIError.notFound }
+        return try await next(request, context)
+    }
+
+    static func isCanonical(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        if bytes.count == 1 { return true }
+        guard bytes.last != UInt8(ascii: "/") else { return false }
+        for segment in bytes.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            guard !segment.isEmpty, segment.elementsEqual(".".utf8) == false, segment.elementsEqual("..".utf8) == false else { return false }
+        }
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") { return false }
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return false }
+                let decoded = high << 4 | low
+                if decoded < 0x20 || decoded == 0x7F || decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\")
+                    || decoded == UInt8(ascii: ".") || decoded == UInt8(ascii: "%") {
+                    return false
+                }
+                index += 3
+                continue
+            }
+            index += 1
+        }
+        return true
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// Cross-site writes are refused: a request that changes state (not GET, HEAD or OPTIONS) and
+/// carries an `Origin` must name one of the relying party's web origins (related origins
+/// included). Native apps send no `Origin` and are unaffected.
+struct OriginCheckMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let allowed: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method != .get && request.method != .head && request.method != .options,
+           let origin = request.headers[.origin], !allowed.contains(origin) {
+            throw APIError.csrf
+        }
+        return try await next(request, context)
+    }
+}
+
+/// JSON endpoints take JSON only: a body must be sent as `application/json` (415 otherwise), so a
+/// cross-site HTML form or a `text/plain` fetch, which need no CORS preflight, cannot reach
+/// them. Routes that always need a body (the session-issuing ones) refuse a missing type too.
+struct JSONRequestMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    /// Refuse a request without `Content-Type: application/json` even when it has no body.
+    var bodyRequired = false
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method == .post || request.method == .put || request.method == .patch {
+            if bodyRequired || Self.hasBody(request) {
+                guard Self.isJSON(request.headers[.contentType]) else { throw APIError.unsupportedMediaType }
+            }
+        }
+        return try await next(request, context)
+    }
+
+    static func hasBody(_ request: Request) -> Bool {
+        if request.headers[.transferEncoding] != nil { return true }
+        if let length = request.headers[.contentLength] { return length != "0" }
+        return false
+    }
+
+    /// `application/json`, with parameters (`; charset=utf-8`) and in any case. A client that
+    /// sends the header twice (an OkHttp interceptor and the body's own type) is read as the
+    /// list of both: each must be JSON.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType, !contentType.isEmpty else { return false }
+        return contentType.split(separator: ",").allSatisfy { value in
+            value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } == "application/json"
+        }
+    }
+}
+
+/// Routes that issue a session (sign-up, sign-in by passkey, password or recovery) refuse a
+/// browser's `Sec-Fetch-Site: cross-site` request unless its Origin is an allowed one: no login
+/// CSRF (signing a victim's browser into the attacker's account).
+struct SessionIssuingMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let allowed: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.headers[.secFetchSite]?.lowercased() == "cross-site" {
+            guard let origin = request.headers[.origin], allowed.contains(origin) else { throw APIError.crossSite }
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The per-address limit of the routes it is attached to (every ceremony, password and recovery
+/// route): each request counts, whatever its outcome.
+struct ClientRateLimitMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let service: PasskeyService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await service.limitClient(service.client(request, context))
+        return try await next(request, context)
+    }
+}
+
+/// Resolves the request's session once (Bearer token or cookie) into `context.signedIn`.
+struct SessionMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    enum Mode: Sendable {
+        /// 401 `not_signed_in` without a live session.
+        case required
+        /// No session is fine; a Bearer token that is not a live session is 401 (the app must
+        /// sign in again rather than, say, start a sign-up by mistake).
+        case optional
+        /// Whatever the request carries, a failed resolution reads as no session (sign-in
+        /// routes: a stale token must not stop a new sign-in).
+        case lenient
+    }
+
+    let sessions: SessionResolver
+    var mode: Mode
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        switch mode {
+        case .required:
+            guard let signedIn = try await sessions.optional(request) else { throw APIError.notSignedIn }
+            context.signedIn = signedIn
+        case .optional:
+            context.signedIn = try await sessions.optional(request)
+        case .lenient:
+            do {
+                context.signedIn = try await sessions.optional(request)
+            } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
+                context.signedIn = nil
+            }
+        }
+        return try await next(request, context)
+    }
+}
+
+extension HTTPField.Name {
+    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
+}
