@@ -456,7 +456,9 @@ public struct PasskeyService: Sendable {
     /// needs a recent sign-in.
     public func deletePasskey(_ id: [UInt8], signedIn: SignedIn, client: Client) async throws {
         if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
-        switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id) {
+        // Every session the passkey made ends, but the one deleting it (its person just proved
+        // they are signed in; the sessions of someone who added a passkey of their own end).
+        switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id, keepSession: signedIn.session.tokenHash) {
         case .deleted: await audit("passkey_deleted", accountID: signedIn.account.id, credentialID: id, client: client)
         case .notFound: throw APIError.passkeyNotFound
         case .lastPasskey: throw APIError.lastPasskey

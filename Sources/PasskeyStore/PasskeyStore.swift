@@ -39,9 +39,10 @@ public protocol PasskeyStore: Sendable {
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
-    /// account without a password), with the sessions it made, in one transaction that holds the
-    /// account (a concurrent password removal cannot take the other way in at the same time).
-    func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion
+    /// account without a password), with the sessions it made but `keepSession` (the one asking,
+    /// which then stands on no passkey), in one transaction that holds the account (a concurrent
+    /// password removal cannot take the other way in at the same time).
+    func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion
 
     /// Removes a passkey, and the sessions it made, whatever the account has left (an
     /// administrator revoking it, or a passkey replaced by a new one).
@@ -160,6 +161,11 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
 }
 
 extension PasskeyStore {
+    /// Deletes one of the account's passkeys and every session it made.
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion {
+        try await deletePasskey(accountID: accountID, credentialID: credentialID, keepSession: nil)
+    }
+
     /// Revokes every session of an account; returns how many.
     @discardableResult public func revokeSessions(accountID: UUID) async throws -> Int {
         try await revokeSessions(accountID: accountID, except: nil)

@@ -344,7 +344,7 @@ public final class PostgresStore: PasskeyStore {
             """).count == 1
     }
 
-    public func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion {
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
         let logger = self.logger
         return try await transaction { connection in
             // Hold the account row: a concurrent password removal (which takes the same lock)
@@ -359,8 +359,12 @@ public final class PostgresStore: PasskeyStore {
             guard ids.count > 1 || !password.isEmpty else { return .lastPasskey }
             try await connection.query("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID))",
                                        logger: logger)
-            // The sessions this passkey made end with it.
-            try await connection.query("DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID))", logger: logger)
+            // The sessions this passkey made end with it (but the one deleting it).
+            try await connection.query("""
+                DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID)) AND token_hash <> \(Self.buffer(keepSession ?? []))
+                """, logger: logger)
+            try await connection.query("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(Self.buffer(credentialID))",
+                                       logger: logger)
             return .deleted
         }
     }

@@ -334,7 +334,7 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func deletePasskey(accountID: UUID, credentialID: [UInt8]) async throws -> PasskeyDeletion {
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
         try await write { db in
             let count = try db.cachedInt(sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ?", arguments: [accountID.uuidString]) ?? 0
             let exists = try db.cachedInt(sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ? AND credential_id = ?",
@@ -344,8 +344,10 @@ public final class SQLiteStore: PasskeyStore {
                                                arguments: [accountID.uuidString]) ?? 0
             guard count > 1 || hasPassword == 1 else { return .lastPasskey }
             try db.cached(sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?", arguments: [accountID.uuidString, Data(credentialID)])
-            // The sessions this passkey made end with it.
-            try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ?", arguments: [Data(credentialID)])
+            // The sessions this passkey made end with it (but the one deleting it).
+            try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ? AND token_hash <> ?",
+                          arguments: [Data(credentialID), Data(keepSession ?? [])])
+            try db.cached(sql: "UPDATE sessions SET credential_id = NULL WHERE credential_id = ?", arguments: [Data(credentialID)])
             return .deleted
         }
     }

@@ -43,8 +43,13 @@ struct StoreConformanceTests {
         let stored = try #require(try await store.session(tokenHash: viaLaptop.tokenHash, now: Self.t0)?.0)
         #expect(stored.method == "passkey" && stored.credentialID == laptop.credentialID)
 
-        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID) == .deleted)
+        let alsoViaLaptop = Self.session(for: ada, credentialID: laptop.credentialID)
+        try await store.createSession(alsoViaLaptop)
+        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID, keepSession: alsoViaLaptop.tokenHash) == .deleted)
         #expect(try await store.session(tokenHash: viaLaptop.tokenHash, now: Self.t0) == nil)
+        // The session that deleted it stays, standing on no passkey.
+        #expect(try await store.session(tokenHash: alsoViaLaptop.tokenHash, now: Self.t0)?.0.credentialID == nil)
+        try await store.revokeSession(tokenHash: alsoViaLaptop.tokenHash)
         // An administrator's revocation ends its sessions too; a rebound session survives.
         try await store.rebindSession(tokenHash: viaRecovery.tokenHash, credentialID: key.credentialID)
         #expect(try await store.session(tokenHash: viaRecovery.tokenHash, now: Self.t0)?.0.credentialID == key.credentialID)
