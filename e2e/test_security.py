@@ -66,3 +66,39 @@ def test_a_cross_site_form_cannot_sign_the_browser_in(server, browser):
         assert not browser.get_cookies()
     finally:
         attacker.shutdown()
+
+
+def test_upgrading_reports_usernames_that_now_collide_without_merging(tmp_path):
+    """A database made before PRECIS keys: two accounts whose names differ only in width.
+    Migration 5 re-keys what it can and reports the collision; both accounts stay."""
+    import os
+    import sqlite3
+    import subprocess
+    import uuid
+    from conftest import ROOT
+    binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
+    database = tmp_path / "old.sqlite"
+    env = {k: v for k, v in os.environ.items() if k != "PASSKEYD_CONFIG"}
+    run = lambda: subprocess.run([binary, "migrate", "--database", f"sqlite://{database}"], env=env, capture_output=True, text=True, timeout=60)
+    assert run().returncode == 0
+    # Back to version 4, with the keys version 4 made (lower-cased, nothing else).
+    db = sqlite3.connect(database)
+    db.executescript("""
+        DROP INDEX sessions_credential;
+        ALTER TABLE sessions DROP COLUMN credential_id;
+        ALTER TABLE sessions DROP COLUMN method;
+        DELETE FROM schema_migrations WHERE version = 5;
+    """)
+    rows = [("ada", "ada"), ("ＡＤＡ", "ａｄａ"), ("Ｂｅｎ", "ｂｅｎ")]
+    for name, key in rows:
+        db.execute("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at) VALUES (?, ?, ?, ?, ?, 0)",
+                   (str(uuid.uuid4()).upper(), name, key, name, os.urandom(64)))
+    db.commit()
+    db.close()
+    upgraded = run()
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "username collision" in upgraded.stderr and "ＡＤＡ" in upgraded.stderr, upgraded.stderr
+    db = sqlite3.connect(database)
+    keys = dict(db.execute("SELECT username, username_key FROM accounts").fetchall())
+    assert keys == {"ada": "ada", "ＡＤＡ": "ａｄａ", "Ｂｅｎ": "ben"}  # re-keyed where free, never merged
+    assert db.execute("SELECT COUNT(*) FROM accounts").fetchone()[0] == 3

@@ -52,6 +52,14 @@ struct Serve: AsyncParsableCommand {
             "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
             "database": "\(url)",
         ])
+        let server = loaded.server
+        if !server.cookieSecure {
+            logger.warning("session cookies are not Secure (plain-http development origins); serve https origins in production",
+                           metadata: ["cookie": "\(server.sessionCookieName)"])
+        }
+        if server.metricsToken == nil && !server.metricsPublic {
+            logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
+        }
         // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit.
         try await app.runService()
         logger.info("passkeyd stopped")
