@@ -87,7 +87,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+            ],
+            // The API document, edited by hand, compiled into the binary.
+            resources: [.embedInCode("Resources/openapi.json")]
         ),
         .executableTarget(
             name: "passkeyd",

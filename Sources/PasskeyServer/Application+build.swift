@@ -13,6 +13,18 @@ public enum PasskeyServer {
     public static func application(service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
                                    logger: Logger = Logger(label: "passkeyd")) -> some ApplicationProtocol {
         let configuration = service.configuration
+        let limits = ConnectionLimits(configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
+                                      metrics: service.metrics)
+        var app = Application(router: router(service: service),
+                              server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
+                              configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
+        return app
+    }
+
+    /// Every route and the middleware around it.
+    public static func router(service: PasskeyService) -> Router<PasskeyRequestContext> {
+        let configuration = service.configuration
         let router = Router(context: PasskeyRequestContext.self)
         // Outermost first: every answer (errors included) is logged and carries the security
         // headers; then one spelling per path, then no cross-site writes.
@@ -41,14 +53,7 @@ public enum PasskeyServer {
         if configuration.metricsToken != nil || configuration.metricsPublic {
             router.get("metrics") { request, _ in try await metrics(request, service: service) }
         }
-
-        let limits = ConnectionLimits(configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
-                                      metrics: service.metrics)
-        var app = Application(router: router,
-                              server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
-                              configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
-        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
-        return app
+        return router
     }
 
     /// Prometheus text exposition; behind a bearer token when `metricsToken` is set.
