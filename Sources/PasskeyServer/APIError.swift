@@ -31,60 +31,45 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
-    // MARK: Server-side codes
+    // MARK: The HTTP layer's own refusals
 
-    static let notSignedIn = APIError(.unauthorized, "not_signed_in", "Sign in first.")
     static let csrf = APIError(.forbidden, "csrf_origin_mismatch", "This request did not come from an allowed origin.")
     static let bodyTooLarge = APIError(.contentTooLarge, "body_too_large", "The request body is too large.")
-    static let unknownChallenge = APIError(.badRequest, "challenge_unknown",
-                                           "This sign-in or sign-up attempt is unknown or was already used. Start again.")
-    static let expiredChallenge = APIError(.badRequest, "challenge_expired", "This attempt took too long and expired. Start again.")
-    static let ceremonyMismatch = APIError(.badRequest, "ceremony_mismatch", "This challenge belongs to another kind of ceremony.")
-    static let accountMismatch = APIError(.badRequest, "account_mismatch", "This challenge was issued for another account.")
-    static let credentialNotFound = APIError(.unauthorized, "credential_not_found", "This passkey is not registered here (it may have been deleted).")
-    static let credentialNotAllowed = APIError(.unauthorized, "credential_not_allowed", "This passkey cannot be used for this account.")
-    static let credentialExists = APIError(.conflict, "credential_already_registered", "This passkey is already registered.")
-    static let usernameTaken = APIError(.conflict, "username_taken", "That username is taken.")
-    static let lastPasskey = APIError(.conflict, "last_passkey", "This is the account's only passkey; add another before deleting it.")
-    static let passkeyNotFound = APIError(.notFound, "passkey_not_found", "No such passkey on this account.")
-    static let accountDisabled = APIError(.forbidden, "account_disabled", "This account is disabled.")
-    static let counterRace = APIError(.conflict, "counter_conflict", "This passkey was used twice at once; try again.")
-    static let tooManyCeremonies = APIError(.serviceUnavailable, "too_many_ceremonies", "Too many sign-ins in progress; try again shortly.")
-    static func rateLimited(retryAfter: Int) -> APIError {
-        APIError(.tooManyRequests, "rate_limited", "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)
-    }
     static let internalError = APIError(.internalServerError, "internal_error", "Something went wrong on the server.")
     static let notFound = APIError(.notFound, "not_found", "No such endpoint.")
+    static let methodNotAllowed = APIError(.methodNotAllowed, "method_not_allowed", "Method not allowed here.")
+    static let badHTTP = APIError(.badRequest, "bad_request", "The request is not valid HTTP.")
     static let unsupportedMediaType = APIError(.unsupportedMediaType, "unsupported_media_type", "Send the body as Content-Type: application/json.")
     static let crossSite = APIError(.forbidden, "cross_site_request", "Cross-site requests cannot sign in here.")
-    static let reauthenticationRequired = APIError(.forbidden, "reauthentication_required",
-                                                   "Sign in again with your passkey to do this (your last sign-in was too long ago).")
-    static let sessionNotFound = APIError(.notFound, "session_not_found", "No such session on this account.")
-    static let busy = APIError(.serviceUnavailable, "busy", "The server is busy checking passwords; try again shortly.")
+    static let metricsUnauthorized = APIError(.unauthorized, "not_signed_in", "Sign in first.")
 
-    static func badRequest(_ code: String, _ message: String) -> APIError { APIError(.badRequest, code, message) }
+    // MARK: Codes to statuses: the one table
 
-    /// A verification failure. Registration failures are 400; sign-in failures 401.
-    static func from(_ error: WebAuthnError, signIn: Bool) -> APIError {
-        let code = error.code.rawValue
-        if code.hasPrefix("malformed_") { return APIError(.badRequest, code, error.reason) }
-        if error.code == .invalidConfiguration { return internalError }
-        return APIError(signIn ? .unauthorized : .badRequest, code, message(for: error))
-    }
+    /// The status of each service code. A test checks every ``PasskeyServiceError/Code/all``
+    /// code is here and documented.
+    static let statuses: [PasskeyServiceError.Code: HTTPResponse.Status] = [
+        .notSignedIn: .unauthorized, .reauthenticationRequired: .forbidden,
+        .challengeUnknown: .badRequest, .challengeExpired: .badRequest, .ceremonyMismatch: .badRequest, .accountMismatch: .badRequest,
+        .credentialNotFound: .unauthorized, .credentialNotAllowed: .unauthorized, .credentialAlreadyRegistered: .conflict,
+        .usernameTaken: .conflict, .lastPasskey: .conflict, .passkeyNotFound: .notFound, .sessionNotFound: .notFound,
+        .accountDisabled: .forbidden, .counterConflict: .conflict, .tooManyCeremonies: .serviceUnavailable,
+        .rateLimited: .tooManyRequests, .busy: .serviceUnavailable,
+        .invalidUsername: .badRequest, .invalidDisplayName: .badRequest, .invalidName: .badRequest, .invalidMediation: .badRequest,
+        .invalidCredentials: .unauthorized, .invalidPassword: .badRequest, .noPassword: .conflict, .noPasskey: .conflict,
+        .invalidRecoveryCode: .unauthorized, .invalidRecoveryLink: .unauthorized, .unknownUser: .badRequest,
+        .invalidUserID: .badRequest, .malformedJSON: .badRequest,
+    ]
 
-    /// Short, human text per code; the developer-facing reason goes to the log.
-    private static func message(for error: WebAuthnError) -> String {
-        switch error.code {
-        case .challengeMismatch: "The response does not answer this challenge."
-        case .originNotAllowed: "The response comes from an origin this server does not accept."
-        case .rpIDHashMismatch: "The passkey was made for another site."
-        case .userNotVerified: "The authenticator did not verify the user (PIN or biometrics)."
-        case .userNotPresent: "The authenticator did not confirm user presence."
-        case .signatureInvalid: "The passkey's signature does not verify."
-        case .counterRegression: "This passkey's counter went backwards; it may have been cloned."
-        case .unsupportedAlgorithm: "The passkey uses an algorithm this server does not accept."
-        case .attestationUntrusted: "The authenticator's attestation is not trusted by this server."
-        default: error.reason
+    /// A service error as the API answers it. Ceremony failures: malformed input 400, a server
+    /// misconfiguration 500, any other refusal 401 for a sign-in and 400 for a registration.
+    static func from(_ error: PasskeyServiceError) -> APIError {
+        switch error.origin {
+        case .ceremony(let signIn):
+            if error.code.rawValue == WebAuthnError.Code.invalidConfiguration.rawValue { return internalError }
+            let status: HTTPResponse.Status = error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
+            return APIError(status, error.code.rawValue, error.message)
+        case .service:
+            return APIError(statuses[error.code] ?? .badRequest, error.code.rawValue, error.message, retryAfter: error.retryAfter)
         }
     }
 

@@ -61,7 +61,7 @@ public enum PasskeyServer {
         if let token = service.configuration.metricsToken {
             // Digests compare in constant time.
             let supplied = SHA256.hash(data: Array((request.headers[.authorization] ?? "").utf8))
-            guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.notSignedIn }
+            guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.metricsUnauthorized }
         }
         let text = try await service.metrics.render(store: service.store, now: Date())
         var headers = HTTPFields()

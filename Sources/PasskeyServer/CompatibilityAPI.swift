@@ -80,7 +80,7 @@ struct CompatibilityAPI: Sendable {
 
     func makeCredential(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         guard let text = request.uri.queryParameters.get("userId"), let accountID = UUID(uuidString: String(text)) else {
-            throw APIError.badRequest("invalid_user_id", "userId must be the UUID /signup returned.")
+            throw PasskeyServiceError.invalid(.invalidUserID, "userId must be the UUID /signup returned.")
         }
         let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
         let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
@@ -99,7 +99,7 @@ struct CompatibilityAPI: Sendable {
 
     func authenticateOptions(_ request: Request) async throws -> Response {
         let username: String? = request.uri.queryParameters.get("username").map { String($0) }
-        guard let username, !username.isEmpty else { throw APIError.badRequest("invalid_username", "username is required.") }
+        guard let username, !username.isEmpty else { throw PasskeyServiceError.invalid(.invalidUsername, "username is required.") }
         let challenge = Self.randomString()
         let options = try await service.authenticationOptions(username: username, api: Self.api, challenge: Array(challenge.utf8),
                                                               unknownUserIsAnError: true)

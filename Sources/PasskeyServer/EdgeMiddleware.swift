@@ -150,14 +150,16 @@ struct SessionMiddleware: RouterMiddleware {
         var context = context
         switch mode {
         case .required:
-            guard let signedIn = try await sessions.optional(request) else { throw APIError.notSignedIn }
+            guard let signedIn = try await sessions.optional(request) else { throw PasskeyServiceError.notSignedIn }
             context.signedIn = signedIn
         case .optional:
             context.signedIn = try await sessions.optional(request)
         case .lenient:
             do {
                 context.signedIn = try await sessions.optional(request)
-            } catch let error as APIError where error.status == .unauthorized || error.status == .forbidden {
+            } catch is PasskeyServiceError {
+                context.signedIn = nil
+            } catch let error as APIError where error.status == .forbidden {
                 context.signedIn = nil
             }
         }

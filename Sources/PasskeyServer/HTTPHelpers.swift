@@ -48,7 +48,7 @@ enum HTTP {
         do {
             return try JSONObject(bytes: bytes)
         } catch {
-            throw APIError.badRequest("malformed_json", error.reason)
+            throw PasskeyServiceError.invalid(.malformedJSON, error.reason)
         }
     }
 

@@ -16,25 +16,27 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return try error.response(from: request, context: context)
+        } catch let error as PasskeyServiceError {
+            return try APIError.from(error).response(from: request, context: context)
         } catch let error as WebAuthnError {
             // Only parsing errors reach here (the service maps ceremony failures itself): 400.
-            return try APIError.from(error, signIn: false).response(from: request, context: context)
+            return try APIError.from(PasskeyServiceError(error, signIn: false)).response(from: request, context: context)
         } catch let error as StoreError {
             context.logger.error("store error", metadata: ["error": "\(error)"])
             return try APIError.from(error).response(from: request, context: context)
         } catch let error as HTTPError {
             let mapped: APIError = switch error.status {
             case .notFound: APIError.notFound
-            case .methodNotAllowed: APIError(.methodNotAllowed, "method_not_allowed", "Method not allowed here.")
+            case .methodNotAllowed: APIError.methodNotAllowed
             case .contentTooLarge: APIError.bodyTooLarge
-            case .badRequest: APIError(.badRequest, "bad_request", "Bad request.")
+            case .badRequest: APIError.badHTTP
             default: APIError(error.status, "request_refused", error.status.reasonPhrase)
             }
             return try mapped.response(from: request, context: context)
         } catch let error as HTTPParserError {
             // The connection ended in the middle of the request: the client went away.
             if error == .invalidEOFState || context.clientWentAway { throw ClientAborted() }
-            return try APIError(.badRequest, "bad_request", "The request is not valid HTTP.").response(from: request, context: context)
+            return try APIError.badHTTP.response(from: request, context: context)
         } catch let error as ChannelError where error == .ioOnClosedChannel || error == .outputClosed || error == .inputClosed || error == .eof {
             throw ClientAborted()
         } catch {

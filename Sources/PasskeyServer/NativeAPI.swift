@@ -67,7 +67,7 @@ struct NativeAPI: Sendable {
 
     /// The signed-in session of a route behind a required ``SessionMiddleware``.
     static func signedIn(_ context: PasskeyRequestContext) throws -> PasskeyService.SignedIn {
-        guard let signedIn = context.signedIn else { throw APIError.notSignedIn }
+        guard let signedIn = context.signedIn else { throw PasskeyServiceError.notSignedIn }
         return signedIn
     }
 
@@ -140,7 +140,7 @@ struct NativeAPI: Sendable {
         let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
         var replaces: [UInt8]?
         if let id = try body.optionalString("replaces") {
-            guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw APIError.passkeyNotFound }
+            guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw PasskeyServiceError.passkeyNotFound }
             replaces = bytes
         }
         let result = try await service.finishRegistration(credential, name: try body.optionalString("name"), signedIn: signedIn,
@@ -201,7 +201,7 @@ struct NativeAPI: Sendable {
     func revokeSession(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
         guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, id.count == 32 else {
-            throw APIError.sessionNotFound
+            throw PasskeyServiceError.sessionNotFound
         }
         try await service.revokeSession(id: id, signedIn: signedIn, client: service.client(request, context))
         var headers = HTTPFields()
@@ -234,7 +234,7 @@ struct NativeAPI: Sendable {
     /// returns) is accepted as well.
     static func credential(in body: JSONObject) throws -> JSONObject {
         if body.has("credential") { return try body.object("credential") }
-        guard body.has("rawId") || body.has("response") else { throw APIError.badRequest("malformed_json", "credential is missing") }
+        guard body.has("rawId") || body.has("response") else { throw PasskeyServiceError.invalid(.malformedJSON, "credential is missing") }
         return body
     }
 
@@ -243,13 +243,13 @@ struct NativeAPI: Sendable {
         switch try body.optionalString("mediation") {
         case nil, "optional", "required", "silent": return false
         case "conditional": return true
-        case let other?: throw APIError.badRequest("invalid_mediation", "mediation \"\(other)\" is not conditional, optional, required or silent")
+        case let other?: throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
         }
     }
 
     static func passkeyID(_ context: PasskeyRequestContext) throws -> [UInt8] {
         guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, !id.isEmpty else {
-            throw APIError.passkeyNotFound
+            throw PasskeyServiceError.passkeyNotFound
         }
         return id
     }

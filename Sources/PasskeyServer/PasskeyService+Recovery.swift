@@ -19,9 +19,6 @@ extension PasskeyService {
         public let recovery: Bool
     }
 
-    static let invalidPassword = APIError(.unauthorized, "invalid_credentials", "Wrong username or password.")
-    static let invalidRecoveryCode = APIError(.unauthorized, "invalid_recovery_code", "That recovery code is wrong or was already used.")
-    static let invalidRecoveryLink = APIError(.unauthorized, "invalid_recovery_link", "This recovery link is unknown, expired or already used.")
 
     // MARK: Passwords
 
@@ -30,7 +27,7 @@ extension PasskeyService {
     public func passwordSignIn(username: String?, password: String?, client: Client) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
         guard let password, !password.isEmpty, password.utf8.count <= 1024 else {
-            throw APIError.badRequest("invalid_password", "Enter a password (at most 1024 bytes).")
+            throw PasskeyServiceError.invalid(.invalidPassword, "Enter a password (at most 1024 bytes).")
         }
         let key = Account.key(for: name)
         try await throttleSecretAttempt(accountKey: key, client: client)
@@ -40,12 +37,12 @@ extension PasskeyService {
         // A disabled account answers a wrong password exactly as an unknown username does.
         guard let account, account.passwordHash != nil, matches else {
             await recordSecretFailure(accountKey: key, client: client)
-            await audit("sign_in_failed", accountID: account?.id, client: client, detail: "invalid_credentials")
-            throw Self.invalidPassword
+            await audit(.signInFailed, accountID: account?.id, client: client, detail: "invalid_credentials")
+            throw PasskeyServiceError.invalidPassword
         }
         guard !account.disabled else {
-            await audit("sign_in_failed", accountID: account.id, client: client, detail: "account_disabled")
-            throw APIError.accountDisabled
+            await audit(.signInFailed, accountID: account.id, client: client, detail: "account_disabled")
+            throw PasskeyServiceError.accountDisabled
         }
         let hasPasskey = !(try await store.passkeys(accountID: account.id).isEmpty)
         return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false)
@@ -54,37 +51,37 @@ extension PasskeyService {
     /// Turns the password off; only once the account has a passkey. Leaving a single way in
     /// needs a recent sign-in.
     public func removePassword(_ signedIn: SignedIn, client: Client) async throws {
-        guard signedIn.account.passwordHash != nil else { throw APIError(.conflict, "no_password", "This account has no password.") }
+        guard signedIn.account.passwordHash != nil else { throw PasskeyServiceError.noPassword }
         if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
         guard try await store.removePassword(accountID: signedIn.account.id) else {
-            throw APIError(.conflict, "no_passkey", "Add a passkey before turning the password off.")
+            throw PasskeyServiceError.noPasskey
         }
-        await audit("password_removed", accountID: signedIn.account.id, client: client)
+        await audit(.passwordRemoved, accountID: signedIn.account.id, client: client)
     }
 
     /// Changes the password of an account that has one: needs a recent sign-in and the new
     /// password (8 to 1024 bytes, not the username); every other session of the account ends.
     public func changePassword(_ signedIn: SignedIn, newPassword: String?, client: Client) async throws {
-        guard signedIn.account.passwordHash != nil else { throw APIError(.conflict, "no_password", "This account has no password.") }
+        guard signedIn.account.passwordHash != nil else { throw PasskeyServiceError.noPassword }
         try requireRecentSignIn(signedIn)
         guard let newPassword, newPassword.count >= 8, newPassword.utf8.count <= 1024 else {
-            throw APIError.badRequest("invalid_password", "Choose a password of at least 8 characters (at most 1024 bytes).")
+            throw PasskeyServiceError.invalid(.invalidPassword, "Choose a password of at least 8 characters (at most 1024 bytes).")
         }
         guard Account.key(for: newPassword) != Account.key(for: signedIn.account.username) else {
-            throw APIError.badRequest("invalid_password", "The password cannot be the username.")
+            throw PasskeyServiceError.invalid(.invalidPassword, "The password cannot be the username.")
         }
         let cost = configuration.passwordHashCost
         let hash = try await hashing { Bcrypt(hashing: newPassword, cost: cost).text }
         guard try await store.changePassword(accountID: signedIn.account.id, hash: hash, keepSession: signedIn.session.tokenHash) else {
-            throw APIError(.conflict, "no_password", "This account has no password.")
+            throw PasskeyServiceError.noPassword
         }
-        await audit("password_changed", accountID: signedIn.account.id, client: client)
+        await audit(.passwordChanged, accountID: signedIn.account.id, client: client)
     }
 
     /// bcrypt runs for tens to hundreds of milliseconds: on the bounded pool, off the request
     /// threads, so a password flood cannot starve the ceremonies (503 `busy` past its queue).
     func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        guard let result = await passwordWork.run(work) else { throw APIError.busy }
+        guard let result = await passwordWork.run(work) else { throw PasskeyServiceError.busy }
         return result
     }
 
@@ -107,7 +104,7 @@ extension PasskeyService {
         let codes = (0..<10).map { _ in Self.makeRecoveryCode() }
         let secret = try await serverSecret()
         try await store.replaceRecoveryCodes(accountID: signedIn.account.id, hashes: codes.map { Self.codeHash($0, secret: secret) }, at: now())
-        await audit("recovery_codes_created", accountID: signedIn.account.id, client: client, detail: "10")
+        await audit(.recoveryCodesCreated, accountID: signedIn.account.id, client: client, detail: "10")
         return codes
     }
 
@@ -118,7 +115,7 @@ extension PasskeyService {
     /// Signs in with a recovery code: single use; every other session of the account ends.
     public func recoverySignIn(username: String?, code: String?, client: Client) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
-        guard let code, code.utf8.count <= 64 else { throw Self.invalidRecoveryCode }
+        guard let code, code.utf8.count <= 64 else { throw PasskeyServiceError.invalidRecoveryCode }
         let key = Account.key(for: name)
         try await throttleSecretAttempt(accountKey: key, client: client)
         let secret = try await serverSecret()
@@ -128,9 +125,9 @@ extension PasskeyService {
         guard let account, !account.disabled,
               try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now()) else {
             await recordSecretFailure(accountKey: key, client: client)
-            await audit("recovery_failed", accountID: account?.id, client: client,
+            await audit(.recoveryFailed, accountID: account?.id, client: client,
                         detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
-            throw Self.invalidRecoveryCode
+            throw PasskeyServiceError.invalidRecoveryCode
         }
         return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
     }
@@ -143,7 +140,7 @@ extension PasskeyService {
         let time = now()
         try await store.saveRecoveryToken(hash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
                                           expiresAt: time.addingTimeInterval(lifetime))
-        try await store.appendAudit(AuditEvent(time: time, kind: "admin_recovery_link", accountID: account.id, userAgent: issuer,
+        try await store.appendAudit(AuditEvent(time: time, kind: .adminRecoveryLink, accountID: account.id, userAgent: issuer,
                                                detail: "expires in \(Int(lifetime))s"))
         return Base64URLBytes(token).base64URL
     }
@@ -152,10 +149,10 @@ extension PasskeyService {
         guard let token, let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32,
               let accountID = try await store.takeRecoveryToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
               let account = try await store.account(id: accountID) else {
-            await audit("recovery_failed", client: client, detail: "invalid_recovery_link")
-            throw Self.invalidRecoveryLink
+            await audit(.recoveryFailed, client: client, detail: "invalid_recovery_link")
+            throw PasskeyServiceError.invalidRecoveryLink
         }
-        guard !account.disabled else { throw APIError.accountDisabled }
+        guard !account.disabled else { throw PasskeyServiceError.accountDisabled }
         return try await signIn(account, method: "recovery_link", client: client, canUpgrade: true, recovery: true)
     }
 
@@ -164,7 +161,7 @@ extension PasskeyService {
     private func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
         let (token, session) = makeSession(for: account, client: client, method: method)
         try await store.recordSignIn(accountID: account.id, session: session,
-                                     audit: [auditEvent(recovery ? "recovery_sign_in" : "sign_in", accountID: account.id, client: client, detail: method)],
+                                     audit: [auditEvent(recovery ? .recoverySignIn : .signIn, accountID: account.id, client: client, detail: method)],
                                      revokeOtherSessions: recovery)
         metrics.signedIn(method: method)
         return OtherSignIn(account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery)

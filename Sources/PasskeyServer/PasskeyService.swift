@@ -55,7 +55,7 @@ public struct PasskeyService: Sendable {
         guard limits.enabled, let ip = client.ipAddress else { return }
         if case .limited(let retryAfter) = try await limiter.hit("ip:\(ip)", limit: limits.perIP, now: now()) {
             metrics.rateLimited(scope: "ip")
-            throw APIError.rateLimited(retryAfter: retryAfter)
+            throw PasskeyServiceError.rateLimited(retryAfter: retryAfter)
         }
     }
 
@@ -68,7 +68,7 @@ public struct PasskeyService: Sendable {
         let time = now()
         if case .limited(let retryAfter) = try await limiter.check("fail:\(key)|\(client.ipAddress ?? "-")", limit: limits.perAccount, now: time) {
             metrics.rateLimited(scope: "account_address")
-            throw APIError.rateLimited(retryAfter: retryAfter)
+            throw PasskeyServiceError.rateLimited(retryAfter: retryAfter)
         }
         if case .limited = try await limiter.check("fail:\(key)", limit: limits.perAccountTotal, now: time), limits.slowdownSeconds > 0 {
             metrics.rateLimited(scope: "account_slowdown")
@@ -104,7 +104,7 @@ public struct PasskeyService: Sendable {
         -> PublicKeyCredentialCreationOptionsJSON {
         try await checkCeremonyCapacity()
         // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
-        if conditional && signedIn == nil { throw APIError.notSignedIn }
+        if conditional && signedIn == nil { throw PasskeyServiceError.notSignedIn }
         if let signedIn { try requireRecentSignIn(signedIn) }
         metrics.ceremonyStarted("registration", client: client.kind)
         let time = now()
@@ -125,7 +125,7 @@ public struct PasskeyService: Sendable {
         } else {
             let name = try Self.validUsername(username)
             let display = try Self.validDisplayName(displayName, default: name)
-            if try await store.account(username: name) != nil { throw APIError.usernameTaken }
+            if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
             user = PublicKeyCredentialUserEntity(id: userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
             record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
                                      pendingDisplayName: display, pendingUserHandle: user.id, pendingAccountID: accountID, api: api,
@@ -166,13 +166,13 @@ public struct PasskeyService: Sendable {
                                     api: String, expectedAccountID: UUID?, replaces: [UInt8]?, unsafeToleratesRewrittenFlags: Bool) async throws -> Registered {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
         // The compatibility API names the account being created (`userId`); it must be this ceremony's.
-        if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw APIError.accountMismatch }
+        if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw PasskeyServiceError.accountMismatch }
         let passkeyName = try name.map { try Self.validPasskeyName($0) }
         // A challenge issued to a signed-in account can only be finished by that account.
-        if let accountID = record.accountID, signedIn?.account.id != accountID { throw APIError.accountMismatch }
+        if let accountID = record.accountID, signedIn?.account.id != accountID { throw PasskeyServiceError.accountMismatch }
         if let replaces {
             guard let accountID = record.accountID, try await store.passkey(credentialID: replaces)?.accountID == accountID else {
-                throw APIError.passkeyNotFound
+                throw PasskeyServiceError.passkeyNotFound
             }
         }
         let verified: VerifiedRegistration
@@ -183,24 +183,24 @@ public struct PasskeyService: Sendable {
                 conditionalCreate: record.conditional, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
-            await audit("registration_failed", accountID: record.accountID, client: client, detail: error.code.rawValue)
-            throw APIError.from(error, signIn: false)
+            await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
+            throw PasskeyServiceError(error, signIn: false)
         }
         // §7.1 step 26: Verify that the credentialId is not yet registered for any user.
-        if try await store.passkey(credentialID: verified.credentialID) != nil { throw APIError.credentialExists }
+        if try await store.passkey(credentialID: verified.credentialID) != nil { throw PasskeyServiceError.credentialExists }
 
         let time = now()
         if let accountID = record.accountID {
-            guard let account = try await store.account(id: accountID) else { throw APIError.unknownChallenge }
+            guard let account = try await store.account(id: accountID) else { throw PasskeyServiceError.unknownChallenge }
             let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
             var passkey = makePasskey(verified, accountID: accountID, name: passkeyName, at: time)
             if passkeyName == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
             do {
                 try await store.addPasskey(passkey)
             } catch let error as StoreError where error.code == .conflict {
-                throw APIError.credentialExists
+                throw PasskeyServiceError.credentialExists
             }
-            await audit("passkey_added", accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+            await audit(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
             if let replaces, replaces != passkey.credentialID,
                let old = try await store.passkey(credentialID: replaces), old.accountID == accountID {
                 // The old passkey's sessions end with it, except the one replacing it: that one
@@ -211,24 +211,24 @@ public struct PasskeyService: Sendable {
                 guard try await store.revokePasskey(credentialID: replaces) else {
                     return Registered(account: account, passkey: passkey, token: nil, session: nil)
                 }
-                await audit("passkey_replaced", accountID: accountID, credentialID: replaces, client: client, detail: old.name)
+                await audit(.passkeyReplaced, accountID: accountID, credentialID: replaces, client: client, detail: old.name)
             }
             return Registered(account: account, passkey: passkey, token: nil, session: nil)
         }
 
-        guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw APIError.unknownChallenge }
+        guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw PasskeyServiceError.unknownChallenge }
         let account = Account(id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
                               userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
         let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
         do {
             try await store.createAccount(account, passkey: passkey, session: session, audit: [
-                auditEvent("sign_up", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name),
+                auditEvent(.signUp, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name),
             ])
         } catch let error as StoreError where error.code == .conflict {
             // Someone took the username (or registered this credential) since the options.
-            if try await store.account(username: username) != nil { throw APIError.usernameTaken }
-            throw APIError.credentialExists
+            if try await store.account(username: username) != nil { throw PasskeyServiceError.usernameTaken }
+            throw PasskeyServiceError.credentialExists
         }
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
@@ -275,7 +275,7 @@ public struct PasskeyService: Sendable {
                 // Unknown, disabled and password-only accounts answer alike: one stable decoy
                 // credential, so the options reveal nothing sign-up does not.
                 // The reference apps' server answered 400 here; only its compatibility routes do.
-                if unknownUserIsAnError { throw APIError.badRequest("unknown_user", "No account has that username.") }
+                if unknownUserIsAnError { throw PasskeyServiceError.invalid(.unknownUser, "No account has that username.") }
                 unknown = true
                 allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
             }
@@ -317,7 +317,7 @@ public struct PasskeyService: Sendable {
             metrics.ceremonyFinished(ceremony, client: kind, code: nil, duration: ContinuousClock.now - start)
             return result
         } catch {
-            let code = (error as? APIError)?.code ?? (error as? WebAuthnError)?.code.rawValue ?? (error as? StoreError)?.code.rawValue ?? "internal_error"
+            let code = (error as? PasskeyServiceError)?.code.rawValue ?? (error as? WebAuthnError)?.code.rawValue ?? (error as? StoreError)?.code.rawValue ?? "internal_error"
             metrics.ceremonyFinished(ceremony, client: kind, code: code, duration: ContinuousClock.now - start)
             throw error
         }
@@ -326,18 +326,18 @@ public struct PasskeyService: Sendable {
     private func verifyAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String) async throws -> SignInResult {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .authentication, api: api)
         guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
-            await audit("sign_in_failed", accountID: record.accountID, client: client, detail: "credential_not_found")
-            throw APIError.credentialNotFound
+            await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
+            throw PasskeyServiceError.credentialNotFound
         }
         if record.unknownUser || (record.accountID != nil && record.accountID != passkey.accountID) {
-            await audit("sign_in_failed", accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
-            throw APIError.credentialNotAllowed
+            await audit(.signInFailed, accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
+            throw PasskeyServiceError.credentialNotAllowed
         }
         // No per-account limit here: an assertion cannot be guessed, and counting other people's
         // forged attempts would let them lock the account out (the per-address limit applies).
         guard !account.disabled else {
-            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
-            throw APIError.accountDisabled
+            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
+            throw PasskeyServiceError.accountDisabled
         }
         let verified: VerifiedAuthentication
         do {
@@ -352,25 +352,25 @@ public struct PasskeyService: Sendable {
         } catch {
             logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             if error.code == .counterRegression {
-                await audit("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
+                await audit(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
             }
-            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
-            throw APIError.from(error, signIn: true)
+            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
+            throw PasskeyServiceError(error, signIn: true)
         }
         let time = now()
         let (token, session) = makeSession(for: account, client: client, method: "passkey", credentialID: passkey.credentialID)
         var events: [AuditEvent] = []
         if verified.counterLooksCloned {
-            events.append(auditEvent("counter_anomaly", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
+            events.append(auditEvent(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
         }
-        events.append(auditEvent("sign_in", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
+        events.append(auditEvent(.signIn, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
         // One transaction: counter compare-and-set (of two sign-ins racing with the same counter
         // value, one wins), last use, the session and the audit lines.
         guard try await store.completeSignIn(credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
                                              signCount: verified.newSignCount, backedUp: verified.backedUp,
                                              counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events) else {
-            await audit("sign_in_failed", accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
-            throw APIError.counterRace
+            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
+            throw PasskeyServiceError.counterRace
         }
         var used = passkey
         used.signCount = verified.newSignCount
@@ -390,7 +390,7 @@ public struct PasskeyService: Sendable {
 
     public func signOut(_ signedIn: SignedIn, client: Client) async throws {
         try await store.revokeSession(tokenHash: signedIn.session.tokenHash)
-        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "sign_out")
+        await audit(.sessionRevoked, accountID: signedIn.account.id, client: client, detail: "sign_out")
     }
 
     /// A new session token (256 random bits, returned once) and its record (only its SHA-256),
@@ -409,7 +409,7 @@ public struct PasskeyService: Sendable {
     /// a stolen, older session cannot add a passkey or take a way in away.
     func requireRecentSignIn(_ signedIn: SignedIn) throws {
         let age = now().timeIntervalSince(signedIn.session.createdAt)
-        guard age <= lifetime(configuration.reauthenticationWindow) else { throw APIError.reauthenticationRequired }
+        guard age <= lifetime(configuration.reauthenticationWindow) else { throw PasskeyServiceError.reauthenticationRequired }
     }
 
     /// The account's live sessions, newest first.
@@ -420,17 +420,17 @@ public struct PasskeyService: Sendable {
     /// "Sign out everywhere else": every session of the account but this one.
     public func revokeOtherSessions(_ signedIn: SignedIn, client: Client) async throws -> Int {
         let count = try await store.revokeSessions(accountID: signedIn.account.id, except: signedIn.session.tokenHash)
-        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "others:\(count)")
+        await audit(.sessionRevoked, accountID: signedIn.account.id, client: client, detail: "others:\(count)")
         return count
     }
 
     /// Ends one of the account's sessions, named by its id (base64url of its token hash).
     public func revokeSession(id tokenHash: [UInt8], signedIn: SignedIn, client: Client) async throws {
         guard try await store.sessions(accountID: signedIn.account.id, now: now()).contains(where: { $0.tokenHash == tokenHash }) else {
-            throw APIError.sessionNotFound
+            throw PasskeyServiceError.sessionNotFound
         }
         try await store.revokeSession(tokenHash: tokenHash)
-        await audit("session_revoked", accountID: signedIn.account.id, client: client, detail: "one")
+        await audit(.sessionRevoked, accountID: signedIn.account.id, client: client, detail: "one")
     }
 
     /// How many ways in the account has: passkeys, plus one for a password.
@@ -447,8 +447,8 @@ public struct PasskeyService: Sendable {
     public func renamePasskey(_ id: [UInt8], to name: String, signedIn: SignedIn, client: Client) async throws -> Passkey {
         let newName = try Self.validPasskeyName(name)
         guard try await store.renamePasskey(accountID: signedIn.account.id, credentialID: id, name: newName),
-              let passkey = try await store.passkey(credentialID: id) else { throw APIError.passkeyNotFound }
-        await audit("passkey_renamed", accountID: signedIn.account.id, credentialID: id, client: client, detail: newName)
+              let passkey = try await store.passkey(credentialID: id) else { throw PasskeyServiceError.passkeyNotFound }
+        await audit(.passkeyRenamed, accountID: signedIn.account.id, credentialID: id, client: client, detail: newName)
         return passkey
     }
 
@@ -459,9 +459,9 @@ public struct PasskeyService: Sendable {
         // Every session the passkey made ends, but the one deleting it (its person just proved
         // they are signed in; the sessions of someone who added a passkey of their own end).
         switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id, keepSession: signedIn.session.tokenHash) {
-        case .deleted: await audit("passkey_deleted", accountID: signedIn.account.id, credentialID: id, client: client)
-        case .notFound: throw APIError.passkeyNotFound
-        case .lastPasskey: throw APIError.lastPasskey
+        case .deleted: await audit(.passkeyDeleted, accountID: signedIn.account.id, credentialID: id, client: client)
+        case .notFound: throw PasskeyServiceError.passkeyNotFound
+        case .lastPasskey: throw PasskeyServiceError.lastPasskey
         }
     }
 
@@ -474,12 +474,12 @@ public struct PasskeyService: Sendable {
         do {
             clientData = try CollectedClientData(bytes: clientDataJSON)
         } catch {
-            throw APIError.from(error, signIn: ceremony == .authentication)
+            throw PasskeyServiceError(error, signIn: ceremony == .authentication)
         }
         guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
-              let record = try await store.takeChallenge(clientData.challenge) else { throw APIError.unknownChallenge }
-        guard record.expiresAt > now() else { throw APIError.expiredChallenge }
-        guard record.ceremony == ceremony, record.api == api else { throw APIError.ceremonyMismatch }
+              let record = try await store.takeChallenge(clientData.challenge) else { throw PasskeyServiceError.unknownChallenge }
+        guard record.expiresAt > now() else { throw PasskeyServiceError.expiredChallenge }
+        guard record.ceremony == ceremony, record.api == api else { throw PasskeyServiceError.ceremonyMismatch }
         return record
     }
 
@@ -495,7 +495,7 @@ public struct PasskeyService: Sendable {
             open = try await store.openChallengeCount(now: time)
             capacity.refreshed(open, now: time)
         }
-        if open >= configuration.maxOpenChallenges { throw APIError.tooManyCeremonies }
+        if open >= configuration.maxOpenChallenges { throw PasskeyServiceError.tooManyCeremonies }
     }
 
     /// A credential ID that looks real and is the same every time for one unknown username.
@@ -512,12 +512,12 @@ public struct PasskeyService: Sendable {
         return value
     }
 
-    func auditEvent(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) -> AuditEvent {
+    func auditEvent(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) -> AuditEvent {
         AuditEvent(time: now(), kind: kind, accountID: accountID, credentialID: credentialID, ipAddress: client.ipAddress,
                    userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
     }
 
-    func audit(_ kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {
+    func audit(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {
         do {
             try await store.appendAudit(auditEvent(kind, accountID: accountID, credentialID: credentialID, client: client, detail: detail))
         } catch {
@@ -537,7 +537,7 @@ public struct PasskeyService: Sendable {
         do {
             return try Username.validate(raw ?? "").display
         } catch {
-            throw APIError.badRequest("invalid_username", error.description)
+            throw PasskeyServiceError.invalid(.invalidUsername, error.description)
         }
     }
 
@@ -545,7 +545,7 @@ public struct PasskeyService: Sendable {
         let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         if name.isEmpty { return fallback }
         guard name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
-            throw APIError.badRequest("invalid_display_name", "Display names have at most 64 characters and no control characters.")
+            throw PasskeyServiceError.invalid(.invalidDisplayName, "Display names have at most 64 characters and no control characters.")
         }
         return name
     }
@@ -553,7 +553,7 @@ public struct PasskeyService: Sendable {
     static func validPasskeyName(_ raw: String) throws -> String {
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !name.isEmpty, name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
-            throw APIError.badRequest("invalid_name", "Passkey names have 1 to 64 characters and no control characters.")
+            throw PasskeyServiceError.invalid(.invalidName, "Passkey names have 1 to 64 characters and no control characters.")
         }
         return name
     }

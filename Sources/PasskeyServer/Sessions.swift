@@ -20,9 +20,9 @@ struct SessionResolver: Sendable {
         // Other schemes (a proxy's Basic auth, say) are not ours to judge: treated as absent.
         if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
             let parts = authorization.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2 else { throw APIError.notSignedIn }
+            guard parts.count == 2 else { throw PasskeyServiceError.notSignedIn }
             guard let signedIn = try await service.signedIn(token: String(parts[1]).trimmingCharacters(in: .whitespaces)) else {
-                throw APIError.notSignedIn
+                throw PasskeyServiceError.notSignedIn
             }
             return signedIn
         }
@@ -35,7 +35,7 @@ struct SessionResolver: Sendable {
     }
 
     func required(_ request: Request) async throws -> PasskeyService.SignedIn {
-        guard let signedIn = try await optional(request) else { throw APIError.notSignedIn }
+        guard let signedIn = try await optional(request) else { throw PasskeyServiceError.notSignedIn }
         return signedIn
     }
 }

@@ -150,6 +150,31 @@ public struct SessionRecord: Sendable, Hashable {
 
 /// One line of the audit log.
 public struct AuditEvent: Sendable, Hashable, Codable {
+    /// Every kind of line passkeyd writes (stored as its raw value).
+    public enum Kind: String, Sendable, CaseIterable, Codable {
+        case signUp = "sign_up"
+        case signIn = "sign_in"
+        case signInFailed = "sign_in_failed"
+        case registrationFailed = "registration_failed"
+        case counterAnomaly = "counter_anomaly"
+        case passkeyAdded = "passkey_added"
+        case passkeyRenamed = "passkey_renamed"
+        case passkeyReplaced = "passkey_replaced"
+        case passkeyDeleted = "passkey_deleted"
+        case sessionRevoked = "session_revoked"
+        case passwordChanged = "password_changed"
+        case passwordRemoved = "password_removed"
+        case recoveryCodesCreated = "recovery_codes_created"
+        case recoveryFailed = "recovery_failed"
+        case recoverySignIn = "recovery_sign_in"
+        case adminRecoveryLink = "admin_recovery_link"
+        case adminAccountDisabled = "admin_account_disabled"
+        case adminAccountEnabled = "admin_account_enabled"
+        case adminPasskeyRevoked = "admin_passkey_revoked"
+        case adminSessionsRevoked = "admin_sessions_revoked"
+        case importRun = "import"
+    }
+
     public var time: Date
     public var kind: String
     public var accountID: UUID?
@@ -159,6 +184,13 @@ public struct AuditEvent: Sendable, Hashable, Codable {
     /// An error code for failures, or a short detail.
     public var detail: String?
 
+    public init(time: Date, kind: Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
+                userAgent: String? = nil, detail: String? = nil) {
+        self.init(time: time, kind: kind.rawValue, accountID: accountID, credentialID: credentialID, ipAddress: ipAddress,
+                  userAgent: userAgent, detail: detail)
+    }
+
+    /// A line as stored (a kind this version may not know, read back from the database).
     public init(time: Date, kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
                 userAgent: String? = nil, detail: String? = nil) {
         self.time = time

@@ -35,7 +35,7 @@ struct AdminContext {
         throw ValidationError("no account \"\(user)\" (give a username or an account ID)")
     }
 
-    func audit(_ kind: String, account: Account, credentialID: [UInt8]? = nil, detail: String? = nil) async throws {
+    func audit(_ kind: AuditEvent.Kind, account: Account, credentialID: [UInt8]? = nil, detail: String? = nil) async throws {
         try await store.appendAudit(AuditEvent(time: Date(), kind: kind, accountID: account.id, credentialID: credentialID,
                                                userAgent: operatorName, detail: detail))
     }
@@ -194,7 +194,7 @@ extension Admin {
                 // Disabling revokes every session in the same transaction.
                 let revoked = try await context.store.sessions(accountID: account.id, now: Date()).count
                 _ = try await context.store.setDisabled(accountID: account.id, disabled: true)
-                try await context.audit("admin_account_disabled", account: account, detail: "\(revoked) sessions revoked")
+                try await context.audit(.adminAccountDisabled, account: account, detail: "\(revoked) sessions revoked")
                 print("disabled \(account.username); \(revoked) session\(revoked == 1 ? "" : "s") revoked")
             }
         }
@@ -209,7 +209,7 @@ extension Admin {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
                 _ = try await context.store.setDisabled(accountID: account.id, disabled: false)
-                try await context.audit("admin_account_enabled", account: account)
+                try await context.audit(.adminAccountEnabled, account: account)
                 print("enabled \(account.username)")
             }
         }
@@ -231,7 +231,7 @@ extension Admin {
                     throw ValidationError("\(account.username) has no passkey \(passkeyID)")
                 }
                 _ = try await context.store.revokePasskey(credentialID: id)
-                try await context.audit("admin_passkey_revoked", account: account, credentialID: id, detail: passkey.name)
+                try await context.audit(.adminPasskeyRevoked, account: account, credentialID: id, detail: passkey.name)
                 print("revoked passkey \"\(passkey.name)\" of \(account.username)")
             }
         }
@@ -246,7 +246,7 @@ extension Admin {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
                 let revoked = try await context.store.revokeSessions(accountID: account.id)
-                try await context.audit("admin_sessions_revoked", account: account, detail: "\(revoked)")
+                try await context.audit(.adminSessionsRevoked, account: account, detail: "\(revoked)")
                 print("revoked \(revoked) session\(revoked == 1 ? "" : "s") of \(account.username)")
             }
         }

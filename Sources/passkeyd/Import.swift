@@ -80,7 +80,7 @@ struct Import: AsyncParsableCommand {
             if batch.count == 500 { try await flush() }
         }
         try await flush()
-        try await store.appendAudit(AuditEvent(time: now, kind: "import", userAgent: "passkeyd import",
+        try await store.appendAudit(AuditEvent(time: now, kind: .importRun, userAgent: "passkeyd import",
                                                detail: "\(inserted) imported, \(present) already present, \(problems.count) skipped"))
         print("imported \(inserted), already present \(present), skipped \(problems.count)")
         if !problems.isEmpty { throw ExitCode(1) }
@@ -135,7 +135,7 @@ struct Import: AsyncParsableCommand {
                 return .failure(Problem(line: line, message: "\(name): bcrypt cost \(bcrypt.cost) is above \(Bcrypt.maxImportCost)"))
             }
             return .success(Row(line: line, username: name, displayName: display, hash: hash))
-        } catch let error as APIError {
+        } catch let error as PasskeyServiceError {
             return .failure(Problem(line: line, message: error.message))
         } catch {
             return .failure(Problem(line: line, message: "\(error)"))

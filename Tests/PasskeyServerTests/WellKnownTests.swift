@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
-import PasskeyServer
+@testable import PasskeyServer
+import PasskeyStore
 import Testing
 import WebAuthn
 
@@ -69,5 +70,20 @@ struct WellKnownTests {
                 }
             }
         }
+    }
+
+    @Test func everyErrorCodeHasOneStatusAndIsDocumented() {
+        let documented = OpenAPIDocument.text
+        for code in PasskeyServiceError.Code.all {
+            #expect(APIError.statuses[code] != nil, "\(code) has no status")
+            #expect(documented.contains("`\(code.rawValue)`"), "\(code) is not documented")
+        }
+        #expect(APIError.statuses.count == PasskeyServiceError.Code.all.count)
+        for error in [APIError.csrf, .bodyTooLarge, .internalError, .notFound, .methodNotAllowed, .badHTTP, .unsupportedMediaType, .crossSite,
+                      .metricsUnauthorized, .from(StoreError(.unavailable, "x")), .from(StoreError(.conflict, "x"))] {
+            #expect(documented.contains("`\(error.code)`"), "\(error.code) is not documented")
+        }
+        // Audit kinds are one list too.
+        #expect(Set(AuditEvent.Kind.allCases.map(\.rawValue)).count == AuditEvent.Kind.allCases.count)
     }
 }

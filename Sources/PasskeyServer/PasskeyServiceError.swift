@@ -1,0 +1,146 @@
+import WebAuthn
+
+/// The one error type of ``PasskeyService``: a stable code, a short message for people, and where
+/// it was thrown; equality on the code (the shape of `WebAuthnError`). It knows nothing of HTTP:
+/// `APIError.swift` is the one place that turns codes into statuses.
+public struct PasskeyServiceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable, machine-readable code (snake_case), documented in the API document.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+    }
+
+    /// What failed: a rule of the service, or a WebAuthn ceremony check (`signIn`: an assertion,
+    /// else a registration).
+    public enum Origin: Sendable, Equatable {
+        case service
+        case ceremony(signIn: Bool)
+    }
+
+    public let code: Code
+    public let message: String
+    public let origin: Origin
+    /// Seconds to wait before trying again (rate limits, busy).
+    public let retryAfter: Int?
+    public let file: String
+    public let line: Int
+
+    public init(_ code: Code, _ message: String, retryAfter: Int? = nil, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.origin = .service
+        self.retryAfter = retryAfter
+        self.file = file
+        self.line = line
+    }
+
+    /// A ceremony the `WebAuthn` library refused: its code, and a message for people (the
+    /// developer-facing reason goes to the log, never to the client).
+    public init(_ error: WebAuthnError, signIn: Bool, file: String = #fileID, line: Int = #line) {
+        code = Code(rawValue: error.code.rawValue)
+        message = Self.message(for: error)
+        origin = .ceremony(signIn: signIn)
+        retryAfter = nil
+        self.file = file
+        self.line = line
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public static func == (lhs: Self, rhs: Code) -> Bool { lhs.code == rhs }
+
+    public var description: String { "\(code.rawValue): \(message) (\(file):\(line))" }
+
+    /// Short, human text per code; malformed input keeps the library's reason (it names the
+    /// field and never carries foreign errors).
+    private static func message(for error: WebAuthnError) -> String {
+        switch error.code {
+        case .challengeMismatch: "The response does not answer this challenge."
+        case .originNotAllowed: "The response comes from an origin this server does not accept."
+        case .rpIDHashMismatch: "The passkey was made for another site."
+        case .userNotVerified: "The authenticator did not verify the user (PIN or biometrics)."
+        case .userNotPresent: "The authenticator did not confirm user presence."
+        case .signatureInvalid: "The passkey's signature does not verify."
+        case .counterRegression: "This passkey's counter went backwards; it may have been cloned."
+        case .unsupportedAlgorithm: "The passkey uses an algorithm this server does not accept."
+        case .attestationUntrusted: "The authenticator's attestation is not trusted by this server."
+        case .invalidConfiguration: "Something went wrong on the server."
+        default: error.reason
+        }
+    }
+}
+
+extension PasskeyServiceError.Code {
+    public static let notSignedIn = Self(rawValue: "not_signed_in")
+    public static let reauthenticationRequired = Self(rawValue: "reauthentication_required")
+    public static let challengeUnknown = Self(rawValue: "challenge_unknown")
+    public static let challengeExpired = Self(rawValue: "challenge_expired")
+    public static let ceremonyMismatch = Self(rawValue: "ceremony_mismatch")
+    public static let accountMismatch = Self(rawValue: "account_mismatch")
+    public static let credentialNotFound = Self(rawValue: "credential_not_found")
+    public static let credentialNotAllowed = Self(rawValue: "credential_not_allowed")
+    public static let credentialAlreadyRegistered = Self(rawValue: "credential_already_registered")
+    public static let usernameTaken = Self(rawValue: "username_taken")
+    public static let lastPasskey = Self(rawValue: "last_passkey")
+    public static let passkeyNotFound = Self(rawValue: "passkey_not_found")
+    public static let sessionNotFound = Self(rawValue: "session_not_found")
+    public static let accountDisabled = Self(rawValue: "account_disabled")
+    public static let counterConflict = Self(rawValue: "counter_conflict")
+    public static let tooManyCeremonies = Self(rawValue: "too_many_ceremonies")
+    public static let rateLimited = Self(rawValue: "rate_limited")
+    public static let busy = Self(rawValue: "busy")
+    public static let invalidUsername = Self(rawValue: "invalid_username")
+    public static let invalidDisplayName = Self(rawValue: "invalid_display_name")
+    public static let invalidName = Self(rawValue: "invalid_name")
+    public static let invalidMediation = Self(rawValue: "invalid_mediation")
+    public static let invalidCredentials = Self(rawValue: "invalid_credentials")
+    public static let invalidPassword = Self(rawValue: "invalid_password")
+    public static let noPassword = Self(rawValue: "no_password")
+    public static let noPasskey = Self(rawValue: "no_passkey")
+    public static let invalidRecoveryCode = Self(rawValue: "invalid_recovery_code")
+    public static let invalidRecoveryLink = Self(rawValue: "invalid_recovery_link")
+    public static let unknownUser = Self(rawValue: "unknown_user")
+    public static let invalidUserID = Self(rawValue: "invalid_user_id")
+    public static let malformedJSON = Self(rawValue: "malformed_json")
+
+    /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
+    public static let all: [Self] = [
+        .notSignedIn, .reauthenticationRequired, .challengeUnknown, .challengeExpired, .ceremonyMismatch, .accountMismatch,
+        .credentialNotFound, .credentialNotAllowed, .credentialAlreadyRegistered, .usernameTaken, .lastPasskey, .passkeyNotFound,
+        .sessionNotFound, .accountDisabled, .counterConflict, .tooManyCeremonies, .rateLimited, .busy, .invalidUsername,
+        .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
+        .invalidRecoveryCode, .invalidRecoveryLink, .unknownUser, .invalidUserID, .malformedJSON,
+    ]
+}
+
+extension PasskeyServiceError {
+    static let notSignedIn = Self(.notSignedIn, "Sign in first.")
+    static let reauthenticationRequired = Self(.reauthenticationRequired,
+                                               "Sign in again with your passkey to do this (your last sign-in was too long ago).")
+    static let unknownChallenge = Self(.challengeUnknown, "This sign-in or sign-up attempt is unknown or was already used. Start again.")
+    static let expiredChallenge = Self(.challengeExpired, "This attempt took too long and expired. Start again.")
+    static let ceremonyMismatch = Self(.ceremonyMismatch, "This challenge belongs to another kind of ceremony.")
+    static let accountMismatch = Self(.accountMismatch, "This challenge was issued for another account.")
+    static let credentialNotFound = Self(.credentialNotFound, "This passkey is not registered here (it may have been deleted).")
+    static let credentialNotAllowed = Self(.credentialNotAllowed, "This passkey cannot be used for this account.")
+    static let credentialExists = Self(.credentialAlreadyRegistered, "This passkey is already registered.")
+    static let usernameTaken = Self(.usernameTaken, "That username is taken.")
+    static let lastPasskey = Self(.lastPasskey, "This is the account's only passkey; add another before deleting it.")
+    static let passkeyNotFound = Self(.passkeyNotFound, "No such passkey on this account.")
+    static let sessionNotFound = Self(.sessionNotFound, "No such session on this account.")
+    static let accountDisabled = Self(.accountDisabled, "This account is disabled.")
+    static let counterRace = Self(.counterConflict, "This passkey was used twice at once; try again.")
+    static let tooManyCeremonies = Self(.tooManyCeremonies, "Too many sign-ins in progress; try again shortly.")
+    static let busy = Self(.busy, "The server is busy checking passwords; try again shortly.", retryAfter: 2)
+    static let invalidPassword = Self(.invalidCredentials, "Wrong username or password.")
+    static let invalidRecoveryCode = Self(.invalidRecoveryCode, "That recovery code is wrong or was already used.")
+    static let invalidRecoveryLink = Self(.invalidRecoveryLink, "This recovery link is unknown, expired or already used.")
+    static let noPassword = Self(.noPassword, "This account has no password.")
+    static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
+
+    static func rateLimited(retryAfter: Int) -> Self {
+        Self(.rateLimited, "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)
+    }
+
+    static func invalid(_ code: Code, _ message: String) -> Self { Self(code, message) }
+}
