@@ -12,7 +12,7 @@ import WebAuthnTesting
 @inline(never) func blackHole<T>(_ value: T) { withExtendedLifetime(value) {} }
 
 func measure(_ label: String, iterations: Int, _ body: () throws -> Void) rethrows -> Double {
-    for _ in 0..<max(iterations / 10, 100) { try body() } // warm up
+    for _ in 0..<max(iterations / 10, 100) { try body() }  // warm up
     var best = Double.infinity
     for _ in 0..<5 {
         let start = ContinuousClock.now
@@ -33,14 +33,17 @@ let registration = rp.beginRegistration(user: user)
 let (registrationResponse, created) = try authenticator.register(options: registration.options, origin: "https://example.com")
 var credential = created
 let verified = try rp.finishRegistration(response: registrationResponse, expectedChallenge: registration.challenge)
-let stored = StoredCredential(id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: user.id, backupEligible: true)
+let stored = StoredCredential(
+    id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: user.id, backupEligible: true)
 
 // One assertion, signed with counter 0 (a synced passkey), so it verifies on every iteration.
 let request = rp.beginAuthentication()
-let assertion = try authenticator.authenticate(options: request.options, origin: "https://example.com", credential: &credential, counterStep: 0)
+let assertion = try authenticator.authenticate(
+    options: request.options, origin: "https://example.com", credential: &credential, counterStep: 0)
 let assertionJSON = Array(try JSONEncoder().encode(assertion))
 let signedBytes = assertion.response.authenticatorData.bytes + Array(SHA256.hash(data: assertion.response.clientDataJSON.bytes))
-let rawKey = try P256.Signing.PublicKey(rawRepresentation: P256.Signing.PrivateKey(rawRepresentation: credential.privateKey).publicKey.rawRepresentation)
+let rawKey = try P256.Signing.PublicKey(
+    rawRepresentation: P256.Signing.PrivateKey(rawRepresentation: credential.privateKey).publicKey.rawRepresentation)
 let signatureDER = assertion.response.signature.bytes
 
 print("passkeyd library benchmark — \(iterations) iterations per round, single thread")
@@ -62,13 +65,18 @@ func timePerOp(_ body: () throws -> Void) rethrows -> Double {
     let elapsed = ContinuousClock.now - start
     return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) / Double(batch)
 }
-for _ in 0..<max(iterations / 10, 100) { try rawCheck(); try ceremonyCheck() }
+for _ in 0..<max(iterations / 10, 100) {
+    try rawCheck()
+    try ceremonyCheck()
+}
 var ratios: [Double] = [], raws: [Double] = [], ceremonies: [Double] = []
 let rounds = max(iterations / batch, 9)
 for _ in 0..<rounds {
     let r = try timePerOp(rawCheck)
     let c = try timePerOp(ceremonyCheck)
-    raws.append(r); ceremonies.append(c); ratios.append(r / c)
+    raws.append(r)
+    ceremonies.append(c)
+    ratios.append(r / c)
 }
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 let raw = median(raws), ceremony = median(ceremonies)
@@ -86,11 +94,19 @@ let finishRegistration = try measure("finishRegistration from JSON", iterations:
     blackHole(try rp.finishRegistration(response: response, expectedChallenge: registration.challenge))
 }
 _ = finishRegistration
-print(String(format: "ratio raw / ceremony = %.3f (median of %d alternating rounds of %d; target ≥ 0.85: the whole check costs at most 15%% more)", rounds, batch, median(ratios)))
+print(
+    String(
+        format:
+            "ratio raw / ceremony = %.3f (median of %d alternating rounds of %d; target ≥ 0.85: the whole check costs at most 15%% more)",
+        rounds, batch, median(ratios)))
 if CommandLine.arguments.contains("--breakdown") {
     let response = try AuthenticationResponseJSON.decode(assertionJSON)
-    _ = try measure("  clientData parse", iterations: iterations) { blackHole(try CollectedClientData(bytes: response.response.clientDataJSON.bytes)) }
-    _ = try measure("  authenticatorData parse", iterations: iterations) { blackHole(try AuthenticatorData(bytes: response.response.authenticatorData.bytes)) }
+    _ = try measure("  clientData parse", iterations: iterations) {
+        blackHole(try CollectedClientData(bytes: response.response.clientDataJSON.bytes))
+    }
+    _ = try measure("  authenticatorData parse", iterations: iterations) {
+        blackHole(try AuthenticatorData(bytes: response.response.authenticatorData.bytes))
+    }
     _ = try measure("  JSON parse only", iterations: iterations) { blackHole(try JSONReader.parse(assertionJSON)) }
     _ = measure("  sha256 clientData", iterations: iterations) { blackHole(SHA256.hash(data: response.response.clientDataJSON.bytes)) }
     let concatenated = response.response.authenticatorData.bytes + Array(SHA256.hash(data: response.response.clientDataJSON.bytes))

@@ -39,7 +39,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     static let notFound = APIError(.notFound, "not_found", "No such endpoint.")
     static let methodNotAllowed = APIError(.methodNotAllowed, "method_not_allowed", "Method not allowed here.")
     static let badHTTP = APIError(.badRequest, "bad_request", "The request is not valid HTTP.")
-    static let unsupportedMediaType = APIError(.unsupportedMediaType, "unsupported_media_type", "Send the body as Content-Type: application/json.")
+    static let unsupportedMediaType = APIError(
+        .unsupportedMediaType, "unsupported_media_type", "Send the body as Content-Type: application/json.")
     static let crossSite = APIError(.forbidden, "cross_site_request", "Cross-site requests cannot sign in here.")
     static let metricsUnauthorized = APIError(.unauthorized, "not_signed_in", "Sign in first.")
 
@@ -66,7 +67,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         switch error.origin {
         case .ceremony(let signIn):
             if error.code.rawValue == WebAuthnError.Code.invalidConfiguration.rawValue { return internalError }
-            let status: HTTPResponse.Status = error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
+            let status: HTTPResponse.Status =
+                error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
             return APIError(status, error.code.rawValue, error.message)
         case .service:
             return APIError(statuses[error.code] ?? .badRequest, error.code.rawValue, error.message, retryAfter: error.retryAfter)

@@ -1,23 +1,27 @@
+import Crypto
 import Foundation
 import HTTPTypes
-import NIOCore
-import Crypto
 import Hummingbird
 import Logging
+import NIOCore
 import PasskeyStore
 import ServiceLifecycle
 
 /// The composition root: the whole server, read top to bottom.
 public enum PasskeyServer {
     /// Builds the HTTP application for `service`, listening on `host:port`.
-    public static func application(service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
-                                   logger: Logger = Logger(label: "passkeyd")) -> some ApplicationProtocol {
+    public static func application(
+        service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
+        logger: Logger = Logger(label: "passkeyd")
+    ) -> some ApplicationProtocol {
         let configuration = service.configuration
-        let limits = ConnectionLimits(configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
-                                      metrics: service.metrics)
-        var app = Application(router: router(service: service),
-                              server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
-                              configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+        let limits = ConnectionLimits(
+            configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
+            metrics: service.metrics)
+        var app = Application(
+            router: router(service: service),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
         return app
     }

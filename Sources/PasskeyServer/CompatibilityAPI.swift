@@ -48,7 +48,11 @@ struct CompatibilityAPI: Sendable {
     static func randomString() -> String { Base64URLBytes(RelyingParty.makeChallenge()).base64URL }
 
     struct CreationOptions: Encodable {
-        struct User: Encodable { let id: String; let name: String; let displayName: String }
+        struct User: Encodable {
+            let id: String
+            let name: String
+            let displayName: String
+        }
         let attestation: String
         let challenge: String
         let pubKeyCredParams: [PublicKeyCredentialParameters]
@@ -71,9 +75,10 @@ struct CompatibilityAPI: Sendable {
             username: username, displayName: username, signedIn: nil, api: Self.api, challenge: Array(challenge.utf8),
             userHandle: Array(userID.utf8), accountID: accountID)
         let body = SignupResponse(
-            challenge: CreationOptions(attestation: options.attestation, challenge: challenge, pubKeyCredParams: options.pubKeyCredParams,
-                                       rp: options.rp, timeout: options.timeout,
-                                       user: .init(id: userID, name: options.user.name, displayName: options.user.displayName)),
+            challenge: CreationOptions(
+                attestation: options.attestation, challenge: challenge, pubKeyCredParams: options.pubKeyCredParams,
+                rp: options.rp, timeout: options.timeout,
+                user: .init(id: userID, name: options.user.name, displayName: options.user.displayName)),
             userId: accountID.uuidString)
         return try HTTP.json(body)
     }
@@ -84,8 +89,9 @@ struct CompatibilityAPI: Sendable {
         }
         let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
         let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
-        _ = try await service.finishRegistration(credential, name: nil, signedIn: nil, client: service.client(request, context), api: Self.api,
-                                                 expectedAccountID: accountID, unsafeToleratesRewrittenFlags: true)
+        _ = try await service.finishRegistration(
+            credential, name: nil, signedIn: nil, client: service.client(request, context), api: Self.api,
+            expectedAccountID: accountID, unsafeToleratesRewrittenFlags: true)
         return try HTTP.json([String: String]())
     }
 
@@ -101,10 +107,13 @@ struct CompatibilityAPI: Sendable {
         let username: String? = request.uri.queryParameters.get("username").map { String($0) }
         guard let username, !username.isEmpty else { throw PasskeyServiceError.invalid(.invalidUsername, "username is required.") }
         let challenge = Self.randomString()
-        let options = try await service.authenticationOptions(username: username, api: Self.api, challenge: Array(challenge.utf8),
-                                                              unknownUserIsAnError: true)
-        return try HTTP.json(RequestOptions(challenge: challenge, timeout: options.timeout, rpId: options.rpId,
-                                            allowCredentials: options.allowCredentials, userVerification: options.userVerification))
+        let options = try await service.authenticationOptions(
+            username: username, api: Self.api, challenge: Array(challenge.utf8),
+            unknownUserIsAnError: true)
+        return try HTTP.json(
+            RequestOptions(
+                challenge: challenge, timeout: options.timeout, rpId: options.rpId,
+                allowCredentials: options.allowCredentials, userVerification: options.userVerification))
     }
 
     struct SignedIn: Encodable {

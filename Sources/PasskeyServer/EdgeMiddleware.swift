@@ -21,17 +21,22 @@ struct CanonicalPathMiddleware: RouterMiddleware {
         if bytes.count == 1 { return true }
         guard bytes.last != UInt8(ascii: "/") else { return false }
         for segment in bytes.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            guard !segment.isEmpty, segment.elementsEqual(".".utf8) == false, segment.elementsEqual("..".utf8) == false else { return false }
+            guard !segment.isEmpty, segment.elementsEqual(".".utf8) == false, segment.elementsEqual("..".utf8) == false else {
+                return false
+            }
         }
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") { return false }
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return false }
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                    return false
+                }
                 let decoded = high << 4 | low
                 if decoded < 0x20 || decoded == 0x7F || decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\")
-                    || decoded == UInt8(ascii: ".") || decoded == UInt8(ascii: "%") {
+                    || decoded == UInt8(ascii: ".") || decoded == UInt8(ascii: "%")
+                {
                     return false
                 }
                 index += 3
@@ -61,7 +66,8 @@ struct OriginCheckMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if request.method != .get && request.method != .head && request.method != .options,
-           let origin = request.headers[.origin], !allowed.contains(origin) {
+            let origin = request.headers[.origin], !allowed.contains(origin)
+        {
             throw APIError.csrf
         }
         return try await next(request, context)
@@ -97,7 +103,8 @@ struct JSONRequestMiddleware: RouterMiddleware {
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType, !contentType.isEmpty else { return false }
         return contentType.split(separator: ",").allSatisfy { value in
-            value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } == "application/json"
+            value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                == "application/json"
         }
     }
 }

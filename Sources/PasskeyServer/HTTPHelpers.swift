@@ -55,7 +55,8 @@ enum HTTP {
     /// `Set-Cookie` for a session (or its removal): HttpOnly, SameSite, for `/`, host-only; on
     /// https origins also Secure with the `__Host-` name prefix.
     static func sessionCookie(_ configuration: ServerConfiguration, token: String?, maxAge: Int) -> String {
-        var cookie = "\(configuration.sessionCookieName)=\(token ?? ""); Path=/; Max-Age=\(token == nil ? 0 : maxAge); HttpOnly; "
+        var cookie =
+            "\(configuration.sessionCookieName)=\(token ?? ""); Path=/; Max-Age=\(token == nil ? 0 : maxAge); HttpOnly; "
             + "SameSite=\(configuration.cookieSameSite.rawValue)"
         if configuration.cookieSecure { cookie += "; Secure" }
         return cookie

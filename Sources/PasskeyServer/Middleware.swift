@@ -25,19 +25,22 @@ struct ErrorMiddleware: RouterMiddleware {
             context.logger.error("store error", metadata: ["error": "\(error)"])
             return try APIError.from(error).response(from: request, context: context)
         } catch let error as HTTPError {
-            let mapped: APIError = switch error.status {
-            case .notFound: APIError.notFound
-            case .methodNotAllowed: APIError.methodNotAllowed
-            case .contentTooLarge: APIError.bodyTooLarge
-            case .badRequest: APIError.badHTTP
-            default: APIError(error.status, "request_refused", error.status.reasonPhrase)
-            }
+            let mapped: APIError =
+                switch error.status {
+                case .notFound: APIError.notFound
+                case .methodNotAllowed: APIError.methodNotAllowed
+                case .contentTooLarge: APIError.bodyTooLarge
+                case .badRequest: APIError.badHTTP
+                default: APIError(error.status, "request_refused", error.status.reasonPhrase)
+                }
             return try mapped.response(from: request, context: context)
         } catch let error as HTTPParserError {
             // The connection ended in the middle of the request: the client went away.
             if error == .invalidEOFState || context.clientWentAway { throw ClientAborted() }
             return try APIError.badHTTP.response(from: request, context: context)
-        } catch let error as ChannelError where error == .ioOnClosedChannel || error == .outputClosed || error == .inputClosed || error == .eof {
+        } catch let error as ChannelError
+            where error == .ioOnClosedChannel || error == .outputClosed || error == .inputClosed || error == .eof
+        {
             throw ClientAborted()
         } catch {
             // A client that went away mid-request is not a server error.

@@ -80,8 +80,9 @@ struct NativeAPI: Sendable {
 
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let result = try await service.passwordSignIn(username: try body.optionalString("username"), password: try body.optionalString("password"),
-                                                      client: service.client(request, context))
+        let result = try await service.passwordSignIn(
+            username: try body.optionalString("username"), password: try body.optionalString("password"),
+            client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "password")
     }
@@ -93,20 +94,23 @@ struct NativeAPI: Sendable {
 
     func changePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        try await service.changePassword(try Self.signedIn(context), newPassword: try body.optionalString("newPassword"),
-                                         client: service.client(request, context))
+        try await service.changePassword(
+            try Self.signedIn(context), newPassword: try body.optionalString("newPassword"),
+            client: service.client(request, context))
         return HTTP.noContent()
     }
 
     func recoveryCodes(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        return try HTTP.json(RecoveryCodesJSON(codes: try await service.newRecoveryCodes(signedIn, client: service.client(request, context))))
+        return try HTTP.json(
+            RecoveryCodesJSON(codes: try await service.newRecoveryCodes(signedIn, client: service.client(request, context))))
     }
 
     func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let result = try await service.recoverySignIn(username: try body.optionalString("username"), code: try body.optionalString("code"),
-                                                      client: service.client(request, context))
+        let result = try await service.recoverySignIn(
+            username: try body.optionalString("username"), code: try body.optionalString("code"),
+            client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "recovery_code")
     }
@@ -121,16 +125,19 @@ struct NativeAPI: Sendable {
     private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) throws -> Response {
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
-        return try HTTP.json(OtherSignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
-                                             method: method, canCreatePasskey: result.canUpgrade, recovery: result.recovery), headers: headers)
+        return try HTTP.json(
+            OtherSignInJSON(
+                user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
+                method: method, canCreatePasskey: result.canUpgrade, recovery: result.recovery), headers: headers)
     }
 
     func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let options = try await service.registrationOptions(username: try body.optionalString("username"),
-                                                            displayName: try body.optionalString("displayName"), signedIn: context.signedIn,
-                                                            conditional: try Self.conditionalMediation(body),
-                                                            client: service.client(request, context))
+        let options = try await service.registrationOptions(
+            username: try body.optionalString("username"),
+            displayName: try body.optionalString("displayName"), signedIn: context.signedIn,
+            conditional: try Self.conditionalMediation(body),
+            client: service.client(request, context))
         return try HTTP.json(options)
     }
 
@@ -143,14 +150,16 @@ struct NativeAPI: Sendable {
             guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw PasskeyServiceError.passkeyNotFound }
             replaces = bytes
         }
-        let result = try await service.finishRegistration(credential, name: try body.optionalString("name"), signedIn: signedIn,
-                                                          client: service.client(request, context), replaces: replaces)
+        let result = try await service.finishRegistration(
+            credential, name: try body.optionalString("name"), signedIn: signedIn,
+            client: service.client(request, context), replaces: replaces)
         var headers = HTTPFields()
         if let token = result.token {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
         }
-        return try HTTP.json(RegisterVerifyJSON(user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token),
-                             headers: headers)
+        return try HTTP.json(
+            RegisterVerifyJSON(user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token),
+            headers: headers)
     }
 
     func authenticateOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
@@ -169,14 +178,17 @@ struct NativeAPI: Sendable {
         try await retirePreviousSession(context)
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
-        return try HTTP.json(SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
+        return try HTTP.json(
+            SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
     }
 
     func session(_ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        return try HTTP.json(SessionJSON(user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt,
-                                         expiresAt: signedIn.session.expiresAt, hasPassword: signedIn.account.passwordHash != nil,
-                                         recoveryCodesLeft: try await service.recoveryCodesLeft(accountID: signedIn.account.id)))
+        return try HTTP.json(
+            SessionJSON(
+                user: UserJSON(signedIn.account), rpId: service.configuration.rpID, createdAt: signedIn.session.createdAt,
+                expiresAt: signedIn.session.expiresAt, hasPassword: signedIn.account.passwordHash != nil,
+                recoveryCodesLeft: try await service.recoveryCodesLeft(accountID: signedIn.account.id)))
     }
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
@@ -189,7 +201,9 @@ struct NativeAPI: Sendable {
 
     func listSessions(_ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        let sessions = try await service.sessions(of: signedIn).map { SessionListJSON.Item($0, current: $0.tokenHash == signedIn.session.tokenHash) }
+        let sessions = try await service.sessions(of: signedIn).map {
+            SessionListJSON.Item($0, current: $0.tokenHash == signedIn.session.tokenHash)
+        }
         return try HTTP.json(SessionListJSON(sessions: sessions))
     }
 
@@ -219,8 +233,9 @@ struct NativeAPI: Sendable {
     func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
         let body = try await HTTP.jsonBody(request, limit: limit)
-        let passkey = try await service.renamePasskey(try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
-                                                      client: service.client(request, context))
+        let passkey = try await service.renamePasskey(
+            try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
+            client: service.client(request, context))
         return try HTTP.json(PasskeyJSON(passkey))
     }
 
@@ -243,7 +258,8 @@ struct NativeAPI: Sendable {
         switch try body.optionalString("mediation") {
         case nil, "optional", "required", "silent": return false
         case "conditional": return true
-        case let other?: throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
+        case let other?:
+            throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
         }
     }
 

@@ -37,10 +37,12 @@ struct RequestLogMiddleware: RouterMiddleware {
         let elapsed = ContinuousClock.now - start
         metrics.request(status: response.status.code, duration: elapsed)
         let level: Logger.Level = response.status.code >= 500 ? .warning : .info
-        context.logger.log(level: level, "request", metadata: [
-            "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-            "duration_ms": "\(Double(elapsed.nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
-        ])
+        context.logger.log(
+            level: level, "request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "duration_ms": "\(Double(elapsed.nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
+            ])
         return response
     }
 
@@ -48,16 +50,21 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// a 500 (nobody is there to read the answer).
     private func aborted(_ request: Request, _ context: Context, since start: ContinuousClock.Instant) -> Response {
         metrics.requestAborted()
-        context.logger.info("aborted request", metadata: [
-            "method": "\(request.method)", "path": "\(request.uri.path)",
-            "duration_ms": "\(Double((ContinuousClock.now - start).nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
-        ])
+        context.logger.info(
+            "aborted request",
+            metadata: [
+                "method": "\(request.method)", "path": "\(request.uri.path)",
+                "duration_ms": "\(Double((ContinuousClock.now - start).nanoseconds / 1000) / 1000)", "ip": "\(context.peerAddress ?? "-")",
+            ])
         return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
     }
 
     static func requestID(_ supplied: String?) -> String {
         if let supplied, (8...64).contains(supplied.utf8.count),
-           supplied.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
+            supplied.utf8.allSatisfy({
+                $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            })
+        {
             return supplied
         }
         let digits = Array("0123456789abcdef".utf8)
@@ -75,9 +82,11 @@ extension PasskeyService {
     /// The client of a request: its address (from `X-Forwarded-For` when the TCP peer is a
     /// trusted proxy: the right-most address that is not one) and User-Agent.
     func client(_ request: Request, _ context: PasskeyRequestContext) -> Client {
-        Client(ipAddress: Self.clientAddress(peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor],
-                                             trustedProxies: configuration.trustedProxies),
-               userAgent: request.headers[.userAgent])
+        Client(
+            ipAddress: Self.clientAddress(
+                peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor],
+                trustedProxies: configuration.trustedProxies),
+            userAgent: request.headers[.userAgent])
     }
 
     public static func clientAddress(peer: String?, forwardedFor: String?, trustedProxies: [String]) -> String? {

@@ -19,7 +19,6 @@ extension PasskeyService {
         public let recovery: Bool
     }
 
-
     // MARK: Passwords
 
     /// Checks a password against the account's bcrypt hash. Unknown usernames and accounts
@@ -103,7 +102,8 @@ extension PasskeyService {
         try requireRecentSignIn(signedIn)
         let codes = (0..<10).map { _ in Self.makeRecoveryCode() }
         let secret = try await serverSecret()
-        try await store.replaceRecoveryCodes(accountID: signedIn.account.id, hashes: codes.map { Self.codeHash($0, secret: secret) }, at: now())
+        try await store.replaceRecoveryCodes(
+            accountID: signedIn.account.id, hashes: codes.map { Self.codeHash($0, secret: secret) }, at: now())
         await audit(.recoveryCodesCreated, accountID: signedIn.account.id, client: client, detail: "10")
         return codes
     }
@@ -123,10 +123,12 @@ extension PasskeyService {
         let account = try await store.account(username: name)
         // A disabled account's codes are not spent: it cannot sign in either way.
         guard let account, !account.disabled,
-              try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now()) else {
+            try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now())
+        else {
             await recordSecretFailure(accountKey: key, client: client)
-            await audit(.recoveryFailed, accountID: account?.id, client: client,
-                        detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
+            await audit(
+                .recoveryFailed, accountID: account?.id, client: client,
+                detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
             throw PasskeyServiceError.invalidRecoveryCode
         }
         return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
@@ -138,17 +140,21 @@ extension PasskeyService {
     public func issueRecoveryLink(for account: Account, lifetime: TimeInterval, issuer: String) async throws -> String {
         let token = RelyingParty.randomBytes(32)
         let time = now()
-        try await store.saveRecoveryToken(hash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
-                                          expiresAt: time.addingTimeInterval(lifetime))
-        try await store.appendAudit(AuditEvent(time: time, kind: .adminRecoveryLink, accountID: account.id, userAgent: issuer,
-                                               detail: "expires in \(Int(lifetime))s"))
+        try await store.saveRecoveryToken(
+            hash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
+            expiresAt: time.addingTimeInterval(lifetime))
+        try await store.appendAudit(
+            AuditEvent(
+                time: time, kind: .adminRecoveryLink, accountID: account.id, userAgent: issuer,
+                detail: "expires in \(Int(lifetime))s"))
         return Base64URLBytes(token).base64URL
     }
 
     public func recoveryLinkSignIn(token: String?, client: Client) async throws -> OtherSignIn {
         guard let token, let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32,
-              let accountID = try await store.takeRecoveryToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
-              let account = try await store.account(id: accountID) else {
+            let accountID = try await store.takeRecoveryToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
+            let account = try await store.account(id: accountID)
+        else {
             await audit(.recoveryFailed, client: client, detail: "invalid_recovery_link")
             throw PasskeyServiceError.invalidRecoveryLink
         }
@@ -160,9 +166,10 @@ extension PasskeyService {
 
     private func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
         let (token, session) = makeSession(for: account, client: client, method: method)
-        try await store.recordSignIn(accountID: account.id, session: session,
-                                     audit: [auditEvent(recovery ? .recoverySignIn : .signIn, accountID: account.id, client: client, detail: method)],
-                                     revokeOtherSessions: recovery)
+        try await store.recordSignIn(
+            accountID: account.id, session: session,
+            audit: [auditEvent(recovery ? .recoverySignIn : .signIn, accountID: account.id, client: client, detail: method)],
+            revokeOtherSessions: recovery)
         metrics.signedIn(method: method)
         return OtherSignIn(account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery)
     }

@@ -21,16 +21,19 @@ public struct PasskeyService: Sendable {
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
-    public init(configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
-                sharedLimits: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) throws(ConfigurationError) {
+    public init(
+        configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
+        sharedLimits: Bool = false, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(ConfigurationError) {
         self.configuration = configuration
         self.relyingParty = try configuration.relyingParty()
         self.store = store
         self.logger = logger
         self.now = now
         metrics = ServerMetrics()
-        limiter = RateLimiter(window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
-                              maxKeys: configuration.rateLimits.maxKeys)
+        limiter = RateLimiter(
+            window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
+            maxKeys: configuration.rateLimits.maxKeys)
         capacity = CeremonyCapacity()
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
         secret = CachedSecret()
@@ -66,7 +69,9 @@ public struct PasskeyService: Sendable {
         let limits = configuration.rateLimits
         guard limits.enabled else { return }
         let time = now()
-        if case .limited(let retryAfter) = try await limiter.check("fail:\(key)|\(client.ipAddress ?? "-")", limit: limits.perAccount, now: time) {
+        if case .limited(let retryAfter) = try await limiter.check(
+            "fail:\(key)|\(client.ipAddress ?? "-")", limit: limits.perAccount, now: time)
+        {
             metrics.rateLimited(scope: "account_address")
             throw PasskeyServiceError.rateLimited(retryAfter: retryAfter)
         }
@@ -98,10 +103,13 @@ public struct PasskeyService: Sendable {
 
     /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
     /// the signed-in account.
-    public func registrationOptions(username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
-                                    challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
-                                    conditional: Bool = false, client: Client = Client()) async throws
-        -> PublicKeyCredentialCreationOptionsJSON {
+    public func registrationOptions(
+        username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
+        challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
+        conditional: Bool = false, client: Client = Client()
+    ) async throws
+        -> PublicKeyCredentialCreationOptionsJSON
+    {
         try await checkCeremonyCapacity()
         // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
         if conditional && signedIn == nil { throw PasskeyServiceError.notSignedIn }
@@ -114,23 +122,29 @@ public struct PasskeyService: Sendable {
         if let signedIn {
             let account = signedIn.account
             user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
-            exclude = try await store.passkeys(accountID: account.id).map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+            exclude = try await store.passkeys(accountID: account.id).map {
+                CredentialDescriptor(id: $0.credentialID, transports: $0.transports)
+            }
             // Conditional create: the authenticator sets neither UP nor UV (WebAuthn L3 §5.1.3), so
             // this ceremony asks for UV only as "preferred" and §7.1 step 14 skips the UP check.
-            record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, accountID: account.id,
-                                     api: api, userVerification: conditional ? UserVerificationRequirement.preferred.rawValue
-                                         : configuration.userVerification.rawValue,
-                                     conditional: conditional, createdAt: time,
-                                     expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+            record = ChallengeRecord(
+                challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, accountID: account.id,
+                api: api,
+                userVerification: conditional
+                    ? UserVerificationRequirement.preferred.rawValue
+                    : configuration.userVerification.rawValue,
+                conditional: conditional, createdAt: time,
+                expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         } else {
             let name = try Self.validUsername(username)
             let display = try Self.validDisplayName(displayName, default: name)
             if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
             user = PublicKeyCredentialUserEntity(id: userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
-            record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
-                                     pendingDisplayName: display, pendingUserHandle: user.id, pendingAccountID: accountID, api: api,
-                                     userVerification: configuration.userVerification.rawValue, createdAt: time,
-                                     expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+            record = ChallengeRecord(
+                challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
+                pendingDisplayName: display, pendingUserHandle: user.id, pendingAccountID: accountID, api: api,
+                userVerification: configuration.userVerification.rawValue, createdAt: time,
+                expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         }
         try await store.saveChallenge(record)
         capacity.issued()
@@ -152,18 +166,23 @@ public struct PasskeyService: Sendable {
     /// account and a session), atomically.
     /// - Parameter replaces: for a signed-in account, one of its passkeys the new one replaces
     ///   ("change or reset"): removed once the new one is stored.
-    public func finishRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-                                   api: String = "native", expectedAccountID: UUID? = nil, replaces: [UInt8]? = nil,
-                                   unsafeToleratesRewrittenFlags: Bool = false) async throws -> Registered {
+    public func finishRegistration(
+        _ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
+        api: String = "native", expectedAccountID: UUID? = nil, replaces: [UInt8]? = nil,
+        unsafeToleratesRewrittenFlags: Bool = false
+    ) async throws -> Registered {
         try await measured("registration", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
-            try await verifyRegistration(credential, name: name, signedIn: signedIn, client: client, api: api,
-                                         expectedAccountID: expectedAccountID, replaces: replaces,
-                                         unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+            try await verifyRegistration(
+                credential, name: name, signedIn: signedIn, client: client, api: api,
+                expectedAccountID: expectedAccountID, replaces: replaces,
+                unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
         }
     }
 
-    private func verifyRegistration(_ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-                                    api: String, expectedAccountID: UUID?, replaces: [UInt8]?, unsafeToleratesRewrittenFlags: Bool) async throws -> Registered {
+    private func verifyRegistration(
+        _ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
+        api: String, expectedAccountID: UUID?, replaces: [UInt8]?, unsafeToleratesRewrittenFlags: Bool
+    ) async throws -> Registered {
         let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
         // The compatibility API names the account being created (`userId`); it must be this ceremony's.
         if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw PasskeyServiceError.accountMismatch }
@@ -202,7 +221,8 @@ public struct PasskeyService: Sendable {
             }
             await audit(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
             if let replaces, replaces != passkey.credentialID,
-               let old = try await store.passkey(credentialID: replaces), old.accountID == accountID {
+                let old = try await store.passkey(credentialID: replaces), old.accountID == accountID
+            {
                 // The old passkey's sessions end with it, except the one replacing it: that one
                 // now stands on the new passkey.
                 if let signedIn, signedIn.session.credentialID == replaces {
@@ -216,15 +236,20 @@ public struct PasskeyService: Sendable {
             return Registered(account: account, passkey: passkey, token: nil, session: nil)
         }
 
-        guard let username = record.pendingUsername, let handle = record.pendingUserHandle else { throw PasskeyServiceError.unknownChallenge }
-        let account = Account(id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
-                              userHandle: handle, createdAt: time, lastSignInAt: time)
+        guard let username = record.pendingUsername, let handle = record.pendingUserHandle else {
+            throw PasskeyServiceError.unknownChallenge
+        }
+        let account = Account(
+            id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
+            userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
         let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
         do {
-            try await store.createAccount(account, passkey: passkey, session: session, audit: [
-                auditEvent(.signUp, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name),
-            ])
+            try await store.createAccount(
+                account, passkey: passkey, session: session,
+                audit: [
+                    auditEvent(.signUp, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+                ])
         } catch let error as StoreError where error.code == .conflict {
             // Someone took the username (or registered this credential) since the options.
             if try await store.account(username: username) != nil { throw PasskeyServiceError.usernameTaken }
@@ -234,11 +259,13 @@ public struct PasskeyService: Sendable {
     }
 
     private func makePasskey(_ verified: VerifiedRegistration, accountID: UUID, name: String?, at time: Date) -> Passkey {
-        Passkey(credentialID: verified.credentialID, accountID: accountID, publicKey: verified.publicKey.coseBytes, signCount: verified.signCount,
-                aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
-                backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
-                attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
-                name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
+        Passkey(
+            credentialID: verified.credentialID, accountID: accountID, publicKey: verified.publicKey.coseBytes,
+            signCount: verified.signCount,
+            aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
+            backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
+            attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
+            name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
     }
 
     /// "Passkey", "Passkey 2", …: a default name the account's list can tell apart.
@@ -254,9 +281,12 @@ public struct PasskeyService: Sendable {
     /// Request options. With a username: that account's passkeys in allowCredentials; for an
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
-    public func authenticationOptions(username: String?, api: String = "native", challenge: [UInt8]? = nil,
-                                      unknownUserIsAnError: Bool = false, client: Client = Client()) async throws
-        -> PublicKeyCredentialRequestOptionsJSON {
+    public func authenticationOptions(
+        username: String?, api: String = "native", challenge: [UInt8]? = nil,
+        unknownUserIsAnError: Bool = false, client: Client = Client()
+    ) async throws
+        -> PublicKeyCredentialRequestOptionsJSON
+    {
         try await checkCeremonyCapacity()
         metrics.ceremonyStarted("authentication", client: client.kind)
         let time = now()
@@ -280,9 +310,10 @@ public struct PasskeyService: Sendable {
                 allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
             }
         }
-        let record = ChallengeRecord(challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .authentication, accountID: accountID,
-                                     unknownUser: unknown, api: api, userVerification: configuration.userVerification.rawValue,
-                                     createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+        let record = ChallengeRecord(
+            challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .authentication, accountID: accountID,
+            unknownUser: unknown, api: api, userVerification: configuration.userVerification.rawValue,
+            createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
         try await store.saveChallenge(record)
         capacity.issued()
         var options = relyingParty.beginAuthentication(allowCredentials: allow, challenge: record.challenge).options
@@ -299,7 +330,9 @@ public struct PasskeyService: Sendable {
 
     /// Verifies an assertion, updates the passkey's counter, backup state and last use, and
     /// starts a session.
-    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String = "native") async throws -> SignInResult {
+    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String = "native") async throws
+        -> SignInResult
+    {
         let result = try await measured("authentication", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
             try await verifyAuthentication(credential, client: client, api: api)
         }
@@ -317,7 +350,9 @@ public struct PasskeyService: Sendable {
             metrics.ceremonyFinished(ceremony, client: kind, code: nil, duration: ContinuousClock.now - start)
             return result
         } catch {
-            let code = (error as? PasskeyServiceError)?.code.rawValue ?? (error as? WebAuthnError)?.code.rawValue ?? (error as? StoreError)?.code.rawValue ?? "internal_error"
+            let code =
+                (error as? PasskeyServiceError)?.code.rawValue ?? (error as? WebAuthnError)?.code.rawValue ?? (error as? StoreError)?.code
+                .rawValue ?? "internal_error"
             metrics.ceremonyFinished(ceremony, client: kind, code: code, duration: ContinuousClock.now - start)
             throw error
         }
@@ -330,13 +365,16 @@ public struct PasskeyService: Sendable {
             throw PasskeyServiceError.credentialNotFound
         }
         if record.unknownUser || (record.accountID != nil && record.accountID != passkey.accountID) {
-            await audit(.signInFailed, accountID: passkey.accountID, credentialID: passkey.credentialID, client: client, detail: "credential_not_allowed")
+            await audit(
+                .signInFailed, accountID: passkey.accountID, credentialID: passkey.credentialID, client: client,
+                detail: "credential_not_allowed")
             throw PasskeyServiceError.credentialNotAllowed
         }
         // No per-account limit here: an assertion cannot be guessed, and counting other people's
         // forged attempts would let them lock the account out (the per-address limit applies).
         guard !account.disabled else {
-            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
+            await audit(
+                .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
             throw PasskeyServiceError.accountDisabled
         }
         let verified: VerifiedAuthentication
@@ -344,8 +382,9 @@ public struct PasskeyService: Sendable {
             let key = try CredentialPublicKey(cose: passkey.publicKey)
             verified = try relyingParty.finishAuthentication(
                 response: credential, expectedChallenge: record.challenge,
-                credential: StoredCredential(id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
-                                             userHandle: account.userHandle, backupEligible: passkey.backupEligible),
+                credential: StoredCredential(
+                    id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
+                    userHandle: account.userHandle, backupEligible: passkey.backupEligible),
                 allowCredentials: record.accountID == nil ? nil : [passkey.credentialID],
                 requireUserHandle: record.accountID == nil,
                 userVerification: UserVerificationRequirement(rawValue: record.userVerification))
@@ -354,22 +393,28 @@ public struct PasskeyService: Sendable {
             if error.code == .counterRegression {
                 await audit(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
             }
-            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
+            await audit(
+                .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
             throw PasskeyServiceError(error, signIn: true)
         }
         let time = now()
         let (token, session) = makeSession(for: account, client: client, method: "passkey", credentialID: passkey.credentialID)
         var events: [AuditEvent] = []
         if verified.counterLooksCloned {
-            events.append(auditEvent(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
+            events.append(
+                auditEvent(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
         }
         events.append(auditEvent(.signIn, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
         // One transaction: counter compare-and-set (of two sign-ins racing with the same counter
         // value, one wins), last use, the session and the audit lines.
-        guard try await store.completeSignIn(credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
-                                             signCount: verified.newSignCount, backedUp: verified.backedUp,
-                                             counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events) else {
-            await audit(.signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
+        guard
+            try await store.completeSignIn(
+                credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
+                signCount: verified.newSignCount, backedUp: verified.backedUp,
+                counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events)
+        else {
+            await audit(
+                .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
             throw PasskeyServiceError.counterRace
         }
         var used = passkey
@@ -398,10 +443,11 @@ public struct PasskeyService: Sendable {
     func makeSession(for account: Account, client: Client, method: String, credentialID: [UInt8]? = nil) -> (String, SessionRecord) {
         let token = RelyingParty.randomBytes(32)
         let time = now()
-        let session = SessionRecord(tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
-                                    expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),
-                                    userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress,
-                                    method: method, credentialID: credentialID)
+        let session = SessionRecord(
+            tokenHash: Array(SHA256.hash(data: token)), accountID: account.id, createdAt: time,
+            expiresAt: time.addingTimeInterval(lifetime(configuration.sessionLifetime)),
+            userAgent: client.userAgent.map { String($0.prefix(256)) }, ipAddress: client.ipAddress,
+            method: method, credentialID: credentialID)
         return (Base64URLBytes(token).base64URL, session)
     }
 
@@ -447,7 +493,8 @@ public struct PasskeyService: Sendable {
     public func renamePasskey(_ id: [UInt8], to name: String, signedIn: SignedIn, client: Client) async throws -> Passkey {
         let newName = try Self.validPasskeyName(name)
         guard try await store.renamePasskey(accountID: signedIn.account.id, credentialID: id, name: newName),
-              let passkey = try await store.passkey(credentialID: id) else { throw PasskeyServiceError.passkeyNotFound }
+            let passkey = try await store.passkey(credentialID: id)
+        else { throw PasskeyServiceError.passkeyNotFound }
         await audit(.passkeyRenamed, accountID: signedIn.account.id, credentialID: id, client: client, detail: newName)
         return passkey
     }
@@ -469,7 +516,9 @@ public struct PasskeyService: Sendable {
 
     /// Finds and consumes the ceremony a response answers, from the challenge in its client
     /// data (untrusted until the full verification re-checks it against the stored one).
-    private func takeChallenge(from clientDataJSON: [UInt8], ceremony: ChallengeRecord.Ceremony, api: String) async throws -> ChallengeRecord {
+    private func takeChallenge(from clientDataJSON: [UInt8], ceremony: ChallengeRecord.Ceremony, api: String) async throws
+        -> ChallengeRecord
+    {
         let clientData: CollectedClientData
         do {
             clientData = try CollectedClientData(bytes: clientDataJSON)
@@ -477,7 +526,8 @@ public struct PasskeyService: Sendable {
             throw PasskeyServiceError(error, signIn: ceremony == .authentication)
         }
         guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
-              let record = try await store.takeChallenge(clientData.challenge) else { throw PasskeyServiceError.unknownChallenge }
+            let record = try await store.takeChallenge(clientData.challenge)
+        else { throw PasskeyServiceError.unknownChallenge }
         guard record.expiresAt > now() else { throw PasskeyServiceError.expiredChallenge }
         guard record.ceremony == ceremony, record.api == api else { throw PasskeyServiceError.ceremonyMismatch }
         return record
@@ -512,9 +562,12 @@ public struct PasskeyService: Sendable {
         return value
     }
 
-    func auditEvent(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) -> AuditEvent {
-        AuditEvent(time: now(), kind: kind, accountID: accountID, credentialID: credentialID, ipAddress: client.ipAddress,
-                   userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
+    func auditEvent(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil)
+        -> AuditEvent
+    {
+        AuditEvent(
+            time: now(), kind: kind, accountID: accountID, credentialID: credentialID, ipAddress: client.ipAddress,
+            userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
     }
 
     func audit(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {

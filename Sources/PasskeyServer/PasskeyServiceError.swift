@@ -115,8 +115,9 @@ extension PasskeyServiceError.Code {
 
 extension PasskeyServiceError {
     static let notSignedIn = Self(.notSignedIn, "Sign in first.")
-    static let reauthenticationRequired = Self(.reauthenticationRequired,
-                                               "Sign in again with your passkey to do this (your last sign-in was too long ago).")
+    static let reauthenticationRequired = Self(
+        .reauthenticationRequired,
+        "Sign in again with your passkey to do this (your last sign-in was too long ago).")
     static let unknownChallenge = Self(.challengeUnknown, "This sign-in or sign-up attempt is unknown or was already used. Start again.")
     static let expiredChallenge = Self(.challengeExpired, "This attempt took too long and expired. Start again.")
     static let ceremonyMismatch = Self(.ceremonyMismatch, "This challenge belongs to another kind of ceremony.")

@@ -133,7 +133,8 @@ public final class RateLimiter: Sendable {
             }
         case .store(let store):
             let begin = Date(timeIntervalSince1970: Double(start) / 1000)
-            return try await store.countHit(key: digest.hex, windowStart: begin, expiresAt: begin.addingTimeInterval(Double(windowMillis) / 1000))
+            return try await store.countHit(
+                key: digest.hex, windowStart: begin, expiresAt: begin.addingTimeInterval(Double(windowMillis) / 1000))
         }
     }
 

@@ -15,7 +15,10 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
-    public enum SameSite: String, Sendable, Codable { case lax = "Lax", strict = "Strict" }
+    public enum SameSite: String, Sendable, Codable {
+        case lax = "Lax"
+        case strict = "Strict"
+    }
 
     /// Abuse limits (docs/security.md), in fixed windows. Over a limit: 429 with Retry-After.
     ///
@@ -38,8 +41,10 @@ public struct ServerConfiguration: Sendable {
         public var slowdownSeconds: Int
         /// Most counters kept in memory (single instance); the oldest is evicted past it.
         public var maxKeys: Int
-        public init(enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 10, perAccountTotal: Int = 100,
-                    slowdownSeconds: Int = 2, maxKeys: Int = 100_000) {
+        public init(
+            enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 10, perAccountTotal: Int = 100,
+            slowdownSeconds: Int = 2, maxKeys: Int = 100_000
+        ) {
             self.enabled = enabled
             self.windowSeconds = windowSeconds
             self.perIP = perIP
@@ -62,8 +67,10 @@ public struct ServerConfiguration: Sendable {
         public var bodyTimeoutSeconds: Int
         /// A kept-alive connection with no request in progress is closed after this many seconds.
         public var idleTimeoutSeconds: Int
-        public init(maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 64, headerTimeoutSeconds: Int = 10,
-                    bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60) {
+        public init(
+            maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 64, headerTimeoutSeconds: Int = 10,
+            bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60
+        ) {
             self.maxConnections = maxConnections
             self.maxConnectionsPerAddress = maxConnectionsPerAddress
             self.headerTimeoutSeconds = headerTimeoutSeconds
@@ -122,17 +129,19 @@ public struct ServerConfiguration: Sendable {
     /// ones: set it to the cost of the hashes you import.
     public var passwordHashCost: Int
 
-    public init(rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
-                androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
-                userVerification: UserVerificationRequirement = .required, attestation: AttestationConveyancePreference = .none,
-                attestationPolicy: AttestationPolicy = AttestationPolicy(), signCountPolicy: SignCountPolicy = .reject,
-                challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
-                cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
-                maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
-                publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
-                trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
-                connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
-                passwordHashConcurrency: Int? = nil) {
+    public init(
+        rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
+        androidApps: [AndroidApp] = [], appleAppIDs: [String] = [], relatedOrigins: [String] = [],
+        userVerification: UserVerificationRequirement = .required, attestation: AttestationConveyancePreference = .none,
+        attestationPolicy: AttestationPolicy = AttestationPolicy(), signCountPolicy: SignCountPolicy = .reject,
+        challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
+        cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
+        maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
+        publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
+        trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
+        connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
+        passwordHashConcurrency: Int? = nil
+    ) {
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -174,7 +183,8 @@ public struct ServerConfiguration: Sendable {
         var origins: [String] = []
         for app in androidApps {
             for fingerprint in app.sha256CertFingerprints {
-                origins.append("android:apk-key-hash:" + Base64URLBytes(try Self.fingerprintBytes(fingerprint, app: app.packageName)).base64URL)
+                origins.append(
+                    "android:apk-key-hash:" + Base64URLBytes(try Self.fingerprintBytes(fingerprint, app: app.packageName)).base64URL)
             }
         }
         return origins
@@ -192,8 +202,9 @@ public struct ServerConfiguration: Sendable {
             bytes.append(UInt8(h << 4 | l))
         }
         guard bytes.count == 32 else {
-            throw ConfigurationError(setting: "androidApps[\(app)].sha256CertFingerprints",
-                                     problem: "\"\(text)\" is not a SHA-256 fingerprint (32 bytes, AA:BB:… as keytool prints it)")
+            throw ConfigurationError(
+                setting: "androidApps[\(app)].sha256CertFingerprints",
+                problem: "\"\(text)\" is not a SHA-256 fingerprint (32 bytes, AA:BB:… as keytool prints it)")
         }
         return bytes
     }
@@ -203,11 +214,13 @@ public struct ServerConfiguration: Sendable {
         for appID in appleAppIDs {
             let parts = appID.split(separator: ".", maxSplits: 1)
             guard parts.count == 2, parts[0].count == 10, parts[0].allSatisfy({ $0.isUppercase || $0.isNumber }) else {
-                throw ConfigurationError(setting: "appleAppIDs", problem: "\"\(appID)\" is not TEAMID.bundle.id (a 10-character team ID, a dot, the bundle ID)")
+                throw ConfigurationError(
+                    setting: "appleAppIDs", problem: "\"\(appID)\" is not TEAMID.bundle.id (a 10-character team ID, a dot, the bundle ID)")
             }
         }
         for app in androidApps where app.packageName.isEmpty || app.sha256CertFingerprints.isEmpty {
-            throw ConfigurationError(setting: "androidApps", problem: "each app needs a packageName and at least one sha256CertFingerprints entry")
+            throw ConfigurationError(
+                setting: "androidApps", problem: "each app needs a packageName and at least one sha256CertFingerprints entry")
         }
         guard sessionLifetime >= .seconds(60) else {
             throw ConfigurationError(setting: "sessionLifetime", problem: "must be at least 60 seconds")
@@ -219,12 +232,17 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
         }
         guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
-              rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000 else {
-            throw ConfigurationError(setting: "rateLimits",
-                                     problem: "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1, slowdownSeconds 0...60, maxKeys at least 1000")
+            rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000
+        else {
+            throw ConfigurationError(
+                setting: "rateLimits",
+                problem:
+                    "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1, slowdownSeconds 0...60, maxKeys at least 1000"
+            )
         }
         guard connections.maxConnections >= 1, connections.maxConnectionsPerAddress >= 1, connections.headerTimeoutSeconds >= 1,
-              connections.bodyTimeoutSeconds >= 1, connections.idleTimeoutSeconds >= 1 else {
+            connections.bodyTimeoutSeconds >= 1, connections.idleTimeoutSeconds >= 1
+        else {
             throw ConfigurationError(setting: "connections", problem: "every limit and timeout must be at least 1")
         }
         guard reauthenticationWindow >= .seconds(10) else {
@@ -238,13 +256,16 @@ public struct ServerConfiguration: Sendable {
         }
         let origins = webOrigins + relatedOrigins.filter { !webOrigins.contains($0) } + (try androidOrigins())
         do {
-            return try RelyingParty(.init(
-                rpID: rpID, rpName: rpName, origins: origins, userVerification: userVerification,
-                attestation: attestation, attestationPolicy: attestationPolicy, timeout: challengeLifetime,
-                signCountPolicy: signCountPolicy))
+            return try RelyingParty(
+                .init(
+                    rpID: rpID, rpName: rpName, origins: origins, userVerification: userVerification,
+                    attestation: attestation, attestationPolicy: attestationPolicy, timeout: challengeLifetime,
+                    signCountPolicy: signCountPolicy))
         } catch {
-            let setting = error.reason.hasPrefix("rpID") ? "rpID" : error.reason.hasPrefix("origin") ? "origins" :
-                error.reason.hasPrefix("timeout") ? "challengeLifetime" : "relying party"
+            let setting =
+                error.reason.hasPrefix("rpID")
+                ? "rpID"
+                : error.reason.hasPrefix("origin") ? "origins" : error.reason.hasPrefix("timeout") ? "challengeLifetime" : "relying party"
             throw ConfigurationError(setting: setting, problem: error.reason)
         }
     }

@@ -33,23 +33,33 @@ public final class ServerMetrics: Sendable {
             if let origin, origin.hasPrefix("android:apk-key-hash:") { return .android }
             guard let agent = userAgent?.lowercased() else { return .other }
             if agent.contains("cfnetwork") || (agent.contains("darwin/") && !agent.contains("mozilla")) { return .ios }
-            if agent.hasPrefix("okhttp") || agent.hasPrefix("ktor") || (agent.contains("android") && !agent.contains("mozilla")) { return .android }
+            if agent.hasPrefix("okhttp") || agent.hasPrefix("ktor") || (agent.contains("android") && !agent.contains("mozilla")) {
+                return .android
+            }
             if agent.contains("mozilla") { return .web }
             return .other
         }
     }
 
     func ceremonyStarted(_ ceremony: String, client: ClientKind) {
-        Counter(label: "passkeyd_ceremonies_started_total", dimensions: [("ceremony", ceremony), ("client", client.rawValue)],
-                factory: factory).increment()
+        Counter(
+            label: "passkeyd_ceremonies_started_total", dimensions: [("ceremony", ceremony), ("client", client.rawValue)],
+            factory: factory
+        ).increment()
     }
 
     func ceremonyFinished(_ ceremony: String, client: ClientKind, code: String?, duration: Duration) {
-        Counter(label: "passkeyd_ceremonies_finished_total",
-                dimensions: [("ceremony", ceremony), ("client", client.rawValue), ("result", code == nil ? "succeeded" : "failed"),
-                             ("code", code ?? "")], factory: factory).increment()
-        Timer(label: "passkeyd_ceremony_duration_seconds", dimensions: [("ceremony", ceremony), ("client", client.rawValue)],
-              preferredDisplayUnit: .seconds, factory: factory).recordNanoseconds(duration.nanoseconds)
+        Counter(
+            label: "passkeyd_ceremonies_finished_total",
+            dimensions: [
+                ("ceremony", ceremony), ("client", client.rawValue), ("result", code == nil ? "succeeded" : "failed"),
+                ("code", code ?? ""),
+            ], factory: factory
+        ).increment()
+        Timer(
+            label: "passkeyd_ceremony_duration_seconds", dimensions: [("ceremony", ceremony), ("client", client.rawValue)],
+            preferredDisplayUnit: .seconds, factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// A successful sign-in by `method` (passkey, password, recovery_code, recovery_link).
@@ -73,8 +83,10 @@ public final class ServerMetrics: Sendable {
     }
 
     func request(status: Int, duration: Duration) {
-        Timer(label: "passkeyd_http_request_duration_seconds", dimensions: [("status_class", "\(status / 100)xx")],
-              preferredDisplayUnit: .seconds, factory: factory).recordNanoseconds(duration.nanoseconds)
+        Timer(
+            label: "passkeyd_http_request_duration_seconds", dimensions: [("status_class", "\(status / 100)xx")],
+            preferredDisplayUnit: .seconds, factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// The exposition text, after refreshing the store gauges.
@@ -85,7 +97,9 @@ public final class ServerMetrics: Sendable {
         gauge("passkeyd_accounts_with_passkey", stats.accountsWithPasskey)
         gauge("passkeyd_active_accounts_30d", stats.activeAccounts)
         gauge("passkeyd_active_accounts_with_passkey_30d", stats.activeAccountsWithPasskey)
-        gauge("passkeyd_passkey_adoption_ratio", stats.activeAccounts == 0 ? 0 : Double(stats.activeAccountsWithPasskey) / Double(stats.activeAccounts))
+        gauge(
+            "passkeyd_passkey_adoption_ratio",
+            stats.activeAccounts == 0 ? 0 : Double(stats.activeAccountsWithPasskey) / Double(stats.activeAccounts))
         gauge("passkeyd_sessions_live", stats.liveSessions)
         gauge("passkeyd_ceremonies_open", stats.openChallenges)
         var byProvider: [String: Int] = [:]

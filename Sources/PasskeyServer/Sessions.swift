@@ -27,7 +27,8 @@ struct SessionResolver: Sendable {
             return signedIn
         }
         guard let cookie = request.cookies[service.configuration.sessionCookieName], !cookie.value.isEmpty,
-              let signedIn = try await service.signedIn(token: cookie.value) else { return nil }
+            let signedIn = try await service.signedIn(token: cookie.value)
+        else { return nil }
         if request.method != .get && request.method != .head {
             guard let origin = request.headers[.origin], trustedOrigins.contains(origin) else { throw APIError.csrf }
         }

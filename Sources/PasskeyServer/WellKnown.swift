@@ -35,7 +35,9 @@ struct WellKnown: Sendable {
     /// upper-case `AA:BB:…` form Google's validator expects.
     var assetLinks: [AssetStatement] {
         configuration.androidApps.map { app in
-            AssetStatement(target: .init(package_name: app.packageName, sha256_cert_fingerprints: app.sha256CertFingerprints.map(Self.canonicalFingerprint)))
+            AssetStatement(
+                target: .init(
+                    package_name: app.packageName, sha256_cert_fingerprints: app.sha256CertFingerprints.map(Self.canonicalFingerprint)))
         }
     }
 
@@ -46,7 +48,11 @@ struct WellKnown: Sendable {
 
     /// WebAuthn Level 3 §5.11 related origins: `{"origins": [...]}`.
     var relatedOrigins: [String: [String]] {
-        ["origins": configuration.relatedOrigins.isEmpty ? configuration.webOrigins : configuration.webOrigins + configuration.relatedOrigins.filter { !configuration.webOrigins.contains($0) }]
+        [
+            "origins": configuration.relatedOrigins.isEmpty
+                ? configuration.webOrigins
+                : configuration.webOrigins + configuration.relatedOrigins.filter { !configuration.webOrigins.contains($0) }
+        ]
     }
 
     /// W3C "A Well-Known URL for Passkey Endpoints": where to create and manage passkeys.

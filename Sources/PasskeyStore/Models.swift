@@ -17,8 +17,10 @@ public struct Account: Sendable, Hashable, Codable {
     /// account has no password (or turned it off).
     public var passwordHash: String?
 
-    public init(id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
-                lastSignInAt: Date? = nil, passwordHash: String? = nil) {
+    public init(
+        id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
+        lastSignInAt: Date? = nil, passwordHash: String? = nil
+    ) {
         self.id = id
         self.username = username
         self.displayName = displayName
@@ -54,9 +56,11 @@ public struct Passkey: Sendable, Hashable, Codable {
     /// How many sign-ins reported a counter that did not increase (possible clone).
     public var counterAnomalies: Int
 
-    public init(credentialID: [UInt8], accountID: UUID, publicKey: [UInt8], signCount: UInt32, aaguid: String, transports: [String],
-                backupEligible: Bool, backedUp: Bool, userVerified: Bool, attestationFormat: String, attestationTrusted: Bool,
-                name: String, createdAt: Date, lastUsedAt: Date? = nil, counterAnomalies: Int = 0) {
+    public init(
+        credentialID: [UInt8], accountID: UUID, publicKey: [UInt8], signCount: UInt32, aaguid: String, transports: [String],
+        backupEligible: Bool, backedUp: Bool, userVerified: Bool, attestationFormat: String, attestationTrusted: Bool,
+        name: String, createdAt: Date, lastUsedAt: Date? = nil, counterAnomalies: Int = 0
+    ) {
         self.credentialID = credentialID
         self.accountID = accountID
         self.publicKey = publicKey
@@ -101,9 +105,11 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var createdAt: Date
     public var expiresAt: Date
 
-    public init(challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
-                pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
-                api: String = "native", userVerification: String, conditional: Bool = false, createdAt: Date, expiresAt: Date) {
+    public init(
+        challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
+        pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
+        api: String = "native", userVerification: String, conditional: Bool = false, createdAt: Date, expiresAt: Date
+    ) {
         self.challenge = challenge
         self.ceremony = ceremony
         self.accountID = accountID
@@ -135,8 +141,10 @@ public struct SessionRecord: Sendable, Hashable {
     /// ends the session.
     public var credentialID: [UInt8]?
 
-    public init(tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil,
-                method: String = "unknown", credentialID: [UInt8]? = nil) {
+    public init(
+        tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil,
+        method: String = "unknown", credentialID: [UInt8]? = nil
+    ) {
         self.tokenHash = tokenHash
         self.accountID = accountID
         self.createdAt = createdAt
@@ -184,15 +192,20 @@ public struct AuditEvent: Sendable, Hashable, Codable {
     /// An error code for failures, or a short detail.
     public var detail: String?
 
-    public init(time: Date, kind: Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
-                userAgent: String? = nil, detail: String? = nil) {
-        self.init(time: time, kind: kind.rawValue, accountID: accountID, credentialID: credentialID, ipAddress: ipAddress,
-                  userAgent: userAgent, detail: detail)
+    public init(
+        time: Date, kind: Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
+        userAgent: String? = nil, detail: String? = nil
+    ) {
+        self.init(
+            time: time, kind: kind.rawValue, accountID: accountID, credentialID: credentialID, ipAddress: ipAddress,
+            userAgent: userAgent, detail: detail)
     }
 
     /// A line as stored (a kind this version may not know, read back from the database).
-    public init(time: Date, kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
-                userAgent: String? = nil, detail: String? = nil) {
+    public init(
+        time: Date, kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
+        userAgent: String? = nil, detail: String? = nil
+    ) {
         self.time = time
         self.kind = kind
         self.accountID = accountID

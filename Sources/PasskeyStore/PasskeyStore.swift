@@ -34,8 +34,10 @@ public protocol PasskeyStore: Sendable {
     /// `signCount` only if nobody moved it first (compare-and-set),
     /// the new session and the audit events. When the race is lost nothing is written and the
     /// result is false.
-    func completeSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
-                        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool
+    func completeSignIn(
+        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> Bool
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
@@ -146,8 +148,10 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     /// Accounts with at least one passkey.
     public var accountsWithPasskey: Int
 
-    public init(accounts: Int = 0, disabledAccounts: Int = 0, passkeys: Int = 0, passkeysByAAGUID: [String: Int] = [:], liveSessions: Int = 0,
-                openChallenges: Int = 0, activeAccounts: Int = 0, activeAccountsWithPasskey: Int = 0, accountsWithPasskey: Int = 0) {
+    public init(
+        accounts: Int = 0, disabledAccounts: Int = 0, passkeys: Int = 0, passkeysByAAGUID: [String: Int] = [:], liveSessions: Int = 0,
+        openChallenges: Int = 0, activeAccounts: Int = 0, activeAccountsWithPasskey: Int = 0, accountsWithPasskey: Int = 0
+    ) {
         self.accounts = accounts
         self.disabledAccounts = disabledAccounts
         self.passkeys = passkeys

@@ -160,7 +160,9 @@ public final class PostgresStore: PasskeyStore {
         }
     }
 
-    private func transaction<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func transaction<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
         let logger = self.logger, client = self.client
         return try await run(timeout: timeout) {
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
@@ -185,8 +187,9 @@ public final class PostgresStore: PasskeyStore {
             let logger = Logger(label: "passkeyd.migrate")
             // Several instances may start at once: one migrates, the others wait and find it done.
             try await connection.query("SELECT pg_advisory_xact_lock(7270417)", logger: logger)
-            try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)",
-                                       logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger)
             var applied = Set<Int>()
             for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
                 applied.insert(version)
@@ -197,7 +200,8 @@ public final class PostgresStore: PasskeyStore {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 let version = migration.version, time = StoreValues.millis(Date())
-                try await connection.query("INSERT INTO schema_migrations (version, applied_at) VALUES (\(version), \(time))", logger: logger)
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (\(version), \(time))", logger: logger)
                 done.append(migration.version)
             }
             return done
@@ -205,7 +209,8 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func schemaVersion() async throws -> Int {
-        let exists = try await count("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'")
+        let exists = try await count(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'")
         guard exists > 0 else { return 0 }
         return try await rows("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").first.map { try $0[0].decode(Int.self) } ?? 0
     }
@@ -225,32 +230,35 @@ public final class PostgresStore: PasskeyStore {
     }
 
     private static func account(_ row: PostgresRandomAccessRow, createdAt: String = "created_at") throws -> Account {
-        Account(id: try row["id"].decode(UUID.self), username: try row["username"].decode(String.self),
-                displayName: try row["display_name"].decode(String.self), userHandle: try bytes(row["user_handle"]),
-                createdAt: StoreValues.date(try row[createdAt].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
-                lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date),
-                passwordHash: try row["password_hash"].decode(String?.self))
+        Account(
+            id: try row["id"].decode(UUID.self), username: try row["username"].decode(String.self),
+            displayName: try row["display_name"].decode(String.self), userHandle: try bytes(row["user_handle"]),
+            createdAt: StoreValues.date(try row[createdAt].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
+            lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date),
+            passwordHash: try row["password_hash"].decode(String?.self))
     }
 
     private static func passkey(_ row: PostgresRandomAccessRow) throws -> Passkey {
-        Passkey(credentialID: try bytes(row["credential_id"]), accountID: try row["account_id"].decode(UUID.self),
-                publicKey: try bytes(row["public_key"]), signCount: UInt32(clamping: try row["sign_count"].decode(Int64.self)),
-                aaguid: try row["aaguid"].decode(String.self), transports: StoreValues.decodeList(try row["transports"].decode(String.self)),
-                backupEligible: try row["backup_eligible"].decode(Bool.self), backedUp: try row["backed_up"].decode(Bool.self),
-                userVerified: try row["user_verified"].decode(Bool.self), attestationFormat: try row["attestation_format"].decode(String.self),
-                attestationTrusted: try row["attestation_trusted"].decode(Bool.self), name: try row["name"].decode(String.self),
-                createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
-                lastUsedAt: try row["last_used_at"].decode(Int64?.self).map(StoreValues.date),
-                counterAnomalies: try row["counter_anomalies"].decode(Int.self))
+        Passkey(
+            credentialID: try bytes(row["credential_id"]), accountID: try row["account_id"].decode(UUID.self),
+            publicKey: try bytes(row["public_key"]), signCount: UInt32(clamping: try row["sign_count"].decode(Int64.self)),
+            aaguid: try row["aaguid"].decode(String.self), transports: StoreValues.decodeList(try row["transports"].decode(String.self)),
+            backupEligible: try row["backup_eligible"].decode(Bool.self), backedUp: try row["backed_up"].decode(Bool.self),
+            userVerified: try row["user_verified"].decode(Bool.self), attestationFormat: try row["attestation_format"].decode(String.self),
+            attestationTrusted: try row["attestation_trusted"].decode(Bool.self), name: try row["name"].decode(String.self),
+            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
+            lastUsedAt: try row["last_used_at"].decode(Int64?.self).map(StoreValues.date),
+            counterAnomalies: try row["counter_anomalies"].decode(Int.self))
     }
 
     private static func session(_ row: PostgresRandomAccessRow) throws -> SessionRecord {
-        SessionRecord(tokenHash: try bytes(row["token_hash"]), accountID: try row["account_id"].decode(UUID.self),
-                      createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
-                      expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-                      userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
-                      method: try row["method"].decode(String?.self) ?? "unknown",
-                      credentialID: try row["credential_id"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
+        SessionRecord(
+            tokenHash: try bytes(row["token_hash"]), accountID: try row["account_id"].decode(UUID.self),
+            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
+            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
+            userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
+            method: try row["method"].decode(String?.self) ?? "unknown",
+            credentialID: try row["credential_id"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
     }
 
     private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
@@ -272,7 +280,8 @@ public final class PostgresStore: PasskeyStore {
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
         let logger = self.logger
         try await transaction { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
                 VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
                         \(Self.buffer(account.userHandle)), \(StoreValues.millis(account.createdAt)), \(account.disabled),
@@ -287,7 +296,8 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Passkeys
 
     private static func insert(_ passkey: Passkey, _ connection: PostgresConnection, _ logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
                                   user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
             VALUES (\(buffer(passkey.credentialID)), \(passkey.accountID), \(buffer(passkey.publicKey)), \(Int64(passkey.signCount)),
@@ -307,11 +317,15 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
-        guard let row = try await rows("""
-            SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
-                   a.password_hash
-            FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(Self.buffer(credentialID))
-            """).first else { return nil }
+        guard
+            let row = try await rows(
+                """
+                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
+                       a.password_hash
+                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(Self.buffer(credentialID))
+                """
+            ).first
+        else { return nil }
         return (try Self.passkey(row), try Self.account(row, createdAt: "account_created_at"))
     }
 
@@ -319,19 +333,24 @@ public final class PostgresStore: PasskeyStore {
         try await rows("SELECT * FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id").map(Self.passkey)
     }
 
-    public func completeSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
-                               counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool {
+    public func completeSignIn(
+        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> Bool {
         let logger = self.logger
         return try await transaction { connection in
-            let updated = try await connection.query("""
+            let updated = try await connection.query(
+                """
                 UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(StoreValues.millis(time)),
                        counter_anomalies = counter_anomalies + \(Int64(counterAnomaly ? 1 : 0))
                 WHERE credential_id = \(Self.buffer(credentialID)) AND sign_count = \(Int64(previousSignCount))
                 RETURNING 1
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             guard updated.count == 1 else { return false }
-            try await connection.query("UPDATE accounts SET last_sign_in_at = \(StoreValues.millis(time)) WHERE id = \(session.accountID)",
-                                       logger: logger)
+            try await connection.query(
+                "UPDATE accounts SET last_sign_in_at = \(StoreValues.millis(time)) WHERE id = \(session.accountID)",
+                logger: logger)
             try await Self.insert(session, connection, logger)
             for event in audit { try await Self.insert(event, connection, logger) }
             return true
@@ -339,9 +358,11 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
-        try await rows("""
+        try await rows(
+            """
             UPDATE passkeys SET name = \(name) WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID)) RETURNING 1
-            """).count == 1
+            """
+        ).count == 1
     }
 
     public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
@@ -351,20 +372,27 @@ public final class PostgresStore: PasskeyStore {
             // waits, so the two cannot both remove a way in.
             try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
             // Lock the account's passkeys so two deletions cannot both leave it with none.
-            let ids = try await connection.query("SELECT credential_id FROM passkeys WHERE account_id = \(accountID) FOR UPDATE",
-                                                 logger: logger).collect().map { try Self.bytes($0.makeRandomAccess()[0]) }
+            let ids = try await connection.query(
+                "SELECT credential_id FROM passkeys WHERE account_id = \(accountID) FOR UPDATE",
+                logger: logger
+            ).collect().map { try Self.bytes($0.makeRandomAccess()[0]) }
             guard ids.contains(credentialID) else { return .notFound }
-            let password = try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL",
-                                                      logger: logger).collect()
+            let password = try await connection.query(
+                "SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL",
+                logger: logger
+            ).collect()
             guard ids.count > 1 || !password.isEmpty else { return .lastPasskey }
-            try await connection.query("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID))",
-                                       logger: logger)
+            try await connection.query(
+                "DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(Self.buffer(credentialID))",
+                logger: logger)
             // The sessions this passkey made end with it (but the one deleting it).
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID)) AND token_hash <> \(Self.buffer(keepSession ?? []))
                 """, logger: logger)
-            try await connection.query("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(Self.buffer(credentialID))",
-                                       logger: logger)
+            try await connection.query(
+                "UPDATE sessions SET credential_id = NULL WHERE credential_id = \(Self.buffer(credentialID))",
+                logger: logger)
             return .deleted
         }
     }
@@ -372,8 +400,10 @@ public final class PostgresStore: PasskeyStore {
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
         let logger = self.logger
         return try await transaction { connection in
-            let deleted = try await connection.query("DELETE FROM passkeys WHERE credential_id = \(Self.buffer(credentialID)) RETURNING 1",
-                                                     logger: logger).collect()
+            let deleted = try await connection.query(
+                "DELETE FROM passkeys WHERE credential_id = \(Self.buffer(credentialID)) RETURNING 1",
+                logger: logger
+            ).collect()
             guard deleted.count == 1 else { return false }
             try await connection.query("DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID))", logger: logger)
             return true
@@ -387,12 +417,14 @@ public final class PostgresStore: PasskeyStore {
         return try await transaction { connection in
             var inserted: [Bool] = []
             for (account, hash) in rows {
-                let result = try await connection.query("""
+                let result = try await connection.query(
+                    """
                     INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
                     VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
                             \(Self.buffer(account.userHandle)), \(StoreValues.millis(account.createdAt)), false, \(hash))
                     ON CONFLICT (username_key) DO NOTHING RETURNING 1
-                    """, logger: logger).collect()
+                    """, logger: logger
+                ).collect()
                 inserted.append(result.count == 1)
             }
             return inserted
@@ -404,23 +436,28 @@ public final class PostgresStore: PasskeyStore {
         return try await transaction { connection in
             // The same account lock as deletePasskey: the EXISTS below then sees committed passkeys only.
             try await connection.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
-            return try await connection.query("""
+            return try await connection.query(
+                """
                 UPDATE accounts SET password_hash = NULL
                 WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
                 RETURNING 1
-                """, logger: logger).collect().count == 1
+                """, logger: logger
+            ).collect().count == 1
         }
     }
 
     public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
         let logger = self.logger
         return try await transaction { connection in
-            let updated = try await connection.query("""
+            let updated = try await connection.query(
+                """
                 UPDATE accounts SET password_hash = \(hash) WHERE id = \(accountID) AND password_hash IS NOT NULL RETURNING 1
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             guard updated.count == 1 else { return false }
-            try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? []))",
-                                       logger: logger)
+            try await connection.query(
+                "DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? []))",
+                logger: logger)
             return true
         }
     }
@@ -431,8 +468,9 @@ public final class PostgresStore: PasskeyStore {
             if revokeOtherSessions {
                 try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID)", logger: logger)
             }
-            try await connection.query("UPDATE accounts SET last_sign_in_at = \(StoreValues.millis(session.createdAt)) WHERE id = \(accountID)",
-                                       logger: logger)
+            try await connection.query(
+                "UPDATE accounts SET last_sign_in_at = \(StoreValues.millis(session.createdAt)) WHERE id = \(accountID)",
+                logger: logger)
             try await Self.insert(session, connection, logger)
             for event in audit { try await Self.insert(event, connection, logger) }
         }
@@ -443,7 +481,8 @@ public final class PostgresStore: PasskeyStore {
         try await transaction { connection in
             try await connection.query("DELETE FROM recovery_codes WHERE account_id = \(accountID)", logger: logger)
             for hash in hashes {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(Self.buffer(hash)), \(StoreValues.millis(time)))
                     """, logger: logger)
             }
@@ -451,10 +490,12 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool {
-        try await rows("""
+        try await rows(
+            """
             UPDATE recovery_codes SET used_at = \(StoreValues.millis(time))
             WHERE account_id = \(accountID) AND code_hash = \(Self.buffer(hash)) AND used_at IS NULL RETURNING 1
-            """).count == 1
+            """
+        ).count == 1
     }
 
     public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
@@ -462,14 +503,17 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
-        _ = try await rows("""
+        _ = try await rows(
+            """
             INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at)
             VALUES (\(Self.buffer(hash)), \(accountID), \(StoreValues.millis(createdAt)), \(StoreValues.millis(expiresAt)))
             """)
     }
 
     public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
-        guard let row = try await rows("DELETE FROM recovery_tokens WHERE token_hash = \(Self.buffer(hash)) RETURNING account_id, expires_at").first
+        guard
+            let row = try await rows("DELETE FROM recovery_tokens WHERE token_hash = \(Self.buffer(hash)) RETURNING account_id, expires_at")
+                .first
         else { return nil }
         guard StoreValues.date(try row["expires_at"].decode(Int64.self)) > now else { return nil }
         return try row["account_id"].decode(UUID.self)
@@ -478,16 +522,20 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Administration
 
     public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
-        try await rows("""
+        try await rows(
+            """
             SELECT * FROM accounts WHERE username_key > \(afterUsername.map(Account.key(for:)) ?? "") ORDER BY username_key LIMIT \(limit)
-            """).map { try Self.account($0) }
+            """
+        ).map { try Self.account($0) }
     }
 
     public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
         let logger = self.logger
         return try await transaction { connection in
-            let updated = try await connection.query("UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1",
-                                                     logger: logger).collect()
+            let updated = try await connection.query(
+                "UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1",
+                logger: logger
+            ).collect()
             guard updated.count == 1 else { return false }
             if disabled { try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID)", logger: logger) }
             return true
@@ -495,15 +543,18 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
-        try await rows("""
+        try await rows(
+            """
             SELECT * FROM sessions WHERE account_id = \(accountID) AND expires_at > \(StoreValues.millis(now)) ORDER BY created_at DESC, token_hash
-            """).map(Self.session)
+            """
+        ).map(Self.session)
     }
 
     public func statistics(now: Date, activeSince: Date) async throws -> StoreStatistics {
         let nowMillis = StoreValues.millis(now), since = StoreValues.millis(activeSince)
         var stats = StoreStatistics()
-        let totals = try await rows("""
+        let totals = try await rows(
+            """
             SELECT (SELECT COUNT(*) FROM accounts),
                    (SELECT COUNT(*) FROM accounts WHERE disabled),
                    (SELECT COUNT(*) FROM sessions WHERE expires_at > \(nowMillis)),
@@ -533,7 +584,8 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Ceremonies
 
     public func saveChallenge(_ record: ChallengeRecord) async throws {
-        _ = try await rows("""
+        _ = try await rows(
+            """
             INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
                                     pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, created_at, expires_at)
             VALUES (\(Self.buffer(ChallengeHash.of(record.challenge))), \(Self.buffer(record.challenge)), \(record.ceremony.rawValue),
@@ -544,17 +596,23 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
-        guard let row = try await rows("DELETE FROM challenges WHERE challenge_hash = \(Self.buffer(ChallengeHash.of(challenge))) RETURNING *").first
+        guard
+            let row = try await rows(
+                "DELETE FROM challenges WHERE challenge_hash = \(Self.buffer(ChallengeHash.of(challenge))) RETURNING *"
+            ).first
         else { return nil }
         return ChallengeRecord(
             challenge: try Self.bytes(row["challenge"]),
             ceremony: ChallengeRecord.Ceremony(rawValue: try row["ceremony"].decode(String.self)) ?? .authentication,
             accountID: try row["account_id"].decode(UUID?.self),
-            pendingUsername: try row["pending_username"].decode(String?.self), pendingDisplayName: try row["pending_display_name"].decode(String?.self),
-            pendingUserHandle: try Self.optionalBytes(row["pending_user_handle"]), pendingAccountID: try row["pending_account_id"].decode(UUID?.self),
+            pendingUsername: try row["pending_username"].decode(String?.self),
+            pendingDisplayName: try row["pending_display_name"].decode(String?.self),
+            pendingUserHandle: try Self.optionalBytes(row["pending_user_handle"]),
+            pendingAccountID: try row["pending_account_id"].decode(UUID?.self),
             unknownUser: try row["unknown_user"].decode(Bool.self), api: try row["api"].decode(String.self),
             userVerification: try row["user_verification"].decode(String.self), conditional: try row["conditional"].decode(Bool.self),
-            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)), expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)))
+            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
+            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)))
     }
 
     public func openChallengeCount(now: Date) async throws -> Int {
@@ -564,7 +622,8 @@ public final class PostgresStore: PasskeyStore {
     // MARK: Sessions
 
     private static func insert(_ session: SessionRecord, _ connection: PostgresConnection, _ logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
             VALUES (\(buffer(session.tokenHash)), \(session.accountID), \(StoreValues.millis(session.createdAt)),
                     \(StoreValues.millis(session.expiresAt)), \(session.userAgent), \(session.ipAddress), \(session.method),
@@ -578,18 +637,23 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
-        guard let row = try await rows("""
-            SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
-                   s.method, s.credential_id AS session_credential, a.*
-            FROM sessions s JOIN accounts a ON a.id = s.account_id
-            WHERE s.token_hash = \(Self.buffer(tokenHash)) AND s.expires_at > \(StoreValues.millis(now)) AND NOT a.disabled
-            """).first else { return nil }
-        let session = SessionRecord(tokenHash: tokenHash, accountID: try row["session_account"].decode(UUID.self),
-                                    createdAt: StoreValues.date(try row["session_created"].decode(Int64.self)),
-                                    expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-                                    userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
-                                    method: try row["method"].decode(String?.self) ?? "unknown",
-                                    credentialID: try row["session_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
+        guard
+            let row = try await rows(
+                """
+                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                       s.method, s.credential_id AS session_credential, a.*
+                FROM sessions s JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = \(Self.buffer(tokenHash)) AND s.expires_at > \(StoreValues.millis(now)) AND NOT a.disabled
+                """
+            ).first
+        else { return nil }
+        let session = SessionRecord(
+            tokenHash: tokenHash, accountID: try row["session_account"].decode(UUID.self),
+            createdAt: StoreValues.date(try row["session_created"].decode(Int64.self)),
+            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
+            userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
+            method: try row["method"].decode(String?.self) ?? "unknown",
+            credentialID: try row["session_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
         return (session, try Self.account(row))
     }
 
@@ -602,9 +666,11 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
-        try await rows("""
+        try await rows(
+            """
             DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? [])) RETURNING 1
-            """).count
+            """
+        ).count
     }
 
     public func rekeyUsernames() async throws -> [UsernameCollision] {
@@ -613,7 +679,8 @@ public final class PostgresStore: PasskeyStore {
             try await connection.query("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE", logger: logger)
             var accounts: [UsernameRekeying.Row] = []
             for try await (id, username, key) in try await connection.query(
-                "SELECT id, username, username_key FROM accounts ORDER BY created_at, id", logger: logger).decode((UUID, String, String).self) {
+                "SELECT id, username, username_key FROM accounts ORDER BY created_at, id", logger: logger
+            ).decode((UUID, String, String).self) {
                 accounts.append((id, username, key))
             }
             let plan = UsernameRekeying.plan(accounts)
@@ -626,7 +693,8 @@ public final class PostgresStore: PasskeyStore {
 
     public func serverSecret() async throws -> [UInt8] {
         let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
-        _ = try await rows("INSERT INTO settings (name, value) VALUES ('server_secret', \(Self.buffer(fresh))) ON CONFLICT (name) DO NOTHING")
+        _ = try await rows(
+            "INSERT INTO settings (name, value) VALUES ('server_secret', \(Self.buffer(fresh))) ON CONFLICT (name) DO NOTHING")
         guard let row = try await rows("SELECT value FROM settings WHERE name = 'server_secret'").first else { return fresh }
         return try Self.bytes(row[0])
     }
@@ -639,16 +707,19 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int {
-        try await rows("""
+        try await rows(
+            """
             INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (\(key), \(StoreValues.millis(windowStart)), 1, \(StoreValues.millis(expiresAt)))
             ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1 RETURNING hits
-            """).first.map { try $0[0].decode(Int.self) } ?? 1
+            """
+        ).first.map { try $0[0].decode(Int.self) } ?? 1
     }
 
     // MARK: Audit and upkeep
 
     private static func insert(_ event: AuditEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
             VALUES (\(StoreValues.millis(event.time)), \(event.kind), \(event.accountID), \(event.credentialID.map(buffer)),
                     \(event.ipAddress), \(event.userAgent), \(event.detail))
@@ -661,27 +732,31 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent] {
-        let query: PostgresQuery = if let accountID {
-            "SELECT * FROM audit_events WHERE account_id = \(accountID) ORDER BY id DESC LIMIT \(limit)"
-        } else {
-            "SELECT * FROM audit_events ORDER BY id DESC LIMIT \(limit)"
-        }
+        let query: PostgresQuery =
+            if let accountID {
+                "SELECT * FROM audit_events WHERE account_id = \(accountID) ORDER BY id DESC LIMIT \(limit)"
+            } else {
+                "SELECT * FROM audit_events ORDER BY id DESC LIMIT \(limit)"
+            }
         return try await rows(query).map { row in
-            AuditEvent(time: StoreValues.date(try row["time"].decode(Int64.self)), kind: try row["kind"].decode(String.self),
-                       accountID: try row["account_id"].decode(UUID?.self), credentialID: try Self.optionalBytes(row["credential_id"]),
-                       ipAddress: try row["ip_address"].decode(String?.self), userAgent: try row["user_agent"].decode(String?.self),
-                       detail: try row["detail"].decode(String?.self))
+            AuditEvent(
+                time: StoreValues.date(try row["time"].decode(Int64.self)), kind: try row["kind"].decode(String.self),
+                accountID: try row["account_id"].decode(UUID?.self), credentialID: try Self.optionalBytes(row["credential_id"]),
+                ipAddress: try row["ip_address"].decode(String?.self), userAgent: try row["user_agent"].decode(String?.self),
+                detail: try row["detail"].decode(String?.self))
         }
     }
 
     public func sweepExpired(now: Date) async throws -> Int {
         let cutoff = StoreValues.millis(now)
-        return try await rows("""
+        return try await rows(
+            """
             WITH c AS (DELETE FROM challenges WHERE expires_at <= \(cutoff) RETURNING 1),
                  s AS (DELETE FROM sessions WHERE expires_at <= \(cutoff) RETURNING 1),
                  r AS (DELETE FROM rate_limits WHERE expires_at <= \(cutoff) RETURNING 1),
                  t AS (DELETE FROM recovery_tokens WHERE expires_at <= \(cutoff) RETURNING 1)
             SELECT (SELECT COUNT(*) FROM c) + (SELECT COUNT(*) FROM s) + (SELECT COUNT(*) FROM r) + (SELECT COUNT(*) FROM t)
-            """).first.map { try $0[0].decode(Int.self) } ?? 0
+            """
+        ).first.map { try $0[0].decode(Int.self) } ?? 0
     }
 }

@@ -52,8 +52,9 @@ public final class SQLiteStore: PasskeyStore {
             var done: [Int] = []
             for migration in SQLiteSchema.migrations where !applied.contains(migration.version) {
                 for statement in migration.statements { try db.execute(sql: statement) }
-                try db.execute(sql: "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
-                               arguments: [migration.version, StoreValues.millis(Date())])
+                try db.execute(
+                    sql: "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                    arguments: [migration.version, StoreValues.millis(Date())])
                 done.append(migration.version)
             }
             return done
@@ -74,10 +75,11 @@ public final class SQLiteStore: PasskeyStore {
     // MARK: Accounts
 
     private static func account(_ row: Row) -> Account {
-        Account(id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
-                userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
-                disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date),
-                passwordHash: row["password_hash"])
+        Account(
+            id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
+            userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
+            disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date),
+            passwordHash: row["password_hash"])
     }
 
     public func account(id: UUID) async throws -> Account? {
@@ -88,7 +90,8 @@ public final class SQLiteStore: PasskeyStore {
 
     public func account(username: String) async throws -> Account? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM accounts WHERE username_key = ?", arguments: [Account.key(for: username)]).map(Self.account)
+            try db.cachedRow(sql: "SELECT * FROM accounts WHERE username_key = ?", arguments: [Account.key(for: username)]).map(
+                Self.account)
         }
     }
 
@@ -100,12 +103,16 @@ public final class SQLiteStore: PasskeyStore {
 
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
         try await write { db in
-            try db.cached(sql: """
-                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
-                                 Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0,
-                                 account.lastSignInAt.map(StoreValues.millis), account.passwordHash])
+            try db.cached(
+                sql: """
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
+                    Data(account.userHandle), StoreValues.millis(account.createdAt), account.disabled ? 1 : 0,
+                    account.lastSignInAt.map(StoreValues.millis), account.passwordHash,
+                ])
             try Self.insert(passkey, db)
             if let session { try Self.insert(session, db) }
             for event in audit { try Self.insert(event, db) }
@@ -115,11 +122,13 @@ public final class SQLiteStore: PasskeyStore {
     // MARK: Passkeys
 
     private static func insert(_ passkey: Passkey, _ db: Database) throws {
-        try db.cached(sql: """
-            INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
-                                  user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [
+        try db.cached(
+            sql: """
+                INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                                      user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
                 Data(passkey.credentialID), passkey.accountID.uuidString, Data(passkey.publicKey), Int64(passkey.signCount), passkey.aaguid,
                 StoreValues.encodeList(passkey.transports), passkey.backupEligible, passkey.backedUp, passkey.userVerified,
                 passkey.attestationFormat, passkey.attestationTrusted, passkey.name, StoreValues.millis(passkey.createdAt),
@@ -149,11 +158,14 @@ public final class SQLiteStore: PasskeyStore {
 
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
         try await read { db in
-            guard let row = try db.cachedRow(sql: """
-                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
-                       a.password_hash
-                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
-                """, arguments: [Data(credentialID)]) else { return nil }
+            guard
+                let row = try db.cachedRow(
+                    sql: """
+                        SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
+                               a.password_hash
+                        FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
+                        """, arguments: [Data(credentialID)])
+            else { return nil }
             let passkey = Self.passkey(row)
             var account = Self.account(row)
             account.createdAt = StoreValues.date(row["account_created_at"])
@@ -163,22 +175,31 @@ public final class SQLiteStore: PasskeyStore {
 
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
         try await read { db in
-            try db.cachedRows(sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",
-                             arguments: [accountID.uuidString]).map(Self.passkey)
+            try db.cachedRows(
+                sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",
+                arguments: [accountID.uuidString]
+            ).map(Self.passkey)
         }
     }
 
-    public func completeSignIn(credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
-                               counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]) async throws -> Bool {
+    public func completeSignIn(
+        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> Bool {
         try await write { db in
-            try db.cached(sql: """
-                UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ?, counter_anomalies = counter_anomalies + ?
-                WHERE credential_id = ? AND sign_count = ?
-                """, arguments: [Int64(signCount), backedUp, StoreValues.millis(time), counterAnomaly ? 1 : 0,
-                                 Data(credentialID), Int64(previousSignCount)])
+            try db.cached(
+                sql: """
+                    UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ?, counter_anomalies = counter_anomalies + ?
+                    WHERE credential_id = ? AND sign_count = ?
+                    """,
+                arguments: [
+                    Int64(signCount), backedUp, StoreValues.millis(time), counterAnomaly ? 1 : 0,
+                    Data(credentialID), Int64(previousSignCount),
+                ])
             guard db.changesCount == 1 else { return false }
-            try db.cached(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
-                          arguments: [StoreValues.millis(time), session.accountID.uuidString])
+            try db.cached(
+                sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
+                arguments: [StoreValues.millis(time), session.accountID.uuidString])
             try Self.insert(session, db)
             for event in audit { try Self.insert(event, db) }
             return true
@@ -200,11 +221,15 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             var inserted: [Bool] = []
             for (account, hash) in rows {
-                try db.cached(sql: """
-                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
-                    VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (username_key) DO NOTHING
-                    """, arguments: [account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
-                                     Data(account.userHandle), StoreValues.millis(account.createdAt), hash])
+                try db.cached(
+                    sql: """
+                        INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                        VALUES (?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (username_key) DO NOTHING
+                        """,
+                    arguments: [
+                        account.id.uuidString, account.username, Account.key(for: account.username), account.displayName,
+                        Data(account.userHandle), StoreValues.millis(account.createdAt), hash,
+                    ])
                 inserted.append(db.changesCount == 1)
             }
             return inserted
@@ -213,10 +238,11 @@ public final class SQLiteStore: PasskeyStore {
 
     public func removePassword(accountID: UUID) async throws -> Bool {
         try await write { db in
-            try db.cached(sql: """
-                UPDATE accounts SET password_hash = NULL
-                WHERE id = ? AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = ?)
-                """, arguments: [accountID.uuidString, accountID.uuidString])
+            try db.cached(
+                sql: """
+                    UPDATE accounts SET password_hash = NULL
+                    WHERE id = ? AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = ?)
+                    """, arguments: [accountID.uuidString, accountID.uuidString])
             return db.changesCount == 1
         }
     }
@@ -226,8 +252,9 @@ public final class SQLiteStore: PasskeyStore {
             if revokeOtherSessions {
                 try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString])
             }
-            try db.cached(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
-                          arguments: [StoreValues.millis(session.createdAt), accountID.uuidString])
+            try db.cached(
+                sql: "UPDATE accounts SET last_sign_in_at = ? WHERE id = ?",
+                arguments: [StoreValues.millis(session.createdAt), accountID.uuidString])
             try Self.insert(session, db)
             for event in audit { try Self.insert(event, db) }
         }
@@ -237,38 +264,45 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             try db.cached(sql: "DELETE FROM recovery_codes WHERE account_id = ?", arguments: [accountID.uuidString])
             for hash in hashes {
-                try db.cached(sql: "INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)",
-                              arguments: [accountID.uuidString, Data(hash), StoreValues.millis(time)])
+                try db.cached(
+                    sql: "INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)",
+                    arguments: [accountID.uuidString, Data(hash), StoreValues.millis(time)])
             }
         }
     }
 
     public func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool {
         try await write { db in
-            try db.cached(sql: "UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND code_hash = ? AND used_at IS NULL",
-                          arguments: [StoreValues.millis(time), accountID.uuidString, Data(hash)])
+            try db.cached(
+                sql: "UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND code_hash = ? AND used_at IS NULL",
+                arguments: [StoreValues.millis(time), accountID.uuidString, Data(hash)])
             return db.changesCount == 1
         }
     }
 
     public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
         try await read { db in
-            try db.cachedInt(sql: "SELECT COUNT(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL",
-                             arguments: [accountID.uuidString]) ?? 0
+            try db.cachedInt(
+                sql: "SELECT COUNT(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL",
+                arguments: [accountID.uuidString]) ?? 0
         }
     }
 
     public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
         try await write { db in
-            try db.cached(sql: "INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                          arguments: [Data(hash), accountID.uuidString, StoreValues.millis(createdAt), StoreValues.millis(expiresAt)])
+            try db.cached(
+                sql: "INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [Data(hash), accountID.uuidString, StoreValues.millis(createdAt), StoreValues.millis(expiresAt)])
         }
     }
 
     public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
         try await write { db in
-            guard let row = try db.cachedRow(sql: "DELETE FROM recovery_tokens WHERE token_hash = ? RETURNING account_id, expires_at",
-                                             arguments: [Data(hash)]) else { return nil }
+            guard
+                let row = try db.cachedRow(
+                    sql: "DELETE FROM recovery_tokens WHERE token_hash = ? RETURNING account_id, expires_at",
+                    arguments: [Data(hash)])
+            else { return nil }
             guard StoreValues.date(row["expires_at"]) > now else { return nil }
             return (row["account_id"] as String?).flatMap(UUID.init(uuidString:))
         }
@@ -278,8 +312,10 @@ public final class SQLiteStore: PasskeyStore {
 
     public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
         try await read { db in
-            try db.cachedRows(sql: "SELECT * FROM accounts WHERE username_key > ? ORDER BY username_key LIMIT ?",
-                              arguments: [afterUsername.map(Account.key(for:)) ?? "", limit]).map(Self.account)
+            try db.cachedRows(
+                sql: "SELECT * FROM accounts WHERE username_key > ? ORDER BY username_key LIMIT ?",
+                arguments: [afterUsername.map(Account.key(for:)) ?? "", limit]
+            ).map(Self.account)
         }
     }
 
@@ -294,12 +330,15 @@ public final class SQLiteStore: PasskeyStore {
 
     public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
         try await read { db in
-            try db.cachedRows(sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC, token_hash",
-                              arguments: [accountID.uuidString, StoreValues.millis(now)]).map { row in
-                SessionRecord(tokenHash: [UInt8]((row["token_hash"] as Data?) ?? Data()), accountID: accountID,
-                              createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
-                              userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
-                              credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) })
+            try db.cachedRows(
+                sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC, token_hash",
+                arguments: [accountID.uuidString, StoreValues.millis(now)]
+            ).map { row in
+                SessionRecord(
+                    tokenHash: [UInt8]((row["token_hash"] as Data?) ?? Data()), accountID: accountID,
+                    createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
+                    userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
+                    credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) })
             }
         }
     }
@@ -316,20 +355,25 @@ public final class SQLiteStore: PasskeyStore {
                 stats.passkeys += count
             }
             stats.liveSessions = try db.cachedInt(sql: "SELECT COUNT(*) FROM sessions WHERE expires_at > ?", arguments: [nowMillis]) ?? 0
-            stats.openChallenges = try db.cachedInt(sql: "SELECT COUNT(*) FROM challenges WHERE expires_at > ?", arguments: [nowMillis]) ?? 0
+            stats.openChallenges =
+                try db.cachedInt(sql: "SELECT COUNT(*) FROM challenges WHERE expires_at > ?", arguments: [nowMillis]) ?? 0
             stats.accountsWithPasskey = try db.cachedInt(sql: "SELECT COUNT(DISTINCT account_id) FROM passkeys") ?? 0
-            stats.activeAccounts = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE last_sign_in_at >= ?", arguments: [since]) ?? 0
-            stats.activeAccountsWithPasskey = try db.cachedInt(sql: """
-                SELECT COUNT(*) FROM accounts a WHERE a.last_sign_in_at >= ? AND EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)
-                """, arguments: [since]) ?? 0
+            stats.activeAccounts =
+                try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE last_sign_in_at >= ?", arguments: [since]) ?? 0
+            stats.activeAccountsWithPasskey =
+                try db.cachedInt(
+                    sql: """
+                        SELECT COUNT(*) FROM accounts a WHERE a.last_sign_in_at >= ? AND EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)
+                        """, arguments: [since]) ?? 0
             return stats
         }
     }
 
     public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
         try await write { db in
-            try db.cached(sql: "UPDATE passkeys SET name = ? WHERE account_id = ? AND credential_id = ?",
-                           arguments: [name, accountID.uuidString, Data(credentialID)])
+            try db.cached(
+                sql: "UPDATE passkeys SET name = ? WHERE account_id = ? AND credential_id = ?",
+                arguments: [name, accountID.uuidString, Data(credentialID)])
             return db.changesCount == 1
         }
     }
@@ -337,16 +381,23 @@ public final class SQLiteStore: PasskeyStore {
     public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
         try await write { db in
             let count = try db.cachedInt(sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ?", arguments: [accountID.uuidString]) ?? 0
-            let exists = try db.cachedInt(sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ? AND credential_id = ?",
-                                          arguments: [accountID.uuidString, Data(credentialID)]) ?? 0
+            let exists =
+                try db.cachedInt(
+                    sql: "SELECT COUNT(*) FROM passkeys WHERE account_id = ? AND credential_id = ?",
+                    arguments: [accountID.uuidString, Data(credentialID)]) ?? 0
             guard exists == 1 else { return .notFound }
-            let hasPassword = try db.cachedInt(sql: "SELECT COUNT(*) FROM accounts WHERE id = ? AND password_hash IS NOT NULL",
-                                               arguments: [accountID.uuidString]) ?? 0
+            let hasPassword =
+                try db.cachedInt(
+                    sql: "SELECT COUNT(*) FROM accounts WHERE id = ? AND password_hash IS NOT NULL",
+                    arguments: [accountID.uuidString]) ?? 0
             guard count > 1 || hasPassword == 1 else { return .lastPasskey }
-            try db.cached(sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?", arguments: [accountID.uuidString, Data(credentialID)])
+            try db.cached(
+                sql: "DELETE FROM passkeys WHERE account_id = ? AND credential_id = ?",
+                arguments: [accountID.uuidString, Data(credentialID)])
             // The sessions this passkey made end with it (but the one deleting it).
-            try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ? AND token_hash <> ?",
-                          arguments: [Data(credentialID), Data(keepSession ?? [])])
+            try db.cached(
+                sql: "DELETE FROM sessions WHERE credential_id = ? AND token_hash <> ?",
+                arguments: [Data(credentialID), Data(keepSession ?? [])])
             try db.cached(sql: "UPDATE sessions SET credential_id = NULL WHERE credential_id = ?", arguments: [Data(credentialID)])
             return .deleted
         }
@@ -356,24 +407,31 @@ public final class SQLiteStore: PasskeyStore {
 
     public func saveChallenge(_ record: ChallengeRecord) async throws {
         try await write { db in
-            try db.cached(sql: """
-                INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
-                                        pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional,
-                                        created_at, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [
-                    Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue, record.accountID?.uuidString,
+            try db.cached(
+                sql: """
+                    INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
+                                            pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional,
+                                            created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue,
+                    record.accountID?.uuidString,
                     record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) },
                     record.pendingAccountID?.uuidString, record.unknownUser,
-                    record.api, record.userVerification, record.conditional, StoreValues.millis(record.createdAt), StoreValues.millis(record.expiresAt),
+                    record.api, record.userVerification, record.conditional, StoreValues.millis(record.createdAt),
+                    StoreValues.millis(record.expiresAt),
                 ])
         }
     }
 
     public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
         try await write { db in
-            guard let row = try db.cachedRow(sql: "DELETE FROM challenges WHERE challenge_hash = ? RETURNING *",
-                                             arguments: [Data(ChallengeHash.of(challenge))]) else { return nil }
+            guard
+                let row = try db.cachedRow(
+                    sql: "DELETE FROM challenges WHERE challenge_hash = ? RETURNING *",
+                    arguments: [Data(ChallengeHash.of(challenge))])
+            else { return nil }
             return ChallengeRecord(
                 challenge: [UInt8]((row["challenge"] as Data?) ?? Data()),
                 ceremony: ChallengeRecord.Ceremony(rawValue: row["ceremony"]) ?? .authentication,
@@ -400,26 +458,34 @@ public final class SQLiteStore: PasskeyStore {
     }
 
     private static func insert(_ session: SessionRecord, _ db: Database) throws {
-        try db.cached(sql: """
-            INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
-                             StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress, session.method,
-                             session.credentialID.map { Data($0) }])
+        try db.cached(
+            sql: """
+                INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                Data(session.tokenHash), session.accountID.uuidString, StoreValues.millis(session.createdAt),
+                StoreValues.millis(session.expiresAt), session.userAgent, session.ipAddress, session.method,
+                session.credentialID.map { Data($0) },
+            ])
     }
 
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
         try await read { db in
-            guard let row = try db.cachedRow(sql: """
-                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
-                       s.method, s.credential_id AS session_credential, a.*
-                FROM sessions s JOIN accounts a ON a.id = s.account_id
-                WHERE s.token_hash = ? AND s.expires_at > ? AND a.disabled = 0
-                """, arguments: [Data(tokenHash), StoreValues.millis(now)]) else { return nil }
-            let session = SessionRecord(tokenHash: tokenHash, accountID: UUID(uuidString: row["session_account"]) ?? UUID(),
-                                        createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
-                                        userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
-                                        credentialID: (row["session_credential"] as Data?).map { [UInt8]($0) })
+            guard
+                let row = try db.cachedRow(
+                    sql: """
+                        SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                               s.method, s.credential_id AS session_credential, a.*
+                        FROM sessions s JOIN accounts a ON a.id = s.account_id
+                        WHERE s.token_hash = ? AND s.expires_at > ? AND a.disabled = 0
+                        """, arguments: [Data(tokenHash), StoreValues.millis(now)])
+            else { return nil }
+            let session = SessionRecord(
+                tokenHash: tokenHash, accountID: UUID(uuidString: row["session_account"]) ?? UUID(),
+                createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
+                userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
+                credentialID: (row["session_credential"] as Data?).map { [UInt8]($0) })
             return (session, Self.account(row))
         }
     }
@@ -430,25 +496,29 @@ public final class SQLiteStore: PasskeyStore {
 
     public func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws {
         try await write { db in
-            try db.cached(sql: "UPDATE sessions SET credential_id = ? WHERE token_hash = ?", arguments: [Data(credentialID), Data(tokenHash)])
+            try db.cached(
+                sql: "UPDATE sessions SET credential_id = ? WHERE token_hash = ?", arguments: [Data(credentialID), Data(tokenHash)])
         }
     }
 
     public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
         try await write { db in
-            try db.cached(sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
-                          arguments: [accountID.uuidString, Data(tokenHash ?? [])])
+            try db.cached(
+                sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
+                arguments: [accountID.uuidString, Data(tokenHash ?? [])])
             return db.changesCount
         }
     }
 
     public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
         try await write { db in
-            try db.cached(sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash IS NOT NULL",
-                          arguments: [hash, accountID.uuidString])
+            try db.cached(
+                sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash IS NOT NULL",
+                arguments: [hash, accountID.uuidString])
             guard db.changesCount == 1 else { return false }
-            try db.cached(sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
-                          arguments: [accountID.uuidString, Data(tokenHash ?? [])])
+            try db.cached(
+                sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
+                arguments: [accountID.uuidString, Data(tokenHash ?? [])])
             return true
         }
     }
@@ -457,8 +527,10 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             let rows = try Row.fetchAll(db, sql: "SELECT id, username, username_key FROM accounts ORDER BY created_at, id")
             let accounts = rows.map { row in
-                (id: UUID(uuidString: row["id"] as String? ?? "") ?? UUID(), username: row["username"] as String? ?? "",
-                 key: row["username_key"] as String? ?? "")
+                (
+                    id: UUID(uuidString: row["id"] as String? ?? "") ?? UUID(), username: row["username"] as String? ?? "",
+                    key: row["username_key"] as String? ?? ""
+                )
             }
             let plan = UsernameRekeying.plan(accounts)
             for change in plan.changes {
@@ -483,26 +555,32 @@ public final class SQLiteStore: PasskeyStore {
     }
 
     private static func insert(_ event: AuditEvent, _ db: Database) throws {
-        try db.cached(sql: """
-            INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [StoreValues.millis(event.time), event.kind, event.accountID?.uuidString, event.credentialID.map { Data($0) },
-                             event.ipAddress, event.userAgent, event.detail])
+        try db.cached(
+            sql: """
+                INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                StoreValues.millis(event.time), event.kind, event.accountID?.uuidString, event.credentialID.map { Data($0) },
+                event.ipAddress, event.userAgent, event.detail,
+            ])
     }
 
     public func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int {
         try await write { db in
-            try db.cachedInt(sql: """
-                INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
-                ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits
-                """, arguments: [key, StoreValues.millis(windowStart), StoreValues.millis(expiresAt)]) ?? 1
+            try db.cachedInt(
+                sql: """
+                    INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
+                    ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1 RETURNING hits
+                    """, arguments: [key, StoreValues.millis(windowStart), StoreValues.millis(expiresAt)]) ?? 1
         }
     }
 
     public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
         try await read { db in
-            try db.cachedInt(sql: "SELECT hits FROM rate_limits WHERE key = ? AND window_start = ?",
-                             arguments: [key, StoreValues.millis(windowStart)]) ?? 0
+            try db.cachedInt(
+                sql: "SELECT hits FROM rate_limits WHERE key = ? AND window_start = ?",
+                arguments: [key, StoreValues.millis(windowStart)]) ?? 0
         }
     }
 
@@ -510,15 +588,18 @@ public final class SQLiteStore: PasskeyStore {
         try await read { db in
             let rows: [Row]
             if let accountID {
-                rows = try db.cachedRows(sql: "SELECT * FROM audit_events WHERE account_id = ? ORDER BY id DESC LIMIT ?",
-                                        arguments: [accountID.uuidString, limit])
+                rows = try db.cachedRows(
+                    sql: "SELECT * FROM audit_events WHERE account_id = ? ORDER BY id DESC LIMIT ?",
+                    arguments: [accountID.uuidString, limit])
             } else {
                 rows = try db.cachedRows(sql: "SELECT * FROM audit_events ORDER BY id DESC LIMIT ?", arguments: [limit])
             }
             return rows.map { row in
-                AuditEvent(time: StoreValues.date(row["time"]), kind: row["kind"], accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
-                           credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) }, ipAddress: row["ip_address"],
-                           userAgent: row["user_agent"], detail: row["detail"])
+                AuditEvent(
+                    time: StoreValues.date(row["time"]), kind: row["kind"],
+                    accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
+                    credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) }, ipAddress: row["ip_address"],
+                    userAgent: row["user_agent"], detail: row["detail"])
             }
         }
     }

@@ -183,8 +183,10 @@ enum UsernameRekeying {
             let bytes = Array(key.utf8)
             guard bytes != Array(account.key.utf8) else { continue }
             if let other = holder[bytes], other.id != account.id {
-                collisions.append(UsernameCollision(key: key, accountID: account.id, username: account.username,
-                                                    otherAccountID: other.id, otherUsername: other.username))
+                collisions.append(
+                    UsernameCollision(
+                        key: key, accountID: account.id, username: account.username,
+                        otherAccountID: other.id, otherUsername: other.username))
                 continue
             }
             holder[Array(account.key.utf8)] = nil

@@ -60,7 +60,8 @@ public struct SoftwareAuthenticator: Sendable {
             let data = try? JSONEncoder().encode(s)
             return data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
         }
-        var json = "{\"type\":\(quote(overrides.type ?? type)),\"challenge\":\(quote(overrides.challenge ?? Base64URLBytes(challenge).base64URL)),\"origin\":\(quote(origin)),\"crossOrigin\":\(overrides.crossOrigin ?? false ? "true" : "false")"
+        var json =
+            "{\"type\":\(quote(overrides.type ?? type)),\"challenge\":\(quote(overrides.challenge ?? Base64URLBytes(challenge).base64URL)),\"origin\":\(quote(origin)),\"crossOrigin\":\(overrides.crossOrigin ?? false ? "true" : "false")"
         if let top = overrides.topOrigin { json += ",\"topOrigin\":\(quote(top))" }
         json += "}"
         return Array(json.utf8)
@@ -85,9 +86,11 @@ public struct SoftwareAuthenticator: Sendable {
 
     /// Creates a passkey for `options` (as a browser's `navigator.credentials.create` would) and
     /// returns the response JSON and the new credential.
-    public mutating func register(options: PublicKeyCredentialCreationOptionsJSON, origin: String,
-                                  overrides: ClientDataOverrides = ClientDataOverrides(), rpID: String? = nil,
-                                  signCount: UInt32 = 0, extensions: CBORValue? = nil) throws -> (RegistrationResponseJSON, SoftwareCredential) {
+    public mutating func register(
+        options: PublicKeyCredentialCreationOptionsJSON, origin: String,
+        overrides: ClientDataOverrides = ClientDataOverrides(), rpID: String? = nil,
+        signCount: UInt32 = 0, extensions: CBORValue? = nil
+    ) throws -> (RegistrationResponseJSON, SoftwareCredential) {
         let rp = rpID ?? options.rp.id
         let idSeed = nextSeed("credential-id")
         var credentialID = idSeed.map { Array(SHA256.hash(data: $0)) } ?? Array(SHA256.hash(data: RelyingParty.makeChallenge()))
@@ -105,12 +108,15 @@ public struct SoftwareAuthenticator: Sendable {
         authData += [UInt8(credentialID.count >> 8), UInt8(credentialID.count & 0xff)] + credentialID + cose
         if let extensions { authData += CBORWriter.encode(extensions) }
 
-        let clientData = Self.clientDataJSON(type: "webauthn.create", challenge: options.challenge.bytes, origin: origin, overrides: overrides)
+        let clientData = Self.clientDataJSON(
+            type: "webauthn.create", challenge: options.challenge.bytes, origin: origin, overrides: overrides)
         let clientDataHash = Array(SHA256.hash(data: clientData))
         let (format, statement) = try attestationStatement(authData: authData, clientDataHash: clientDataHash, credential: credential)
-        let attestationObject = CBORWriter.encode(.map([
-            CBORMapEntry(.text("fmt"), .text(format)), CBORMapEntry(.text("attStmt"), statement), CBORMapEntry(.text("authData"), .bytes(authData)),
-        ]))
+        let attestationObject = CBORWriter.encode(
+            .map([
+                CBORMapEntry(.text("fmt"), .text(format)), CBORMapEntry(.text("attStmt"), statement),
+                CBORMapEntry(.text("authData"), .bytes(authData)),
+            ]))
         credential.signCount = signCount
         let response = RegistrationResponseJSON(
             id: Base64URLBytes(credentialID).base64URL, rawId: Base64URLBytes(credentialID),
@@ -122,31 +128,41 @@ public struct SoftwareAuthenticator: Sendable {
         return (response, credential)
     }
 
-    private func attestationStatement(authData: [UInt8], clientDataHash: [UInt8], credential: SoftwareCredential) throws -> (String, CBORValue) {
+    private func attestationStatement(authData: [UInt8], clientDataHash: [UInt8], credential: SoftwareCredential) throws -> (
+        String, CBORValue
+    ) {
         switch attestation {
         case .none:
             return ("none", .map([]))
         case .packedSelf:
             let sig = try credential.sign(authData + clientDataHash)
-            return ("packed", .map([CBORMapEntry(.text("alg"), .int(Int64(keyType.algorithm.rawValue))), CBORMapEntry(.text("sig"), .bytes(sig))]))
+            return (
+                "packed",
+                .map([CBORMapEntry(.text("alg"), .int(Int64(keyType.algorithm.rawValue))), CBORMapEntry(.text("sig"), .bytes(sig))])
+            )
         case .packedFull(let ca):
             let attestationKey = P256.Signing.PrivateKey()
             let certificate = try ca.issueAttestationCertificate(for: attestationKey, aaguid: aaguid)
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
             let sig = Array(try attestationKey.signature(for: authData + clientDataHash).derRepresentation)
-            return ("packed", .map([
-                CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes(sig)),
-                CBORMapEntry(.text("x5c"), .array([.bytes(serializer.serializedBytes)])),
-            ]))
+            return (
+                "packed",
+                .map([
+                    CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes(sig)),
+                    CBORMapEntry(.text("x5c"), .array([.bytes(serializer.serializedBytes)])),
+                ])
+            )
         }
     }
 
     /// Signs an assertion for `options` with `credential` (as `navigator.credentials.get`
     /// would), advancing the credential's counter by `counterStep` (0 models a synced passkey).
-    public func authenticate(options: PublicKeyCredentialRequestOptionsJSON, origin: String, credential: inout SoftwareCredential,
-                             overrides: ClientDataOverrides = ClientDataOverrides(), counterStep: UInt32 = 1,
-                             includeUserHandle: Bool = true) throws -> AuthenticationResponseJSON {
+    public func authenticate(
+        options: PublicKeyCredentialRequestOptionsJSON, origin: String, credential: inout SoftwareCredential,
+        overrides: ClientDataOverrides = ClientDataOverrides(), counterStep: UInt32 = 1,
+        includeUserHandle: Bool = true
+    ) throws -> AuthenticationResponseJSON {
         credential.signCount &+= counterStep
         var authData = Array(SHA256.hash(data: Array(credential.rpID.utf8)))
         authData.append(flagsByte(attested: false))

@@ -1,7 +1,7 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import WebAuthn
+import _CryptoExtras
 
 /// A passkey held by the ``SoftwareAuthenticator``: its private key and what an authenticator
 /// remembers about it. `Codable`, so a CLI can keep passkeys in a file like a provider would.
@@ -27,7 +27,9 @@ public struct SoftwareCredential: Codable, Sendable, Hashable {
     public var userName: String
     public var signCount: UInt32
 
-    public init(id: [UInt8], keyType: KeyType, privateKey: [UInt8], rpID: String, userHandle: [UInt8], userName: String, signCount: UInt32 = 0) {
+    public init(
+        id: [UInt8], keyType: KeyType, privateKey: [UInt8], rpID: String, userHandle: [UInt8], userName: String, signCount: UInt32 = 0
+    ) {
         self.id = id
         self.keyType = keyType
         self.privateKey = privateKey
@@ -43,23 +45,27 @@ public struct SoftwareCredential: Codable, Sendable, Hashable {
         case .es256:
             let key = try P256.Signing.PrivateKey(rawRepresentation: privateKey).publicKey
             let raw = Array(key.rawRepresentation)
-            return CBORWriter.encode(.map([
-                CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
-                CBORMapEntry(.int(-2), .bytes(Array(raw[0..<32]))), CBORMapEntry(.int(-3), .bytes(Array(raw[32..<64]))),
-            ]))
+            return CBORWriter.encode(
+                .map([
+                    CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
+                    CBORMapEntry(.int(-2), .bytes(Array(raw[0..<32]))), CBORMapEntry(.int(-3), .bytes(Array(raw[32..<64]))),
+                ]))
         case .ed25519:
             let key = try Curve25519.Signing.PrivateKey(rawRepresentation: privateKey).publicKey
-            return CBORWriter.encode(.map([
-                CBORMapEntry(.int(1), .int(1)), CBORMapEntry(.int(3), .int(-8)), CBORMapEntry(.int(-1), .int(6)),
-                CBORMapEntry(.int(-2), .bytes(Array(key.rawRepresentation))),
-            ]))
+            return CBORWriter.encode(
+                .map([
+                    CBORMapEntry(.int(1), .int(1)), CBORMapEntry(.int(3), .int(-8)), CBORMapEntry(.int(-1), .int(6)),
+                    CBORMapEntry(.int(-2), .bytes(Array(key.rawRepresentation))),
+                ]))
         case .rs256:
             let key = try _RSA.Signing.PrivateKey(derRepresentation: privateKey).publicKey
             let primitives = try key.getKeyPrimitives()
-            return CBORWriter.encode(.map([
-                CBORMapEntry(.int(1), .int(3)), CBORMapEntry(.int(3), .int(-257)),
-                CBORMapEntry(.int(-1), .bytes(Array(primitives.modulus))), CBORMapEntry(.int(-2), .bytes(Array(primitives.publicExponent))),
-            ]))
+            return CBORWriter.encode(
+                .map([
+                    CBORMapEntry(.int(1), .int(3)), CBORMapEntry(.int(3), .int(-257)),
+                    CBORMapEntry(.int(-1), .bytes(Array(primitives.modulus))),
+                    CBORMapEntry(.int(-2), .bytes(Array(primitives.publicExponent))),
+                ]))
         }
     }
 

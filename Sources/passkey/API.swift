@@ -72,5 +72,8 @@ struct API {
 struct Wrapped<C: Encodable>: Encodable { let credential: C }
 
 extension JSONValue {
-    var text: String? { if case .string(let s) = self { return s }; return nil }
+    var text: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
 }

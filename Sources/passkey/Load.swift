@@ -8,9 +8,13 @@ import WebAuthnTesting
 /// ceremonies (options -> sign -> verify) in a loop for a fixed time against one server.
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run N concurrent users doing full sign-ins (or sign-ups) for a bounded time; report rate, errors and latency percentiles.")
+        abstract:
+            "Run N concurrent users doing full sign-ins (or sign-ups) for a bounded time; report rate, errors and latency percentiles.")
 
-    enum Mode: String, ExpressibleByArgument { case signIn = "sign-in", signUp = "sign-up" }
+    enum Mode: String, ExpressibleByArgument {
+        case signIn = "sign-in"
+        case signUp = "sign-up"
+    }
 
     @OptionGroup var options: ClientOptions
     @Option(help: "Concurrent simulated users.") var users: Int = 16
@@ -75,7 +79,8 @@ struct Load: AsyncParsableCommand {
                                 _ = try await Self.signUp(api, username: "\(prefix)-\(index)-\(round)")
                             }
                             let elapsed = ContinuousClock.now - began
-                            _ = tally.histogram.record(UInt64(max(1, elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)))
+                            _ = tally.histogram.record(
+                                UInt64(max(1, elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)))
                             tally.ok += 1
                         } catch let failure as Failure {
                             tally.errors[Self.code(of: failure), default: 0] += 1
@@ -102,17 +107,23 @@ struct Load: AsyncParsableCommand {
             errors.merge(tally.errors, uniquingKeysWith: +)
         }
         func ms(_ percentile: Double) -> Double { Double(histogram.valueAtPercentile(percentile)) / 1000 }
-        let report = Report(mode: mode.rawValue, users: users, seconds: seconds, ceremonies: ok, perSecond: Double(ok) / seconds, errors: errors,
-                            p50Milliseconds: ms(50), p90Milliseconds: ms(90), p99Milliseconds: ms(99), p999Milliseconds: ms(99.9),
-                            maxMilliseconds: Double(histogram.maxRecorded) / 1000)
+        let report = Report(
+            mode: mode.rawValue, users: users, seconds: seconds, ceremonies: ok, perSecond: Double(ok) / seconds, errors: errors,
+            p50Milliseconds: ms(50), p90Milliseconds: ms(90), p99Milliseconds: ms(99), p999Milliseconds: ms(99.9),
+            maxMilliseconds: Double(histogram.maxRecorded) / 1000)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
-            print(String(format: "%@: %d users, %.1f s, %d ceremonies, %.0f/s; latency ms p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
-                         mode.rawValue, users, seconds, ok, report.perSecond, ms(50), ms(90), ms(99), ms(99.9), report.maxMilliseconds))
-            print(errors.isEmpty ? "errors: none" : "errors: " + errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            print(
+                String(
+                    format: "%@: %d users, %.1f s, %d ceremonies, %.0f/s; latency ms p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
+                    mode.rawValue, users, seconds, ok, report.perSecond, ms(50), ms(90), ms(99), ms(99.9), report.maxMilliseconds))
+            print(
+                errors.isEmpty
+                    ? "errors: none"
+                    : "errors: " + errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
         if ok == 0 { throw Failure("no ceremony succeeded") }
     }
@@ -136,6 +147,7 @@ struct Load: AsyncParsableCommand {
         let options = try await api.call(.POST, "/api/auth/authenticate/options", json: Array("{}".utf8))
         let request = try API.decode(PublicKeyCredentialRequestOptionsJSON.self, options, what: "request options")
         let assertion = try SoftwareAuthenticator().authenticate(options: request, origin: api.origin, credential: &credential)
-        _ = try await api.call(.POST, "/api/auth/authenticate/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: assertion))))
+        _ = try await api.call(
+            .POST, "/api/auth/authenticate/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: assertion))))
     }
 }

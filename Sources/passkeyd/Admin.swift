@@ -10,8 +10,10 @@ import WebAuthn
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Look after accounts: list, show, disable, revoke passkeys or sessions, audit log, export, adoption.",
-        subcommands: [Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
-                      Audit.self, Export.self, Adoption.self])
+        subcommands: [
+            Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
+            Audit.self, Export.self, Adoption.self,
+        ])
 }
 
 /// What every admin verb needs: the store, opened from the settings, and account lookup.
@@ -36,8 +38,10 @@ struct AdminContext {
     }
 
     func audit(_ kind: AuditEvent.Kind, account: Account, credentialID: [UInt8]? = nil, detail: String? = nil) async throws {
-        try await store.appendAudit(AuditEvent(time: Date(), kind: kind, accountID: account.id, credentialID: credentialID,
-                                               userAgent: operatorName, detail: detail))
+        try await store.appendAudit(
+            AuditEvent(
+                time: Date(), kind: kind, accountID: account.id, credentialID: credentialID,
+                userAgent: operatorName, detail: detail))
     }
 }
 
@@ -97,14 +101,17 @@ struct AccountReport: Encodable {
         lastSignInAt = account.lastSignInAt
         disabled = account.disabled
         self.passkeys = passkeys.map { PasskeyReport($0, withKey: withKeys) }
-        self.sessions = sessions.map { SessionReport(createdAt: $0.createdAt, expiresAt: $0.expiresAt, userAgent: $0.userAgent, ipAddress: $0.ipAddress) }
+        self.sessions = sessions.map {
+            SessionReport(createdAt: $0.createdAt, expiresAt: $0.expiresAt, userAgent: $0.userAgent, ipAddress: $0.ipAddress)
+        }
         auditEvents = audit?.map(AuditReport.init)
     }
 
     static func load(_ account: Account, in context: AdminContext, audit: Bool, withKeys: Bool) async throws -> AccountReport {
-        AccountReport(account, passkeys: try await context.store.passkeys(accountID: account.id),
-                      sessions: try await context.store.sessions(accountID: account.id, now: Date()),
-                      audit: audit ? try await context.store.auditEvents(accountID: account.id, limit: 100_000) : nil, withKeys: withKeys)
+        AccountReport(
+            account, passkeys: try await context.store.passkeys(accountID: account.id),
+            sessions: try await context.store.sessions(accountID: account.id, now: Date()),
+            audit: audit ? try await context.store.auditEvents(accountID: account.id, limit: 100_000) : nil, withKeys: withKeys)
     }
 }
 
@@ -146,13 +153,17 @@ extension Admin {
                 let accounts = try await context.store.accounts(after: after, limit: limit)
                 if json {
                     var reports: [AccountReport] = []
-                    for account in accounts { reports.append(try await AccountReport.load(account, in: context, audit: false, withKeys: false)) }
+                    for account in accounts {
+                        reports.append(try await AccountReport.load(account, in: context, audit: false, withKeys: false))
+                    }
                     try printJSON(reports)
                     return
                 }
                 for account in accounts {
                     let count = try await context.store.passkeys(accountID: account.id).count
-                    print("\(account.username)\t\(account.id)\t\(count) passkey\(count == 1 ? "" : "s")\tlast sign-in \(day(account.lastSignInAt))\(account.disabled ? "\tDISABLED" : "")")
+                    print(
+                        "\(account.username)\t\(account.id)\t\(count) passkey\(count == 1 ? "" : "s")\tlast sign-in \(day(account.lastSignInAt))\(account.disabled ? "\tDISABLED" : "")"
+                    )
                 }
             }
         }
@@ -167,17 +178,24 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let report = try await AccountReport.load(try await context.account(user), in: context, audit: false, withKeys: false)
-                if json { try printJSON(report); return }
+                if json {
+                    try printJSON(report)
+                    return
+                }
                 print("\(report.username) (\(report.displayName))\(report.disabled ? "  DISABLED" : "")")
                 print("  id \(report.id)\n  created \(day(report.createdAt)), last sign-in \(day(report.lastSignInAt))")
                 print("  passkeys (\(report.passkeys.count)):")
                 for report in report.passkeys {
                     let passkey = report.passkey
-                    print("    \(passkey.id)  \(passkey.name)  [\(passkey.provider ?? passkey.aaguid)]  created \(day(passkey.createdAt)), last used \(day(passkey.lastUsedAt))\(passkey.backedUp ? ", synced" : "")\(report.counterAnomalies > 0 ? ", \(report.counterAnomalies) counter anomalies" : "")")
+                    print(
+                        "    \(passkey.id)  \(passkey.name)  [\(passkey.provider ?? passkey.aaguid)]  created \(day(passkey.createdAt)), last used \(day(passkey.lastUsedAt))\(passkey.backedUp ? ", synced" : "")\(report.counterAnomalies > 0 ? ", \(report.counterAnomalies) counter anomalies" : "")"
+                    )
                 }
                 print("  sessions (\(report.sessions.count)):")
                 for session in report.sessions {
-                    print("    since \(day(session.createdAt)) until \(day(session.expiresAt))  \(session.ipAddress ?? "-")  \(session.userAgent ?? "-")")
+                    print(
+                        "    since \(day(session.createdAt)) until \(day(session.expiresAt))  \(session.ipAddress ?? "-")  \(session.userAgent ?? "-")"
+                    )
                 }
             }
         }
@@ -227,7 +245,8 @@ extension Admin {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
                 guard let id = Base64URLBytes(encoded: passkeyID)?.bytes,
-                      let passkey = try await context.store.passkey(credentialID: id), passkey.accountID == account.id else {
+                    let passkey = try await context.store.passkey(credentialID: id), passkey.accountID == account.id
+                else {
                     throw ValidationError("\(account.username) has no passkey \(passkeyID)")
                 }
                 _ = try await context.store.revokePasskey(credentialID: id)
@@ -255,7 +274,9 @@ extension Admin {
     struct RecoveryLink: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "recovery-link",
-            abstract: "Print a one-time recovery link for someone who lost every passkey (expiring; signing in with it ends their other sessions).")
+            abstract:
+                "Print a one-time recovery link for someone who lost every passkey (expiring; signing in with it ends their other sessions)."
+        )
         @OptionGroup var options: ServerOptions
         @Argument(help: "Username or account ID.") var user: String
         @Option(help: "Hours until the link expires.") var hours = 24
@@ -291,10 +312,16 @@ extension Admin {
                 // Filter by kind over a wider window, so `--kind` still returns up to `limit` events.
                 var events = try await context.store.auditEvents(accountID: accountID, limit: kind == nil ? limit : limit * 20)
                 if let kind { events = Array(events.filter { $0.kind == kind }.prefix(limit)) }
-                if json { try printJSON(events.map(AuditReport.init)); return }
+                if json {
+                    try printJSON(events.map(AuditReport.init))
+                    return
+                }
                 for event in events.map(AuditReport.init) {
-                    print([day(event.time), event.kind, event.accountID?.uuidString ?? "-", event.passkeyID ?? "-", event.ipAddress ?? "-",
-                           event.detail ?? "", event.userAgent ?? ""].joined(separator: "\t"))
+                    print(
+                        [
+                            day(event.time), event.kind, event.accountID?.uuidString ?? "-", event.passkeyID ?? "-", event.ipAddress ?? "-",
+                            event.detail ?? "", event.userAgent ?? "",
+                        ].joined(separator: "\t"))
                 }
             }
         }
@@ -314,7 +341,8 @@ extension Admin {
     }
 
     struct Adoption: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "How many accounts have passkeys, active accounts among them, passkeys by provider.")
+        static let configuration = CommandConfiguration(
+            abstract: "How many accounts have passkeys, active accounts among them, passkeys by provider.")
         @OptionGroup var options: ServerOptions
         @Option(help: "Active means signed in within this many days.") var days = 30
         @Flag(help: "Print JSON.") var json = false
@@ -324,11 +352,18 @@ extension Admin {
             try await AdminContext.with(options) { context in
                 let now = Date()
                 let stats = try await context.store.statistics(now: now, activeSince: now.addingTimeInterval(-Double(days) * 86_400))
-                if json { try printJSON(stats); return }
-                func percent(_ part: Int, _ whole: Int) -> String { whole == 0 ? "-" : String(format: "%.1f%%", Double(part) * 100 / Double(whole)) }
+                if json {
+                    try printJSON(stats)
+                    return
+                }
+                func percent(_ part: Int, _ whole: Int) -> String {
+                    whole == 0 ? "-" : String(format: "%.1f%%", Double(part) * 100 / Double(whole))
+                }
                 print("accounts: \(stats.accounts) (\(stats.disabledAccounts) disabled)")
                 print("with a passkey: \(stats.accountsWithPasskey) (\(percent(stats.accountsWithPasskey, stats.accounts)))")
-                print("active in \(days) days: \(stats.activeAccounts); with a passkey: \(stats.activeAccountsWithPasskey) (\(percent(stats.activeAccountsWithPasskey, stats.activeAccounts)))")
+                print(
+                    "active in \(days) days: \(stats.activeAccounts); with a passkey: \(stats.activeAccountsWithPasskey) (\(percent(stats.activeAccountsWithPasskey, stats.activeAccounts)))"
+                )
                 print("passkeys: \(stats.passkeys); live sessions: \(stats.liveSessions)")
                 for (aaguid, count) in stats.passkeysByAAGUID.sorted(by: { $0.value > $1.value }) {
                     print("  \(AAGUID(aaguid)?.providerName ?? aaguid): \(count)")

@@ -118,10 +118,13 @@ struct ConfigurationLoader {
         return value
     }
 
-    private func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ fileValue: String?, setting: String, as: T.Type) throws(ConfigurationError) -> T? where T.RawValue == String {
+    private func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ fileValue: String?, setting: String, as: T.Type)
+        throws(ConfigurationError) -> T? where T.RawValue == String
+    {
         guard let raw = string(key, fileValue) else { return nil }
         guard let value = T(rawValue: raw) else {
-            throw ConfigurationError(setting: setting, problem: "\"\(raw)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ConfigurationError(
+                setting: setting, problem: "\"\(raw)\" is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return value
     }
@@ -136,8 +139,10 @@ struct ConfigurationLoader {
                 guard parts.count == 2 else {
                     throw ConfigurationError(setting: "PASSKEYD_ANDROID_APPS", problem: "use package=AA:BB:…|CC:DD:…;other.package=…")
                 }
-                androidApps.append(.init(packageName: parts[0].trimmingCharacters(in: .whitespaces),
-                                         sha256CertFingerprints: parts[1].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }))
+                androidApps.append(
+                    .init(
+                        packageName: parts[0].trimmingCharacters(in: .whitespaces),
+                        sha256CertFingerprints: parts[1].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }))
             }
         }
         var policy = AttestationPolicy()
@@ -159,38 +164,53 @@ struct ConfigurationLoader {
 
         let listen = string("PASSKEYD_LISTEN", file.listen) ?? "127.0.0.1:8080"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
-              colon != listen.startIndex else {
+            colon != listen.startIndex
+        else {
             throw ConfigurationError(setting: "listen", problem: "\"\(listen)\" is not host:port (e.g. 127.0.0.1:8080)")
         }
         let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         let webOrigins = list("PASSKEYD_ORIGINS", file.origins) ?? ["http://localhost:\(port == 0 ? 8080 : port)"]
-        let sameSite = try choice("PASSKEYD_COOKIE_SAMESITE", file.cookieSameSite, setting: "cookieSameSite", as: SameSiteChoice.self) ?? .lax
+        let sameSite =
+            try choice("PASSKEYD_COOKIE_SAMESITE", file.cookieSameSite, setting: "cookieSameSite", as: SameSiteChoice.self) ?? .lax
 
         let limitsFile = file.rateLimits ?? RateLimitsFile()
         let defaults = ServerConfiguration.RateLimits()
         let rateLimits = ServerConfiguration.RateLimits(
             enabled: try bool("PASSKEYD_RATE_LIMITS", limitsFile.enabled) ?? defaults.enabled,
-            windowSeconds: try int("PASSKEYD_RATE_LIMIT_WINDOW", limitsFile.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds") ?? defaults.windowSeconds,
-            perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", limitsFile.perIP, range: 1...10_000_000, setting: "rateLimits.perIP") ?? defaults.perIP,
-            perAccount: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount") ?? defaults.perAccount,
-            perAccountTotal: try int("PASSKEYD_RATE_LIMIT_PER_ACCOUNT_TOTAL", limitsFile.perAccountTotal, range: 1...10_000_000,
-                                     setting: "rateLimits.perAccountTotal") ?? defaults.perAccountTotal,
-            slowdownSeconds: try int("PASSKEYD_RATE_LIMIT_SLOWDOWN", limitsFile.slowdownSeconds, range: 0...60, setting: "rateLimits.slowdownSeconds")
+            windowSeconds: try int(
+                "PASSKEYD_RATE_LIMIT_WINDOW", limitsFile.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds")
+                ?? defaults.windowSeconds,
+            perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", limitsFile.perIP, range: 1...10_000_000, setting: "rateLimits.perIP")
+                ?? defaults.perIP,
+            perAccount: try int(
+                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount")
+                ?? defaults.perAccount,
+            perAccountTotal: try int(
+                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT_TOTAL", limitsFile.perAccountTotal, range: 1...10_000_000,
+                setting: "rateLimits.perAccountTotal") ?? defaults.perAccountTotal,
+            slowdownSeconds: try int(
+                "PASSKEYD_RATE_LIMIT_SLOWDOWN", limitsFile.slowdownSeconds, range: 0...60, setting: "rateLimits.slowdownSeconds")
                 ?? defaults.slowdownSeconds,
-            maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", limitsFile.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys") ?? defaults.maxKeys)
+            maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", limitsFile.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys")
+                ?? defaults.maxKeys)
         let connectionsFile = file.connections ?? ConnectionsFile()
         let connectionDefaults = ServerConfiguration.Connections()
         let connections = ServerConfiguration.Connections(
-            maxConnections: try int("PASSKEYD_MAX_CONNECTIONS", connectionsFile.maxConnections, range: 1...1_000_000,
-                                    setting: "connections.maxConnections") ?? connectionDefaults.maxConnections,
-            maxConnectionsPerAddress: try int("PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS", connectionsFile.maxConnectionsPerAddress, range: 1...1_000_000,
-                                              setting: "connections.maxConnectionsPerAddress") ?? connectionDefaults.maxConnectionsPerAddress,
-            headerTimeoutSeconds: try int("PASSKEYD_HEADER_TIMEOUT", connectionsFile.headerTimeoutSeconds, range: 1...3600,
-                                          setting: "connections.headerTimeoutSeconds") ?? connectionDefaults.headerTimeoutSeconds,
-            bodyTimeoutSeconds: try int("PASSKEYD_BODY_TIMEOUT", connectionsFile.bodyTimeoutSeconds, range: 1...3600,
-                                        setting: "connections.bodyTimeoutSeconds") ?? connectionDefaults.bodyTimeoutSeconds,
-            idleTimeoutSeconds: try int("PASSKEYD_IDLE_TIMEOUT", connectionsFile.idleTimeoutSeconds, range: 1...86_400,
-                                        setting: "connections.idleTimeoutSeconds") ?? connectionDefaults.idleTimeoutSeconds)
+            maxConnections: try int(
+                "PASSKEYD_MAX_CONNECTIONS", connectionsFile.maxConnections, range: 1...1_000_000,
+                setting: "connections.maxConnections") ?? connectionDefaults.maxConnections,
+            maxConnectionsPerAddress: try int(
+                "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS", connectionsFile.maxConnectionsPerAddress, range: 1...1_000_000,
+                setting: "connections.maxConnectionsPerAddress") ?? connectionDefaults.maxConnectionsPerAddress,
+            headerTimeoutSeconds: try int(
+                "PASSKEYD_HEADER_TIMEOUT", connectionsFile.headerTimeoutSeconds, range: 1...3600,
+                setting: "connections.headerTimeoutSeconds") ?? connectionDefaults.headerTimeoutSeconds,
+            bodyTimeoutSeconds: try int(
+                "PASSKEYD_BODY_TIMEOUT", connectionsFile.bodyTimeoutSeconds, range: 1...3600,
+                setting: "connections.bodyTimeoutSeconds") ?? connectionDefaults.bodyTimeoutSeconds,
+            idleTimeoutSeconds: try int(
+                "PASSKEYD_IDLE_TIMEOUT", connectionsFile.idleTimeoutSeconds, range: 1...86_400,
+                setting: "connections.idleTimeoutSeconds") ?? connectionDefaults.idleTimeoutSeconds)
         let metricsToken = string("PASSKEYD_METRICS_TOKEN", file.metricsToken)
         if let metricsToken, metricsToken.count < 16 {
             throw ConfigurationError(setting: "metricsToken", problem: "use at least 16 characters")
@@ -203,17 +223,27 @@ struct ConfigurationLoader {
             androidApps: androidApps,
             appleAppIDs: list("PASSKEYD_APPLE_APP_IDS", file.appleAppIDs) ?? [],
             relatedOrigins: list("PASSKEYD_RELATED_ORIGINS", file.relatedOrigins) ?? [],
-            userVerification: try choice("PASSKEYD_USER_VERIFICATION", file.userVerification, setting: "userVerification", as: UserVerificationRequirement.self) ?? .required,
-            attestation: try choice("PASSKEYD_ATTESTATION", file.attestation, setting: "attestation", as: AttestationConveyancePreference.self) ?? .none,
+            userVerification: try choice(
+                "PASSKEYD_USER_VERIFICATION", file.userVerification, setting: "userVerification", as: UserVerificationRequirement.self)
+                ?? .required,
+            attestation: try choice(
+                "PASSKEYD_ATTESTATION", file.attestation, setting: "attestation", as: AttestationConveyancePreference.self) ?? .none,
             attestationPolicy: policy,
-            signCountPolicy: try choice("PASSKEYD_SIGN_COUNT_POLICY", file.signCountPolicy, setting: "signCountPolicy", as: SignCountPolicy.self) ?? .reject,
-            challengeLifetime: .seconds(try int("PASSKEYD_CHALLENGE_LIFETIME", file.challengeLifetimeSeconds, range: 10...86_400, setting: "challengeLifetimeSeconds") ?? 300),
-            sessionLifetime: .seconds(try int("PASSKEYD_SESSION_LIFETIME", file.sessionLifetimeSeconds, range: 60...31_536_000, setting: "sessionLifetimeSeconds") ?? 14 * 86_400),
+            signCountPolicy: try choice(
+                "PASSKEYD_SIGN_COUNT_POLICY", file.signCountPolicy, setting: "signCountPolicy", as: SignCountPolicy.self) ?? .reject,
+            challengeLifetime: .seconds(
+                try int(
+                    "PASSKEYD_CHALLENGE_LIFETIME", file.challengeLifetimeSeconds, range: 10...86_400, setting: "challengeLifetimeSeconds")
+                    ?? 300),
+            sessionLifetime: .seconds(
+                try int("PASSKEYD_SESSION_LIFETIME", file.sessionLifetimeSeconds, range: 60...31_536_000, setting: "sessionLifetimeSeconds")
+                    ?? 14 * 86_400),
             cookieName: string("PASSKEYD_COOKIE_NAME", file.cookieName) ?? "passkeyd_session",
             cookieSecure: try bool("PASSKEYD_COOKIE_SECURE", file.cookieSecure),
             cookieSameSite: sameSite == .strict ? .strict : .lax,
             maxBodySize: try int("PASSKEYD_MAX_BODY_SIZE", file.maxBodySize, range: 4096...16_777_216, setting: "maxBodySize") ?? 64 * 1024,
-            maxOpenChallenges: try int("PASSKEYD_MAX_OPEN_CHALLENGES", file.maxOpenChallenges, range: 10...100_000_000, setting: "maxOpenChallenges") ?? 100_000,
+            maxOpenChallenges: try int(
+                "PASSKEYD_MAX_OPEN_CHALLENGES", file.maxOpenChallenges, range: 10...100_000_000, setting: "maxOpenChallenges") ?? 100_000,
             enrollURL: string("PASSKEYD_ENROLL_URL", file.enrollURL),
             manageURL: string("PASSKEYD_MANAGE_URL", file.manageURL),
             publicDirectory: string("PASSKEYD_PUBLIC_DIRECTORY", file.publicDirectory) ?? Self.defaultPublicDirectory(),
@@ -221,20 +251,27 @@ struct ConfigurationLoader {
             rateLimits: rateLimits,
             trustedProxies: list("PASSKEYD_TRUSTED_PROXIES", file.trustedProxies) ?? [],
             metricsToken: metricsToken,
-            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost") ?? 12,
+            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost")
+                ?? 12,
             metricsPublic: try bool("PASSKEYD_METRICS_PUBLIC", file.metricsPublic) ?? false,
             connections: connections,
-            reauthenticationWindow: .seconds(try int("PASSKEYD_REAUTHENTICATION_SECONDS", file.reauthenticationSeconds, range: 10...86_400,
-                                                     setting: "reauthenticationSeconds") ?? 300),
-            passwordHashConcurrency: try int("PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
-                                             setting: "passwordHashConcurrency"))
+            reauthenticationWindow: .seconds(
+                try int(
+                    "PASSKEYD_REAUTHENTICATION_SECONDS", file.reauthenticationSeconds, range: 10...86_400,
+                    setting: "reauthenticationSeconds") ?? 300),
+            passwordHashConcurrency: try int(
+                "PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
+                setting: "passwordHashConcurrency"))
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
         return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port, logFormat: logFormat)
     }
 
-    enum SameSiteChoice: String, CaseIterable { case lax = "Lax", strict = "Strict" }
+    enum SameSiteChoice: String, CaseIterable {
+        case lax = "Lax"
+        case strict = "Strict"
+    }
 
     /// `Public/` next to the working directory (a source checkout), when present.
     static func defaultPublicDirectory() -> String? {
@@ -249,7 +286,8 @@ struct ConfigurationLoader {
         case .keyNotFound(let key, _):
             return "\(key.stringValue) is missing"
         case .dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "not valid JSON" : "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+            return context.codingPath.isEmpty
+                ? "not valid JSON" : "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
         @unknown default:
             return "invalid"
         }

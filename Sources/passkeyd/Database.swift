@@ -37,7 +37,8 @@ enum Database {
             // accounts whose names now collide (never merged; an operator decides).
             if applied.contains(5) {
                 for collision in try await store.rekeyUsernames() {
-                    let line = "username collision: \"\(collision.username)\" (\(collision.accountID)) and \"\(collision.otherUsername)\" "
+                    let line =
+                        "username collision: \"\(collision.username)\" (\(collision.accountID)) and \"\(collision.otherUsername)\" "
                         + "(\(collision.otherAccountID)) share the key \"\(collision.key)\"; the first keeps its old key until an operator renames or merges it"
                     logger.warning("\(line)")
                     FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -23,8 +23,16 @@ struct Import: AsyncParsableCommand {
     @Flag(help: "Import the valid rows even when others are wrong (they are reported).") var skipInvalid = false
     @Flag(help: "Check the file only; write nothing.") var dryRun = false
 
-    struct Row { let line: Int; let username: String; let displayName: String; let hash: String }
-    struct Problem: Error { let line: Int; let message: String }
+    struct Row {
+        let line: Int
+        let username: String
+        let displayName: String
+        let hash: String
+    }
+    struct Problem: Error {
+        let line: Int
+        let message: String
+    }
 
     func run() async throws {
         let kind = format ?? (file.hasSuffix(".csv") ? "csv" : file.hasSuffix(".jsonl") || file.hasSuffix(".ndjson") ? "jsonl" : "")
@@ -74,14 +82,21 @@ struct Import: AsyncParsableCommand {
         let now = Date()
         var reported = Set<String>()
         try await Self.rows(of: file, kind: kind) { result in
-            guard case .success(let row) = result, !badLines.contains(row.line), reported.insert(Account.key(for: row.username)).inserted else { return }
-            batch.append((Account(username: row.username, displayName: row.displayName, userHandle: RelyingParty.makeUserHandle(),
-                                  createdAt: now), row.hash))
+            guard case .success(let row) = result, !badLines.contains(row.line), reported.insert(Account.key(for: row.username)).inserted
+            else { return }
+            batch.append(
+                (
+                    Account(
+                        username: row.username, displayName: row.displayName, userHandle: RelyingParty.makeUserHandle(),
+                        createdAt: now), row.hash
+                ))
             if batch.count == 500 { try await flush() }
         }
         try await flush()
-        try await store.appendAudit(AuditEvent(time: now, kind: .importRun, userAgent: "passkeyd import",
-                                               detail: "\(inserted) imported, \(present) already present, \(problems.count) skipped"))
+        try await store.appendAudit(
+            AuditEvent(
+                time: now, kind: .importRun, userAgent: "passkeyd import",
+                detail: "\(inserted) imported, \(present) already present, \(problems.count) skipped"))
         print("imported \(inserted), already present \(present), skipped \(problems.count)")
         if !problems.isEmpty { throw ExitCode(1) }
     }
@@ -96,7 +111,10 @@ struct Import: AsyncParsableCommand {
             number += 1
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             if kind == "csv" {
-                guard let fields = CSV.fields(line) else { try await body(.failure(Problem(line: number, message: "malformed CSV (unbalanced quotes)"))); continue }
+                guard let fields = CSV.fields(line) else {
+                    try await body(.failure(Problem(line: number, message: "malformed CSV (unbalanced quotes)")))
+                    continue
+                }
                 guard let header = columns else {
                     var map: [String: Int] = [:]
                     for (index, name) in fields.enumerated() { map[name.trimmingCharacters(in: .whitespaces)] = index }
@@ -107,14 +125,19 @@ struct Import: AsyncParsableCommand {
                     continue
                 }
                 guard fields.count == header.count else {
-                    try await body(.failure(Problem(line: number, message: "\(fields.count) fields where the header has \(header.count)"))); continue
+                    try await body(.failure(Problem(line: number, message: "\(fields.count) fields where the header has \(header.count)")))
+                    continue
                 }
-                try await body(check(line: number, username: fields[header["username"]!], displayName: header["displayName"].map { fields[$0] },
-                               hash: fields[header["passwordHash"]!]))
+                try await body(
+                    check(
+                        line: number, username: fields[header["username"]!], displayName: header["displayName"].map { fields[$0] },
+                        hash: fields[header["passwordHash"]!]))
             } else {
                 guard let object = try? JSONObject(bytes: Array(line.utf8)),
-                      let username = try? object.optionalString("username"), let hash = try? object.optionalString("passwordHash") else {
-                    try await body(.failure(Problem(line: number, message: "not a JSON object with username and passwordHash strings"))); continue
+                    let username = try? object.optionalString("username"), let hash = try? object.optionalString("passwordHash")
+                else {
+                    try await body(.failure(Problem(line: number, message: "not a JSON object with username and passwordHash strings")))
+                    continue
                 }
                 try await body(check(line: number, username: username, displayName: try? object.optionalString("displayName"), hash: hash))
             }
@@ -198,9 +221,16 @@ enum CSV {
             if quoted {
                 if character == "\"" {
                     if let following = iterator.next() {
-                        if following == "\"" { field.append("\"") } else if following == "," {
-                            quoted = false; fields.append(field); field = ""; atFieldStart = true
-                        } else { return nil }
+                        if following == "\"" {
+                            field.append("\"")
+                        } else if following == "," {
+                            quoted = false
+                            fields.append(field)
+                            field = ""
+                            atFieldStart = true
+                        } else {
+                            return nil
+                        }
                     } else {
                         quoted = false
                     }
@@ -208,11 +238,15 @@ enum CSV {
                     field.append(character)
                 }
             } else if character == "," {
-                fields.append(field); field = ""; atFieldStart = true
+                fields.append(field)
+                field = ""
+                atFieldStart = true
             } else if character == "\"" && atFieldStart {
-                quoted = true; atFieldStart = false
+                quoted = true
+                atFieldStart = false
             } else {
-                field.append(character); atFieldStart = false
+                field.append(character)
+                atFieldStart = false
             }
         }
         if quoted { return nil }

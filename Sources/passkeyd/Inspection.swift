@@ -50,7 +50,9 @@ struct Inspection: Encodable {
         if trimmed.hasPrefix("{") {
             kind = "unknown JSON"
             inspectJSON(Array(trimmed.utf8))
-        } else if let decoded = Base64URLBytes(encoded: trimmed), !trimmed.isEmpty, (try? CBORReader.decode(decoded.bytes, limits: .init(allowIndefiniteLength: true))) != nil {
+        } else if let decoded = Base64URLBytes(encoded: trimmed), !trimmed.isEmpty,
+            (try? CBORReader.decode(decoded.bytes, limits: .init(allowIndefiniteLength: true))) != nil
+        {
             kind = "attestation object"
             inspectAttestationObject(decoded.bytes)
         } else {
@@ -90,8 +92,9 @@ struct Inspection: Encodable {
     private mutating func inspectClientData(_ bytes: [UInt8]) {
         do {
             let data = try CollectedClientData(bytes: bytes)
-            clientData = ClientData(type: data.type, challenge: Base64URLBytes(data.challenge).base64URL, origin: data.origin,
-                                    crossOrigin: data.crossOrigin, topOrigin: data.topOrigin)
+            clientData = ClientData(
+                type: data.type, challenge: Base64URLBytes(data.challenge).base64URL, origin: data.origin,
+                crossOrigin: data.crossOrigin, topOrigin: data.topOrigin)
         } catch {
             errors.append("clientDataJSON: \(error.code): \(error.reason)")
         }
@@ -111,18 +114,20 @@ struct Inspection: Encodable {
             guard let der = element.bytesValue else { continue }
             do {
                 let certificate = try Certificate(derEncoded: der)
-                certificates.append(CertificateSummary(
-                    subject: certificate.subject.description, issuer: certificate.issuer.description,
-                    notBefore: ISO8601DateFormatter().string(from: certificate.notValidBefore),
-                    notAfter: ISO8601DateFormatter().string(from: certificate.notValidAfter),
-                    serial: certificate.serialNumber.description))
+                certificates.append(
+                    CertificateSummary(
+                        subject: certificate.subject.description, issuer: certificate.issuer.description,
+                        notBefore: ISO8601DateFormatter().string(from: certificate.notValidBefore),
+                        notAfter: ISO8601DateFormatter().string(from: certificate.notValidAfter),
+                        serial: certificate.serialNumber.description))
             } catch {
                 errors.append("x5c certificate: \(error)")
             }
         }
         let alg = object.statement[text: "alg"]?.intValue.map { COSEAlgorithmIdentifier(rawValue: Int($0)).description }
-        attestation = Attestation(fmt: object.format, statementKeys: object.statement.mapValue?.compactMap { $0.key.textValue } ?? [],
-                                  alg: alg, certificates: certificates)
+        attestation = Attestation(
+            fmt: object.format, statementKeys: object.statement.mapValue?.compactMap { $0.key.textValue } ?? [],
+            alg: alg, certificates: certificates)
     }
 
     static func summary(_ data: AuthenticatorData) -> AuthData {

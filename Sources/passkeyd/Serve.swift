@@ -44,18 +44,22 @@ struct Serve: AsyncParsableCommand {
         defer { (store as? PostgresStore)?.close() }
         let url = PostgresStore.redacted(loaded.databaseURL)
         if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
-        let service = try PasskeyService(configuration: loaded.server, store: store, logger: logger,
-                                         sharedLimits: Database.isShared(loaded.databaseURL))
+        let service = try PasskeyService(
+            configuration: loaded.server, store: store, logger: logger,
+            sharedLimits: Database.isShared(loaded.databaseURL))
         service.prepareDecoyPasswordHash()
         let app = PasskeyServer.application(service: service, host: loaded.host, port: loaded.port, logger: logger)
-        logger.info("passkeyd listening", metadata: [
-            "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
-            "database": "\(url)",
-        ])
+        logger.info(
+            "passkeyd listening",
+            metadata: [
+                "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
+                "database": "\(url)",
+            ])
         let server = loaded.server
         if !server.cookieSecure {
-            logger.warning("session cookies are not Secure (plain-http development origins); serve https origins in production",
-                           metadata: ["cookie": "\(server.sessionCookieName)"])
+            logger.warning(
+                "session cookies are not Secure (plain-http development origins); serve https origins in production",
+                metadata: ["cookie": "\(server.sessionCookieName)"])
         }
         if server.metricsToken == nil && !server.metricsPublic {
             logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
@@ -76,6 +80,9 @@ struct Migrate: AsyncParsableCommand {
         let (store, applied) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.database"))
         defer { (store as? PostgresStore)?.close() }
         let version = try await store.schemaVersion()
-        print(applied.isEmpty ? "schema is up to date at version \(version)" : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+        print(
+            applied.isEmpty
+                ? "schema is up to date at version \(version)"
+                : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
     }
 }

@@ -30,7 +30,9 @@ struct Verify: ParsableCommand {
     @Option(name: .customLong("user-verification"), help: "required, preferred or discouraged.")
     var userVerification: String = "required"
 
-    @Option(name: .customLong("trust-anchor"), help: "A PEM file of attestation root certificates (repeatable); the attestation must chain to one.")
+    @Option(
+        name: .customLong("trust-anchor"),
+        help: "A PEM file of attestation root certificates (repeatable); the attestation must chain to one.")
     var trustAnchors: [String] = []
 
     @Option(help: "Check certificate validity at this time (ISO 8601), e.g. 2021-09-03T21:07:20Z.")
@@ -86,9 +88,11 @@ struct Verify: ParsableCommand {
         if unsafeAllowSHA1 { algorithms.append(.rs1) }
         let rp: RelyingParty
         do {
-            rp = try RelyingParty(.init(rpID: rpID, rpName: rpID, origins: origins, userVerification: uv, algorithms: algorithms,
-                                        attestation: .direct, attestationPolicy: policy, allowCrossOrigin: allowCrossOrigin || !topOrigins.isEmpty,
-                                        allowedTopOrigins: topOrigins))
+            rp = try RelyingParty(
+                .init(
+                    rpID: rpID, rpName: rpID, origins: origins, userVerification: uv, algorithms: algorithms,
+                    attestation: .direct, attestationPolicy: policy, allowCrossOrigin: allowCrossOrigin || !topOrigins.isEmpty,
+                    allowedTopOrigins: topOrigins))
         } catch {
             throw ValidationError(error.reason)
         }
@@ -111,18 +115,21 @@ struct Verify: ParsableCommand {
             case .registration:
                 let response = try RegistrationResponseJSON.decode(input)
                 let verified = try rp.finishRegistration(response: response, expectedChallenge: expectedChallenge, now: verificationTime)
-                verdict = Verdict(ok: true, fmt: verified.attestation.format, credentialId: Base64URLBytes(verified.credentialID).base64URL,
-                                  aaguid: verified.aaguid.description, signCount: verified.signCount, userVerified: verified.userVerified,
-                                  backupEligible: verified.backupEligible, backupState: verified.backedUp,
-                                  attestationTrusted: verified.attestation.trusted, attestationType: verified.attestation.type.rawValue)
+                verdict = Verdict(
+                    ok: true, fmt: verified.attestation.format, credentialId: Base64URLBytes(verified.credentialID).base64URL,
+                    aaguid: verified.aaguid.description, signCount: verified.signCount, userVerified: verified.userVerified,
+                    backupEligible: verified.backupEligible, backupState: verified.backedUp,
+                    attestationTrusted: verified.attestation.trusted, attestationType: verified.attestation.type.rawValue)
             case .authentication:
                 let response = try AuthenticationResponseJSON.decode(input)
                 guard let storedKey else { throw ExitCode(2) }
-                let stored = StoredCredential(id: response.rawId.bytes, publicKey: storedKey, signCount: signCount,
-                                              userHandle: response.response.userHandle?.bytes ?? [])
+                let stored = StoredCredential(
+                    id: response.rawId.bytes, publicKey: storedKey, signCount: signCount,
+                    userHandle: response.response.userHandle?.bytes ?? [])
                 let verified = try rp.finishAuthentication(response: response, expectedChallenge: expectedChallenge, credential: stored)
-                verdict = Verdict(ok: true, credentialId: Base64URLBytes(verified.credentialID).base64URL, signCount: verified.newSignCount,
-                                  userVerified: verified.userVerified, backupEligible: verified.backupEligible, backupState: verified.backedUp)
+                verdict = Verdict(
+                    ok: true, credentialId: Base64URLBytes(verified.credentialID).base64URL, signCount: verified.newSignCount,
+                    userVerified: verified.userVerified, backupEligible: verified.backupEligible, backupState: verified.backedUp)
             }
         } catch let error as WebAuthnError {
             verdict = Verdict(ok: false, code: error.code.rawValue, message: error.reason)

@@ -30,9 +30,11 @@ struct BcryptTests {
         #expect(Bcrypt(hashing: long, cost: 4).verify(long + "ignored"))
     }
 
-    @Test(arguments: ["", "$2b$04$short", "$2x$04$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.",
-                      "$2b$03$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.", "$2b$32$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.",
-                      "$2b$04$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq!", "$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$aGFzaA"])
+    @Test(arguments: [
+        "", "$2b$04$short", "$2x$04$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.",
+        "$2b$03$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.", "$2b$32$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq.",
+        "$2b$04$3qMux.8nxGspCLzhfx/eU.ser0sR54o7M.rA2n04O.7vz1SB3Mlq!", "$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$aGFzaA",
+    ])
     func refusesWhatIsNotBcrypt(_ text: String) {
         #expect(Bcrypt(text) == nil)
     }
@@ -40,8 +42,9 @@ struct BcryptTests {
     @Test func pythonBcryptAcceptsOurHashes() throws {
         guard let python = ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] else { return }
         let made = Bcrypt(hashing: "from swift ✓", cost: 5)
-        let result = try PasskeyCLITests.run(URL(fileURLWithPath: python),
-                                             ["-c", "import bcrypt,sys; sys.exit(0 if bcrypt.checkpw('from swift ✓'.encode(), sys.argv[1].encode()) else 1)", made.text])
+        let result = try PasskeyCLITests.run(
+            URL(fileURLWithPath: python),
+            ["-c", "import bcrypt,sys; sys.exit(0 if bcrypt.checkpw('from swift ✓'.encode(), sys.argv[1].encode()) else 1)", made.text])
         #expect(result.status == 0, "\(result.stderr)")
     }
 }

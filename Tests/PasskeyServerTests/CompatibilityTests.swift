@@ -17,8 +17,10 @@ struct CompatibilityTests {
 
     static func harness() async throws -> ServerHarness {
         try await ServerHarness {
-            $0.androidApps = [.init(packageName: "com.example.passkeys", sha256CertFingerprints: [releaseKey, debugKey]),
-                              .init(packageName: "com.example.other", sha256CertFingerprints: [debugKey.replacingOccurrences(of: "01:", with: "FF:")])]
+            $0.androidApps = [
+                .init(packageName: "com.example.passkeys", sha256CertFingerprints: [releaseKey, debugKey]),
+                .init(packageName: "com.example.other", sha256CertFingerprints: [debugKey.replacingOccurrences(of: "01:", with: "FF:")]),
+            ]
         }
     }
 
@@ -27,8 +29,9 @@ struct CompatibilityTests {
     static func appOptions(_ signup: APIResponse) throws -> (PublicKeyCredentialCreationOptionsJSON, userId: String) {
         let options = try #require(signup.json["challenge"])
         guard case .string(let challenge)? = options["challenge"], case .string(let userID)? = options["user"]?["id"],
-              case .string(let accountID)? = signup.json["userId"], case .string(let rpID)? = options["rp"]?["id"],
-              case .string(let name)? = options["user"]?["name"] else { throw HarnessError.unexpected(signup) }
+            case .string(let accountID)? = signup.json["userId"], case .string(let rpID)? = options["rp"]?["id"],
+            case .string(let name)? = options["user"]?["name"]
+        else { throw HarnessError.unexpected(signup) }
         let json = PublicKeyCredentialCreationOptionsJSON(
             rp: .init(id: rpID, name: "x"), user: .init(id: Array(userID.utf8), name: name, displayName: name),
             challenge: Base64URLBytes(Array(challenge.utf8)), pubKeyCredParams: [.init(alg: .es256)], timeout: nil, excludeCredentials: [],
@@ -40,26 +43,29 @@ struct CompatibilityTests {
         guard case .string(let challenge)? = options.json["challenge"], case .string(let rpID)? = options.json["rpId"] else {
             throw HarnessError.unexpected(options)
         }
-        return PublicKeyCredentialRequestOptionsJSON(challenge: Base64URLBytes(Array(challenge.utf8)), timeout: nil, rpId: rpID,
-                                                     allowCredentials: [], userVerification: "required")
+        return PublicKeyCredentialRequestOptionsJSON(
+            challenge: Base64URLBytes(Array(challenge.utf8)), timeout: nil, rpId: rpID,
+            allowCredentials: [], userVerification: "required")
     }
 
     /// The iOS app's body: standard base64 with padding for binary fields, `id` in base64url, and
     /// an extra top-level key named after the userId.
     static func iOSBody(_ registration: RegistrationResponseJSON, userId: String) -> [UInt8] {
-        Array("""
-        {"id":"\(registration.rawId.base64URL)","rawId":"\(registration.rawId.base64)","type":"public-key",
-         "response":{"clientDataJSON":"\(registration.response.clientDataJSON.base64)","attestationObject":"\(registration.response.attestationObject.base64)"},
-         "\(userId)":"\(userId)"}
-        """.utf8)
+        Array(
+            """
+            {"id":"\(registration.rawId.base64URL)","rawId":"\(registration.rawId.base64)","type":"public-key",
+             "response":{"clientDataJSON":"\(registration.response.clientDataJSON.base64)","attestationObject":"\(registration.response.attestationObject.base64)"},
+             "\(userId)":"\(userId)"}
+            """.utf8)
     }
 
     static func iOSBody(_ assertion: AuthenticationResponseJSON) -> [UInt8] {
-        Array("""
-        {"id":"\(assertion.rawId.base64URL)","rawId":"\(assertion.rawId.base64)","type":"public-key",
-         "response":{"clientDataJSON":"\(assertion.response.clientDataJSON.base64)","authenticatorData":"\(assertion.response.authenticatorData.base64)",
-         "signature":"\(assertion.response.signature.base64)","userHandle":"\(assertion.response.userHandle?.base64 ?? "")"}}
-        """.utf8)
+        Array(
+            """
+            {"id":"\(assertion.rawId.base64URL)","rawId":"\(assertion.rawId.base64)","type":"public-key",
+             "response":{"clientDataJSON":"\(assertion.response.clientDataJSON.base64)","authenticatorData":"\(assertion.response.authenticatorData.base64)",
+             "signature":"\(assertion.response.signature.base64)","userHandle":"\(assertion.response.userHandle?.base64 ?? "")"}}
+            """.utf8)
     }
 
     /// The Android app's rewrite of the attestation object: ED cleared, AT set, after signing.
@@ -79,29 +85,39 @@ struct CompatibilityTests {
         try await harness.run { api in
             let signup = try await api.request(.get, "/signup?username=ios-user", origin: nil)
             #expect(signup.status == .ok)
-            guard case .object(let top) = signup.json, case .object(let creation)? = top["challenge"] else { Issue.record("shape"); return }
+            guard case .object(let top) = signup.json, case .object(let creation)? = top["challenge"] else {
+                Issue.record("shape")
+                return
+            }
             #expect(top.keys.sorted() == ["challenge", "userId"])
             #expect(creation.keys.sorted() == ["attestation", "challenge", "pubKeyCredParams", "rp", "timeout", "user"])
 
             var authenticator = SoftwareAuthenticator(seed: Array("ios".utf8))
             let (appOptions, userId) = try Self.appOptions(signup)
             var (registration, credential) = try authenticator.register(options: appOptions, origin: ServerHarness.origin)
-            let made = try await api.request(.post, "/makeCredential?userId=\(userId)", body: Self.iOSBody(registration, userId: userId), origin: nil)
+            let made = try await api.request(
+                .post, "/makeCredential?userId=\(userId)", body: Self.iOSBody(registration, userId: userId), origin: nil)
             #expect(made.status == .ok && made.json == .object([:]), "\(made.json)")
             #expect(try await harness.store.account(username: "ios-user")?.id.uuidString == userId)
             #expect(try await api.request(.get, "/signup?username=ios-user", origin: nil).errorCode == "username_taken")
 
             let options = try await api.request(.get, "/authenticate?username=ios-user", origin: nil)
-            guard case .object(let requestKeys) = options.json else { Issue.record("shape"); return }
+            guard case .object(let requestKeys) = options.json else {
+                Issue.record("shape")
+                return
+            }
             #expect(requestKeys.keys.sorted() == ["allowCredentials", "challenge", "rpId", "timeout", "userVerification"])
-            let assertion = try authenticator.authenticate(options: try Self.appRequest(options), origin: ServerHarness.origin, credential: &credential)
+            let assertion = try authenticator.authenticate(
+                options: try Self.appRequest(options), origin: ServerHarness.origin, credential: &credential)
             let signedIn = try await api.request(.post, "/authenticate?username=ios-user", body: Self.iOSBody(assertion), origin: nil)
             #expect(signedIn.status == .ok && signedIn.string("token") != nil, "\(signedIn.json)")
             // The token works on the native API; the counter is real.
             #expect(try await api.request(.get, "/api/auth/session", token: signedIn.string("token")).status == .ok)
             #expect(try await harness.store.passkey(credentialID: credential.id)?.signCount == 1)
             // Single use: the same assertion again is refused.
-            #expect(try await api.request(.post, "/authenticate?username=ios-user", body: Self.iOSBody(assertion), origin: nil).errorCode == "challenge_unknown")
+            #expect(
+                try await api.request(.post, "/authenticate?username=ios-user", body: Self.iOSBody(assertion), origin: nil).errorCode
+                    == "challenge_unknown")
             _ = registration
         }
     }
@@ -132,8 +148,9 @@ struct CompatibilityTests {
             let extensions = CBORValue.map([CBORMapEntry(.text("credProtect"), .unsigned(1))])
             // Native registration with the rewritten flags: malformed.
             let native = try await api.registrationOptions(username: "strict")
-            var (registration, _) = try authenticator.register(options: try native.decode(PublicKeyCredentialCreationOptionsJSON.self),
-                                                               origin: ServerHarness.origin, extensions: extensions)
+            var (registration, _) = try authenticator.register(
+                options: try native.decode(PublicKeyCredentialCreationOptionsJSON.self),
+                origin: ServerHarness.origin, extensions: extensions)
             try Self.rewriteFlags(&registration)
             let refused = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
             #expect(refused.errorCode == "malformed_authenticator_data")
@@ -143,9 +160,11 @@ struct CompatibilityTests {
             var (compat, credential) = try authenticator.register(options: appOptions, origin: ServerHarness.origin)
             #expect(try await api.post("/makeCredential?userId=\(userId)", compat, origin: nil).status == .ok)
             let options = try await api.request(.get, "/authenticate?username=strict2", origin: nil)
-            var assertion = try authenticator.authenticate(options: try Self.appRequest(options), origin: ServerHarness.origin, credential: &credential)
+            var assertion = try authenticator.authenticate(
+                options: try Self.appRequest(options), origin: ServerHarness.origin, credential: &credential)
             assertion.response.authenticatorData.bytes += CBORWriter.encode(extensions)
-            #expect(try await api.post("/authenticate?username=strict2", assertion, origin: nil).errorCode == "malformed_authenticator_data")
+            #expect(
+                try await api.post("/authenticate?username=strict2", assertion, origin: nil).errorCode == "malformed_authenticator_data")
             _ = compat
         }
     }
@@ -157,15 +176,22 @@ struct CompatibilityTests {
             let signup = try await api.request(.get, "/signup?username=mixed", origin: nil)
             let (appOptions, userId) = try Self.appOptions(signup)
             let (registration, _) = try authenticator.register(options: appOptions, origin: ServerHarness.origin)
-            let native = try await api.request(.post, "/api/auth/register/verify", body: Array(#"{"credential":"#.utf8) + Self.iOSBody(registration, userId: userId) + Array("}".utf8))
+            let native = try await api.request(
+                .post, "/api/auth/register/verify",
+                body: Array(#"{"credential":"#.utf8) + Self.iOSBody(registration, userId: userId) + Array("}".utf8))
             #expect(native.errorCode == "ceremony_mismatch")
             // A native challenge answered the compatibility way (UTF-8 of the string) is unknown.
             let options = try await api.registrationOptions(username: "mixed2")
-            guard case .string(let challenge)? = options.json["challenge"] else { Issue.record("no challenge"); return }
+            guard case .string(let challenge)? = options.json["challenge"] else {
+                Issue.record("no challenge")
+                return
+            }
             var quirky = try options.decode(PublicKeyCredentialCreationOptionsJSON.self)
             quirky.challenge = Base64URLBytes(Array(challenge.utf8))
             let (misencoded, _) = try authenticator.register(options: quirky, origin: ServerHarness.origin)
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: misencoded)).errorCode == "challenge_unknown")
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: misencoded)).errorCode
+                    == "challenge_unknown")
             // And another sign-up's userId cannot claim this ceremony.
             let other = try await api.request(.get, "/signup?username=mixed3", origin: nil)
             let (otherOptions, _) = try Self.appOptions(other)
@@ -191,20 +217,26 @@ struct CompatibilityTests {
     @Test func twoAndroidAppsAndTheWebShareOneRelyingParty() async throws {
         let harness = try await Self.harness()
         try await harness.run { api in
-            let origins = [ServerHarness.origin, Self.androidOrigin(Self.releaseKey), Self.androidOrigin(Self.debugKey),
-                           Self.androidOrigin(Self.debugKey.replacingOccurrences(of: "01:", with: "FF:"))]
+            let origins = [
+                ServerHarness.origin, Self.androidOrigin(Self.releaseKey), Self.androidOrigin(Self.debugKey),
+                Self.androidOrigin(Self.debugKey.replacingOccurrences(of: "01:", with: "FF:")),
+            ]
             for (index, origin) in origins.enumerated() {
                 var authenticator = SoftwareAuthenticator(seed: [UInt8(index)])
                 let options = try await api.registrationOptions(username: "user\(index)")
-                let (registration, _) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
+                let (registration, _) = try authenticator.register(
+                    options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
                 let answer = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
                 #expect(answer.status == .ok, "\(origin): \(answer.json)")
             }
             var stranger = SoftwareAuthenticator(seed: [99])
             let options = try await api.registrationOptions(username: "stranger")
             let unknownApp = "android:apk-key-hash:" + Base64URLBytes(Array(repeating: 7, count: 32)).base64URL
-            let (registration, _) = try stranger.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: unknownApp)
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration)).errorCode == "origin_not_allowed")
+            let (registration, _) = try stranger.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: unknownApp)
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration)).errorCode
+                    == "origin_not_allowed")
         }
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
 import WebAuthn
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The listener under hostile connections, on the real `passkeyd serve` binary over loopback
 /// sockets: slow clients are cut off while normal requests answer, the per-address cap holds, a
@@ -62,8 +63,9 @@ struct ConnectionTests {
     static func server(_ environment: [String: String], log: URL? = nil) async throws -> (ServeBinaryTests.Server, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-conn-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let server = try ServeBinaryTests.Server(port: try ServeBinaryTests.freePort(), database: directory.appendingPathComponent("c.sqlite").path,
-                                                 environment: environment, log: log)
+        let server = try ServeBinaryTests.Server(
+            port: try ServeBinaryTests.freePort(), database: directory.appendingPathComponent("c.sqlite").path,
+            environment: environment, log: log)
         try await server.waitUntilReady()
         return (server, directory)
     }
@@ -79,21 +81,27 @@ struct ConnectionTests {
 
     @Test(.timeLimit(.minutes(2)))
     func slowClientsAreCutOffWhileNormalRequestsAnswer() async throws {
-        let (server, directory) = try await Self.server(["PASSKEYD_HEADER_TIMEOUT": "2", "PASSKEYD_BODY_TIMEOUT": "2",
-                                                         "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS": "1000"])
-        defer { server.stop(); try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try await Self.server([
+            "PASSKEYD_HEADER_TIMEOUT": "2", "PASSKEYD_BODY_TIMEOUT": "2",
+            "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS": "1000",
+        ])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         // 200 clients trickle a request head one byte at a time; 20 send a head and never the body.
         var slow: [RawSocket] = []
         for _ in 0..<200 { slow.append(try RawSocket(port: server.port)) }
         var bodiless: [RawSocket] = []
         for _ in 0..<20 {
             let socket = try RawSocket(port: server.port)
-            socket.write("POST /api/auth/password/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            socket.write(
+                "POST /api/auth/password/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
             bodiless.append(socket)
         }
         let head = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ".utf8)
         var answered = false
-        for step in 0..<8 { // 4 s of one byte per socket every 500 ms
+        for step in 0..<8 {  // 4 s of one byte per socket every 500 ms
             for socket in slow { socket.write(String(UnicodeScalar(head[min(step, head.count - 1)]))) }
             if step == 2 { answered = try await Self.get(server, "/healthz").0 == 200 }
             try await Task.sleep(for: .milliseconds(500))
@@ -106,10 +114,15 @@ struct ConnectionTests {
 
     @Test(.timeLimit(.minutes(2)))
     func theCapPerAddressClosesConnectionsPastIt() async throws {
-        let (server, directory) = try await Self.server(["PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS": "6", "PASSKEYD_IDLE_TIMEOUT": "1",
-                                                         "PASSKEYD_HEADER_TIMEOUT": "30"])
-        defer { server.stop(); try? FileManager.default.removeItem(at: directory) }
-        try await Task.sleep(for: .milliseconds(1500)) // the readiness check's kept-alive connection times out
+        let (server, directory) = try await Self.server([
+            "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS": "6", "PASSKEYD_IDLE_TIMEOUT": "1",
+            "PASSKEYD_HEADER_TIMEOUT": "30",
+        ])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try await Task.sleep(for: .milliseconds(1500))  // the readiness check's kept-alive connection times out
         var held: [RawSocket] = []
         for _ in 0..<6 { held.append(try RawSocket(port: server.port)) }
         try await Task.sleep(for: .milliseconds(300))
@@ -126,10 +139,15 @@ struct ConnectionTests {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-abort-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
         let (server, directory) = try await Self.server(["PASSKEYD_METRICS_PUBLIC": "1"], log: log)
-        defer { server.stop(); try? FileManager.default.removeItem(at: directory) }
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         for _ in 0..<3 {
             let socket = try RawSocket(port: server.port)
-            socket.write("POST /api/auth/authenticate/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"cred")
+            socket.write(
+                "POST /api/auth/authenticate/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"cred"
+            )
             try await Task.sleep(for: .milliseconds(200))
         }
         try await Task.sleep(for: .milliseconds(800))
@@ -145,15 +163,19 @@ struct ConnectionTests {
     /// VmRSS of a process, in bytes.
     static func residentMemory(_ pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kilobytes * 1024
     }
 
     @Test(.timeLimit(.minutes(3)))
     func memoryStaysBoundedUnderAFloodOfDistinctKeys() async throws {
         let (server, directory) = try await Self.server(["PASSKEYD_RATE_LIMIT_PER_IP": "1000000", "PASSKEYD_RATE_LIMIT_MAX_KEYS": "1000"])
-        defer { server.stop(); try? FileManager.default.removeItem(at: directory) }
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let pid = server.process.processIdentifier
         _ = try await Self.get(server, "/healthz")
         let before = Self.residentMemory(pid)

@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
-@testable import PasskeyServer
-@testable import PasskeyStore
 import Testing
 import WebAuthn
 import WebAuthnTesting
+
+@testable import PasskeyServer
+@testable import PasskeyStore
 
 /// The hardened edge (docs/security.md), through the HTTP API: one spelling per path, limits that
 /// cannot be sidestepped or turned against someone, no login CSRF, sessions bound to how they
@@ -68,7 +69,9 @@ struct EdgeTests {
         let harness = try await ServerHarness()
         try await harness.run { api in
             let name = String(repeating: "a", count: 40_000)
-            for path in ["/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/authenticate/options", "/api/auth/register/options"] {
+            for path in [
+                "/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/authenticate/options", "/api/auth/register/options",
+            ] {
                 let response = try await api.post(path, ["username": name, "password": "x", "code": "x"])
                 #expect(response.status == .badRequest && response.errorCode == "invalid_username", "\(path)")
             }
@@ -90,42 +93,62 @@ struct EdgeTests {
             var authenticator = SoftwareAuthenticator(seed: Array("victim".utf8))
             let (token, credential, _) = try await api.signUp("victim", authenticator: &authenticator)
             let codes = try await api.post("/api/auth/recovery-codes", [String: String](), token: token)
-            guard case .array(let list)? = codes.json["codes"], case .string(let code)? = list.first else { Issue.record("no codes"); return }
+            guard case .array(let list)? = codes.json["codes"], case .string(let code)? = list.first else {
+                Issue.record("no codes")
+                return
+            }
 
             // 100 forged assertions for the victim's account, and 100 of each other failure.
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<100 {
-                let options = try await api.request(.post, "/api/auth/authenticate/options", body: Array(#"{"username":"victim"}"#.utf8), headers: attacker)
+                let options = try await api.request(
+                    .post, "/api/auth/authenticate/options", body: Array(#"{"username":"victim"}"#.utf8), headers: attacker)
                 var forged = credential
-                var assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
-                                                               origin: ServerHarness.origin, credential: &forged)
+                var assertion = try authenticator.authenticate(
+                    options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
+                    origin: ServerHarness.origin, credential: &forged)
                 assertion.response.signature = Base64URLBytes(assertion.response.signature.bytes.reversed())
-                statuses.append(try await api.request(.post, "/api/auth/authenticate/verify",
-                                                      body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))),
-                                                      headers: attacker).status)
-                statuses.append(try await api.request(.post, "/api/auth/register/options", body: Array(#"{"username":"victim"}"#.utf8),
-                                                      headers: attacker).status)
+                statuses.append(
+                    try await api.request(
+                        .post, "/api/auth/authenticate/verify",
+                        body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))),
+                        headers: attacker
+                    ).status)
+                statuses.append(
+                    try await api.request(
+                        .post, "/api/auth/register/options", body: Array(#"{"username":"victim"}"#.utf8),
+                        headers: attacker
+                    ).status)
             }
             #expect(Set(statuses) == [.unauthorized, .conflict], "\(Set(statuses))")
             var recoveryStatuses: [HTTPResponse.Status] = []
             for _ in 0..<100 {
-                recoveryStatuses.append(try await api.request(.post, "/api/auth/recovery/sign-in",
-                                                              body: Array(#"{"username":"victim","code":"0000-0000-0000"}"#.utf8),
-                                                              headers: attacker).status)
+                recoveryStatuses.append(
+                    try await api.request(
+                        .post, "/api/auth/recovery/sign-in",
+                        body: Array(#"{"username":"victim","code":"0000-0000-0000"}"#.utf8),
+                        headers: attacker
+                    ).status)
             }
             // The attacker's own address is stopped after 10 wrong codes...
-            #expect(recoveryStatuses.prefix(10).allSatisfy { $0 == .unauthorized } && recoveryStatuses.dropFirst(10).allSatisfy { $0 == .tooManyRequests })
+            #expect(
+                recoveryStatuses.prefix(10).allSatisfy { $0 == .unauthorized }
+                    && recoveryStatuses.dropFirst(10).allSatisfy { $0 == .tooManyRequests })
 
             // ...and the victim signs in with the passkey and with a recovery code.
             var signingIn = credential
-            let options = try await api.request(.post, "/api/auth/authenticate/options", body: Array(#"{"username":"victim"}"#.utf8), headers: victim)
-            let assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
-                                                           origin: ServerHarness.origin, credential: &signingIn)
-            let signedIn = try await api.request(.post, "/api/auth/authenticate/verify",
-                                                 body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))), headers: victim)
+            let options = try await api.request(
+                .post, "/api/auth/authenticate/options", body: Array(#"{"username":"victim"}"#.utf8), headers: victim)
+            let assertion = try authenticator.authenticate(
+                options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
+                origin: ServerHarness.origin, credential: &signingIn)
+            let signedIn = try await api.request(
+                .post, "/api/auth/authenticate/verify",
+                body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))), headers: victim)
             #expect(signedIn.status == .ok)
-            let recovered = try await api.request(.post, "/api/auth/recovery/sign-in",
-                                                  body: Array(#"{"username":"victim","code":"\#(code)"}"#.utf8), headers: victim)
+            let recovered = try await api.request(
+                .post, "/api/auth/recovery/sign-in",
+                body: Array(#"{"username":"victim","code":"\#(code)"}"#.utf8), headers: victim)
             #expect(recovered.status == .ok, "\(recovered.json)")
         }
     }
@@ -136,19 +159,22 @@ struct EdgeTests {
             $0.trustedProxies = ["127.0.0.1", "::1"]
             $0.rateLimits = .init(windowSeconds: 60, perIP: 10_000, perAccount: 3, perAccountTotal: 12, slowdownSeconds: 1)
         }
-        let account = Account(username: "alan", displayName: "Alan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        let account = Account(
+            username: "alan", displayName: "Alan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "enigma machine", cost: 4).text)]) == [true])
         try await harness.run(live: true) { api in
             // Four addresses fail three times each: 12 failures on the account.
             for address in 1...4 {
                 for _ in 0..<4 {
-                    _ = try await api.request(.post, "/api/auth/password/sign-in", body: Array(#"{"username":"alan","password":"bombe"}"#.utf8),
-                                              headers: [.xForwardedFor: "198.51.100.\(address)"])
+                    _ = try await api.request(
+                        .post, "/api/auth/password/sign-in", body: Array(#"{"username":"alan","password":"bombe"}"#.utf8),
+                        headers: [.xForwardedFor: "198.51.100.\(address)"])
                 }
             }
             let start = ContinuousClock.now
-            let person = try await api.request(.post, "/api/auth/password/sign-in", body: Array(#"{"username":"ALAN","password":"enigma machine"}"#.utf8),
-                                               headers: [.xForwardedFor: "203.0.113.20"])
+            let person = try await api.request(
+                .post, "/api/auth/password/sign-in", body: Array(#"{"username":"ALAN","password":"enigma machine"}"#.utf8),
+                headers: [.xForwardedFor: "203.0.113.20"])
             #expect(person.status == .ok)
             #expect(ContinuousClock.now - start >= .seconds(1))
         }
@@ -167,7 +193,10 @@ struct EdgeTests {
             let viaLaptop = try await api.signIn(username: "ada", credential: &signingIn, authenticator: authenticator)
             let second = try #require(viaLaptop.string("token"))
             let sessions = try await api.request(.get, "/api/auth/sessions", token: first)
-            guard case .array(let list)? = sessions.json["sessions"] else { Issue.record("no sessions"); return }
+            guard case .array(let list)? = sessions.json["sessions"] else {
+                Issue.record("no sessions")
+                return
+            }
             #expect(list.count == 2)
             #expect(list.contains { $0["current"] == .bool(true) && $0["method"] == .string("sign_up") })
             #expect(list.contains { $0["method"] == .string("passkey") && $0["passkeyId"] == .string(Base64URLBytes(laptop.id).base64URL) })
@@ -198,7 +227,11 @@ struct EdgeTests {
             let other = try #require(try await api.signIn(credential: &credential, authenticator: authenticator).string("token"))
             let list = try await api.request(.get, "/api/auth/sessions", token: first)
             guard case .array(let items)? = list.json["sessions"],
-                  case .string(let otherID)? = items.first(where: { $0["current"] == .bool(false) })?["id"] else { Issue.record("no list"); return }
+                case .string(let otherID)? = items.first(where: { $0["current"] == .bool(false) })?["id"]
+            else {
+                Issue.record("no list")
+                return
+            }
             #expect(try await api.request(.delete, "/api/auth/sessions/\(otherID)", token: first).status == .noContent)
             #expect(try await api.request(.get, "/api/auth/session", token: other).status == .unauthorized)
             #expect(try await api.request(.delete, "/api/auth/sessions/\(otherID)", token: first).errorCode == "session_not_found")
@@ -211,7 +244,10 @@ struct EdgeTests {
     }
 
     @Test func sensitiveActionsNeedARecentSignIn() async throws {
-        let harness = try await ServerHarness { $0.passwordHashCost = 4; $0.reauthenticationWindow = .seconds(300) }
+        let harness = try await ServerHarness {
+            $0.passwordHashCost = 4
+            $0.reauthenticationWindow = .seconds(300)
+        }
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator(seed: Array("recent".utf8))
             var (token, credential, _) = try await api.signUp("cy", authenticator: &authenticator)
@@ -227,9 +263,12 @@ struct EdgeTests {
                 #expect(response.status == .forbidden && response.errorCode == "reauthentication_required")
             }
             // Signing in again (what the web UI's passkey prompt does) makes them possible.
-            token = try #require(try await api.signIn(username: "cy", credential: &credential, authenticator: authenticator).string("token"))
+            token = try #require(
+                try await api.signIn(username: "cy", credential: &credential, authenticator: authenticator).string("token"))
             #expect(try await api.post("/api/auth/recovery-codes", [String: String](), token: token).status == .ok)
-            #expect(try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(second.id).base64URL)", token: token).status == .noContent)
+            #expect(
+                try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(second.id).base64URL)", token: token).status
+                    == .noContent)
         }
     }
 
@@ -238,17 +277,22 @@ struct EdgeTests {
         let account = Account(username: "dee", displayName: "Dee", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "first password", cost: 4).text)]) == [true])
         try await harness.run { api in
-            let a = try #require(try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).string("token"))
-            let b = try #require(try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).string("token"))
+            let a = try #require(
+                try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).string("token"))
+            let b = try #require(
+                try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).string("token"))
             let short = try await api.post("/api/auth/password", ["newPassword": "short"], token: a)
             #expect(short.status == .badRequest && short.errorCode == "invalid_password")
             #expect(try await api.post("/api/auth/password", ["newPassword": "a much better one"], token: a).status == .noContent)
             #expect(try await api.request(.get, "/api/auth/session", token: b).status == .unauthorized)
             #expect(try await api.request(.get, "/api/auth/session", token: a).status == .ok)
-            #expect(try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).status == .unauthorized)
+            #expect(
+                try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "first password"]).status == .unauthorized)
             #expect(try await api.post("/api/auth/password/sign-in", ["username": "dee", "password": "a much better one"]).status == .ok)
             harness.clock.advance(301)
-            #expect(try await api.post("/api/auth/password", ["newPassword": "and another one"], token: a).errorCode == "reauthentication_required")
+            #expect(
+                try await api.post("/api/auth/password", ["newPassword": "and another one"], token: a).errorCode
+                    == "reauthentication_required")
         }
     }
 
@@ -259,10 +303,12 @@ struct EdgeTests {
             var (token, credential, _) = try await api.signUp("eve", authenticator: &authenticator)
             let cookie = "passkeyd_session=\(token)"
             let options = try await api.post("/api/auth/authenticate/options", [String: String]())
-            let assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
-                                                           origin: ServerHarness.origin, credential: &credential)
-            let signedIn = try await api.request(.post, "/api/auth/authenticate/verify",
-                                                 body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))), cookie: cookie)
+            let assertion = try authenticator.authenticate(
+                options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
+                origin: ServerHarness.origin, credential: &credential)
+            let signedIn = try await api.request(
+                .post, "/api/auth/authenticate/verify",
+                body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: assertion))), cookie: cookie)
             #expect(signedIn.status == .ok)
             #expect(try await api.request(.get, "/api/auth/session", cookie: cookie).status == .unauthorized)
             token = try #require(signedIn.string("token"))
@@ -272,9 +318,11 @@ struct EdgeTests {
 
     // MARK: 5. No login CSRF
 
-    static let sessionIssuing = ["/api/auth/register/verify", "/api/auth/authenticate/verify", "/api/auth/password/sign-in",
-                                 "/api/auth/recovery/sign-in", "/api/auth/recovery/link", "/makeCredential?userId=00000000-0000-0000-0000-000000000000",
-                                 "/authenticate?username=ada"]
+    static let sessionIssuing = [
+        "/api/auth/register/verify", "/api/auth/authenticate/verify", "/api/auth/password/sign-in",
+        "/api/auth/recovery/sign-in", "/api/auth/recovery/link", "/makeCredential?userId=00000000-0000-0000-0000-000000000000",
+        "/authenticate?username=ada",
+    ]
 
     @Test(arguments: sessionIssuing)
     func crossSiteRequestsCannotSignAnyoneIn(_ path: String) async throws {
@@ -288,13 +336,18 @@ struct EdgeTests {
             #expect(noType.status == .unsupportedMediaType, "\(path)")
             let evil = try await api.request(.post, path, body: body, origin: "https://evil.example")
             #expect(evil.status == .forbidden && evil.errorCode == "csrf_origin_mismatch", "\(path)")
-            let crossSite = try await api.request(.post, path, body: body, origin: nil, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+            let crossSite = try await api.request(
+                .post, path, body: body, origin: nil, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
             #expect(crossSite.status == .forbidden && crossSite.errorCode == "cross_site_request", "\(path)")
             // A native app (no Origin) and the site itself get through to the handler.
             let native = try await api.request(.post, path, body: body, origin: nil)
             #expect(native.status != .forbidden && native.status != .unsupportedMediaType, "\(path)")
-            let sameOrigin = try await api.request(.post, path, body: body, headers: [HTTPField.Name("Sec-Fetch-Site")!: "same-origin",
-                                                                                     .contentType: "application/json; charset=UTF-8"])
+            let sameOrigin = try await api.request(
+                .post, path, body: body,
+                headers: [
+                    HTTPField.Name("Sec-Fetch-Site")!: "same-origin",
+                    .contentType: "application/json; charset=UTF-8",
+                ])
             #expect(sameOrigin.status != .forbidden && sameOrigin.status != .unsupportedMediaType, "\(path)")
         }
     }
@@ -303,7 +356,8 @@ struct EdgeTests {
         let harness = try await ServerHarness { $0 = ServerConfiguration(rpID: "example.com", webOrigins: ["https://example.com"]) }
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator(seed: Array("secure".utf8))
-            let (_, _, response) = try await api.signUp("fay", authenticator: &authenticator, origin: "https://example.com", requestOrigin: "https://example.com")
+            let (_, _, response) = try await api.signUp(
+                "fay", authenticator: &authenticator, origin: "https://example.com", requestOrigin: "https://example.com")
             let cookie = try #require(response.headers[.setCookie])
             #expect(cookie.hasPrefix("__Host-passkeyd_session="))
             for attribute in ["; Path=/", "; HttpOnly", "; SameSite=Lax", "; Secure"] { #expect(cookie.contains(attribute), "\(cookie)") }
@@ -329,8 +383,10 @@ struct EdgeTests {
                 let response = try await api.registrationOptions(username: twin)
                 #expect(response.status == .conflict && response.errorCode == "username_taken", "\(twin)")
             }
-            for bad in ["аlice", "ali\u{200B}ce", "ﬁle", "a b", String(repeating: "a", count: 65), String(repeating: "é", count: 200),
-                        "\u{301}abc", "tab\there", String(repeating: "x", count: 40_000)] {
+            for bad in [
+                "аlice", "ali\u{200B}ce", "ﬁle", "a b", String(repeating: "a", count: 65), String(repeating: "é", count: 200),
+                "\u{301}abc", "tab\there", String(repeating: "x", count: 40_000),
+            ] {
                 let response = try await api.registrationOptions(username: bad)
                 #expect(response.status == .badRequest && response.errorCode == "invalid_username", "\(bad.prefix(20))")
             }
@@ -373,12 +429,15 @@ struct EdgeTests {
             var authenticator = SoftwareAuthenticator(seed: Array("ids".utf8))
             authenticator.credentialIDLength = length
             let options = try await api.registrationOptions(username: "hal")
-            let (registration, _) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self),
-                                                              origin: ServerHarness.origin)
+            let (registration, _) = try authenticator.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self),
+                origin: ServerHarness.origin)
             let response = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
             #expect(response.status == .badRequest)
-            #expect(["malformed_authenticator_data", "credential_id_too_long", "malformed_json", "credential_id_mismatch"].contains(response.errorCode ?? ""),
-                    "\(response.json)")
+            #expect(
+                ["malformed_authenticator_data", "credential_id_too_long", "malformed_json", "credential_id_mismatch"].contains(
+                    response.errorCode ?? ""),
+                "\(response.json)")
             #expect(try await harness.store.account(username: "hal") == nil)
         }
     }
@@ -392,8 +451,9 @@ struct EdgeTests {
             let decoded = try options.decode(PublicKeyCredentialCreationOptionsJSON.self)
             // The same bytes in standard base64 with padding.
             let standard = Data(decoded.challenge.bytes).base64EncodedString()
-            let (registration, _) = try authenticator.register(options: decoded, origin: ServerHarness.origin,
-                                                              overrides: .init(challenge: variant == "=" ? standard : decoded.challenge.base64URL + "="))
+            let (registration, _) = try authenticator.register(
+                options: decoded, origin: ServerHarness.origin,
+                overrides: .init(challenge: variant == "=" ? standard : decoded.challenge.base64URL + "="))
             let response = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
             #expect(response.status == .badRequest && response.errorCode == "malformed_client_data", "\(response.json)")
         }
@@ -404,11 +464,14 @@ struct EdgeTests {
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator(seed: Array("internals".utf8))
             let options = try await api.registrationOptions(username: "jo")
-            var (registration, _) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self),
-                                                              origin: ServerHarness.origin)
+            var (registration, _) = try authenticator.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self),
+                origin: ServerHarness.origin)
             // Move the P-256 point off the curve: the crypto library refuses it.
             var object = registration.response.attestationObject.bytes
-            if let index = object.indices.reversed().first(where: { object[$0] == 0x58 && object.count - $0 == 34 }) { object[index + 5] ^= 0xFF }
+            if let index = object.indices.reversed().first(where: { object[$0] == 0x58 && object.count - $0 == 34 }) {
+                object[index + 5] ^= 0xFF
+            }
             registration.response.attestationObject = Base64URLBytes(object)
             let response = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
             #expect(response.status == .badRequest)
@@ -423,8 +486,11 @@ struct EdgeTests {
         let harness = try await ServerHarness { $0.passwordHashCost = 4 }
         let password = Account(username: "pat", displayName: "Pat", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         let disabled = Account(username: "dan", displayName: "Dan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
-        #expect(try await harness.store.importAccounts([(password, Bcrypt(hashing: "pat's password", cost: 4).text),
-                                                        (disabled, Bcrypt(hashing: "dan's password", cost: 4).text)]) == [true, true])
+        #expect(
+            try await harness.store.importAccounts([
+                (password, Bcrypt(hashing: "pat's password", cost: 4).text),
+                (disabled, Bcrypt(hashing: "dan's password", cost: 4).text),
+            ]) == [true, true])
         _ = try await harness.store.setDisabled(accountID: disabled.id, disabled: true)
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator(seed: Array("oracle".utf8))
@@ -433,7 +499,8 @@ struct EdgeTests {
                 let response = try await api.post("/api/auth/authenticate/options", ["username": username])
                 #expect(response.status == .ok)
                 guard case .object(let object) = response.json, case .array(let allow)? = object["allowCredentials"] else { return [] }
-                let entry: [String] = allow.first.flatMap { if case .object(let e) = $0 { return e.keys.sorted() } else { return nil } } ?? []
+                let entry: [String] =
+                    allow.first.flatMap { if case .object(let e) = $0 { return e.keys.sorted() } else { return nil } } ?? []
                 return object.keys.sorted() + ["allow:\(allow.count)"] + entry
             }
             let known = try await shape("kay")
@@ -469,7 +536,12 @@ struct EdgeTests {
         let pool = BoundedWorkPool(width: 1, maxWaiting: 2)
         let results = await withTaskGroup(of: Int?.self) { group in
             for index in 0..<6 {
-                group.addTask { await pool.run { usleep(150_000); return index } }
+                group.addTask {
+                    await pool.run {
+                        usleep(150_000)
+                        return index
+                    }
+                }
             }
             var results: [Int?] = []
             for await result in group { results.append(result) }

@@ -22,7 +22,9 @@ struct ImportCommandTests {
         }
 
         // One bad row (and a duplicate): nothing is written, every problem has its line.
-        let bad = try write("bad.csv", """
+        let bad = try write(
+            "bad.csv",
+            """
             username,displayName,passwordHash
             grace,"Hopper, Grace",\(Self.hash)
             bad user,Bad,\(Self.hash)
@@ -34,8 +36,10 @@ struct ImportCommandTests {
             """)
         let refused = try passkeyd(["import", bad])
         #expect(refused.status == 1 && refused.stdout.contains("nothing imported"), "\(refused.stdout)\(refused.stderr)")
-        for line in ["line 3:", "line 4: alan: passwordHash is not a bcrypt hash", "line 5: username GRACE appears twice", "line 6: malformed CSV",
-                     "line 7: ada: bcrypt cost 15 is above 14"] {
+        for line in [
+            "line 3:", "line 4: alan: passwordHash is not a bcrypt hash", "line 5: username GRACE appears twice", "line 6: malformed CSV",
+            "line 7: ada: bcrypt cost 15 is above 14",
+        ] {
             #expect(refused.stderr.contains(line), "missing \(line) in \(refused.stderr)")
         }
         #expect(try passkeyd(["admin", "accounts"]).stdout.isEmpty)
@@ -51,7 +55,9 @@ struct ImportCommandTests {
         let again = try passkeyd(["import", good])
         #expect(again.status == 0 && again.stdout.contains("imported 0, already present 2"))
 
-        let lines = try write("more.jsonl", """
+        let lines = try write(
+            "more.jsonl",
+            """
             {"username": "ada", "displayName": "Ada Lovelace", "passwordHash": "\(Self.hash)"}
             {"username": "kim", "passwordHash": "\(Self.hash)"}
 

@@ -27,8 +27,14 @@ struct NativeAPITests {
             #expect(discoverable.json["user"]?["username"] == .string("alice"))
             // Username-first sign-in: allowCredentials names the passkey.
             let options = try await api.post("/api/auth/authenticate/options", ["username": "Alice"])
-            #expect(options.json["allowCredentials"] == .array([.object(["type": .string("public-key"), "id": .string(Base64URLBytes(credential.id).base64URL),
-                                                                         "transports": .array([.string("internal"), .string("hybrid")])])]))
+            #expect(
+                options.json["allowCredentials"]
+                    == .array([
+                        .object([
+                            "type": .string("public-key"), "id": .string(Base64URLBytes(credential.id).base64URL),
+                            "transports": .array([.string("internal"), .string("hybrid")]),
+                        ])
+                    ]))
             let usernameFirst = try await api.signIn(username: "alice", credential: &credential, authenticator: authenticator)
             #expect(usernameFirst.status == .ok)
             token = try #require(usernameFirst.string("token"))
@@ -48,11 +54,19 @@ struct NativeAPITests {
             key.backupEligible = false
             key.backedUp = false
             let options = try await api.registrationOptions(username: nil, token: token)
-            #expect(options.json["excludeCredentials"] == .array([.object(["type": .string("public-key"), "id": .string(Base64URLBytes(first.id).base64URL),
-                                                                           "transports": .array([.string("internal"), .string("hybrid")])])]))
+            #expect(
+                options.json["excludeCredentials"]
+                    == .array([
+                        .object([
+                            "type": .string("public-key"), "id": .string(Base64URLBytes(first.id).base64URL),
+                            "transports": .array([.string("internal"), .string("hybrid")]),
+                        ])
+                    ]))
             #expect(options.json["user"]?["name"] == .string("bob"))
-            let (registration, second) = try key.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
-            let added = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration, name: "YubiKey"), token: token)
+            let (registration, second) = try key.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let added = try await api.post(
+                "/api/auth/register/verify", APIClient.CredentialBody(credential: registration, name: "YubiKey"), token: token)
             #expect(added.status == .ok && added.json["passkey"]?["name"] == .string("YubiKey") && added.json["token"] == nil)
             #expect(added.json["passkey"]?["deviceBound"] == .bool(true))
 
@@ -60,7 +74,8 @@ struct NativeAPITests {
             #expect(list.json["passkeys"].map { if case .array(let a) = $0 { a.count } else { 0 } } == 2)
 
             let secondID = Base64URLBytes(second.id).base64URL
-            let renamed = try await api.request(.patch, "/api/auth/passkeys/\(secondID)", body: Array(#"{"name":"Keychain fob"}"#.utf8), token: token)
+            let renamed = try await api.request(
+                .patch, "/api/auth/passkeys/\(secondID)", body: Array(#"{"name":"Keychain fob"}"#.utf8), token: token)
             #expect(renamed.status == .ok && renamed.json["name"] == .string("Keychain fob"))
             let badName = try await api.request(.patch, "/api/auth/passkeys/\(secondID)", body: Array(#"{"name":"  "}"#.utf8), token: token)
             #expect(badName.errorCode == "invalid_name")
@@ -120,8 +135,11 @@ struct NativeAPITests {
                 return o.keys.sorted()
             }
             #expect(shape(known) == shape(unknown))
-            guard case .array(let allow)? = unknown.json["allowCredentials"], case .array(let allowAgain)? = unknownAgain.json["allowCredentials"] else {
-                Issue.record("allowCredentials missing"); return
+            guard case .array(let allow)? = unknown.json["allowCredentials"],
+                case .array(let allowAgain)? = unknownAgain.json["allowCredentials"]
+            else {
+                Issue.record("allowCredentials missing")
+                return
             }
             #expect(allow.count == 1 && allow == allowAgain)
         }
@@ -147,8 +165,10 @@ struct NativeAPITests {
             var second = SoftwareAuthenticator(seed: [2])
             let optionsA = try await api.registrationOptions(username: "grace")
             let optionsB = try await api.registrationOptions(username: "grace")
-            let (a, _) = try first.register(options: try optionsA.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
-            let (b, _) = try second.register(options: try optionsB.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let (a, _) = try first.register(
+                options: try optionsA.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let (b, _) = try second.register(
+                options: try optionsB.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
             #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: a)).status == .ok)
             let loser = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: b))
             #expect(loser.status == .conflict && loser.errorCode == "username_taken")

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import PasskeyServer
 import PasskeyStore
@@ -9,6 +6,10 @@ import PasskeyStoreTesting
 import Testing
 import WebAuthn
 import WebAuthnTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Production operation through the HTTP API: rate limits, audit log, metrics, readiness,
 /// request ids (in process), and the admin verbs against a database a real server wrote.
@@ -27,7 +28,8 @@ struct OperationsTests {
                 #expect(try await api.post("/api/auth/authenticate/options", ["username": "ada"]).status == .ok)
             }
             for _ in 0..<3 {
-                #expect(try await api.post("/api/auth/password/sign-in", ["username": "ada", "password": "babbage"]).status == .unauthorized)
+                #expect(
+                    try await api.post("/api/auth/password/sign-in", ["username": "ada", "password": "babbage"]).status == .unauthorized)
             }
             let limited = try await api.post("/api/auth/password/sign-in", ["username": "ADA", "password": "analytical engine"])
             #expect(limited.status == .tooManyRequests && limited.errorCode == "rate_limited")
@@ -49,19 +51,27 @@ struct OperationsTests {
             #expect(bad.status == .unauthorized)
             #expect(try await api.signIn(credential: &credential, authenticator: authenticator).status == .ok)
             let id = Base64URLBytes(credential.id).base64URL
-            #expect(try await api.request(.patch, "/api/auth/passkeys/\(id)", body: Array(#"{"name":"Work laptop"}"#.utf8), token: token).status == .ok)
+            #expect(
+                try await api.request(.patch, "/api/auth/passkeys/\(id)", body: Array(#"{"name":"Work laptop"}"#.utf8), token: token).status
+                    == .ok)
             var second = try await api.post("/api/auth/register/options", [String: String](), token: token)
-            let (registration, other) = try authenticator.register(options: try second.decode(PublicKeyCredentialCreationOptionsJSON.self),
-                                                                  origin: ServerHarness.origin)
+            let (registration, other) = try authenticator.register(
+                options: try second.decode(PublicKeyCredentialCreationOptionsJSON.self),
+                origin: ServerHarness.origin)
             second = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token)
             #expect(second.status == .ok)
-            #expect(try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(other.id).base64URL)", token: token).status == .noContent)
+            #expect(
+                try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(other.id).base64URL)", token: token).status
+                    == .noContent)
             #expect(try await api.request(.delete, "/api/auth/session", token: token).status == .noContent)
             token = ""
 
             let account = try #require(try await harness.store.account(username: "ada"))
             let events = try await harness.store.auditEvents(accountID: account.id, limit: 50).reversed()
-            #expect(events.map(\.kind) == ["sign_up", "sign_in_failed", "sign_in", "passkey_renamed", "passkey_added", "passkey_deleted", "session_revoked"])
+            #expect(
+                events.map(\.kind) == [
+                    "sign_up", "sign_in_failed", "sign_in", "passkey_renamed", "passkey_added", "passkey_deleted", "session_revoked",
+                ])
             let failure = try #require(events.first { $0.kind == "sign_in_failed" })
             #expect(failure.detail == "signature_invalid" && failure.credentialID == credential.id)
             #expect(events.allSatisfy { $0.time == harness.clock.now })
@@ -99,7 +109,9 @@ struct OperationsTests {
         #expect(Kind.classify(origin: "android:apk-key-hash:abc", userAgent: nil) == .android)
         #expect(Kind.classify(origin: "https://example.com", userAgent: "Shiny/3 CFNetwork/1490.0.4 Darwin/23.2.0") == .ios)
         #expect(Kind.classify(origin: nil, userAgent: "okhttp/4.12.0") == .android)
-        #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/120 Mobile Safari/537.36") == .web)
+        #expect(
+            Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/120 Mobile Safari/537.36")
+                == .web)
         #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1") == .web)
         #expect(Kind.classify(origin: nil, userAgent: nil) == .other)
     }
@@ -131,17 +143,21 @@ struct OperationsTests {
 struct AdminCommandTests {
     static var passkeyd: URL { ServeBinaryTests.binary }
 
-    static func signUp(_ server: ServeBinaryTests.Server, _ username: String, origin: String,
-                       authenticator: inout SoftwareAuthenticator) async throws -> (String, SoftwareCredential) {
-        let (optionsStatus, optionsJSON) = try await server.call("POST", "/api/auth/register/options", json: Data(#"{"username":"\#(username)"}"#.utf8))
+    static func signUp(
+        _ server: ServeBinaryTests.Server, _ username: String, origin: String,
+        authenticator: inout SoftwareAuthenticator
+    ) async throws -> (String, SoftwareCredential) {
+        let (optionsStatus, optionsJSON) = try await server.call(
+            "POST", "/api/auth/register/options", json: Data(#"{"username":"\#(username)"}"#.utf8))
         guard optionsStatus == 200 else {
             Issue.record("sign-up options for \(username) answered \(optionsStatus): \(optionsJSON)")
             throw POSIXError(.EPROTO)
         }
         let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(optionsJSON))
         let (registration, credential) = try authenticator.register(options: options, origin: origin)
-        let (status, body) = try await server.call("POST", "/api/auth/register/verify",
-                                                   json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: registration)))
+        let (status, body) = try await server.call(
+            "POST", "/api/auth/register/verify",
+            json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: registration)))
         guard status == 200, case .string(let token)? = body["token"] else {
             Issue.record("sign-up of \(username) answered \(status): \(body)")
             throw POSIXError(.EPROTO)
@@ -149,12 +165,15 @@ struct AdminCommandTests {
         return (token, credential)
     }
 
-    static func signIn(_ server: ServeBinaryTests.Server, origin: String, authenticator: SoftwareAuthenticator,
-                       credential: inout SoftwareCredential) async throws -> (Int, JSONValue) {
+    static func signIn(
+        _ server: ServeBinaryTests.Server, origin: String, authenticator: SoftwareAuthenticator,
+        credential: inout SoftwareCredential
+    ) async throws -> (Int, JSONValue) {
         let (_, requestJSON) = try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
         let request = try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: JSONEncoder().encode(requestJSON))
         let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
-        return try await server.call("POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion)))
+        return try await server.call(
+            "POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion)))
     }
 
     @Test func adminVerbsListShowDisableRevokeAuditAndExport() async throws {
@@ -181,7 +200,9 @@ struct AdminCommandTests {
         #expect(show.status == 0 && report["username"] == .string("ada"))
         if case .array(let passkeys)? = report["passkeys"] {
             #expect(passkeys.first?["id"] == .string(Base64URLBytes(credential.id).base64URL))
-        } else { Issue.record("no passkeys") }
+        } else {
+            Issue.record("no passkeys")
+        }
         if case .array(let sessions)? = report["sessions"] { #expect(sessions.count == 1) } else { Issue.record("no sessions") }
 
         let missing = try admin(["show", "nobody"])
@@ -203,17 +224,25 @@ struct AdminCommandTests {
         #expect(try await Self.signIn(server, origin: origin, authenticator: authenticator, credential: &signingIn).0 == 401)
 
         let audit = try admin(["audit", "--user", "ada", "--json"])
-        let kinds: [String] = (try? JSONDecoder().decode([[String: String?]].self, from: Data(audit.stdout.utf8)).compactMap { $0["kind"] ?? nil }) ?? []
+        let kinds: [String] =
+            (try? JSONDecoder().decode([[String: String?]].self, from: Data(audit.stdout.utf8)).compactMap { $0["kind"] ?? nil }) ?? []
         // The last sign-in failed before any account was known (discoverable, unknown passkey): not in ada's log.
-        #expect(kinds == ["admin_passkey_revoked", "admin_sessions_revoked", "sign_in", "admin_account_enabled",
-                          "sign_in_failed", "admin_account_disabled", "sign_up"], "\(audit.stdout)")
+        #expect(
+            kinds == [
+                "admin_passkey_revoked", "admin_sessions_revoked", "sign_in", "admin_account_enabled",
+                "sign_in_failed", "admin_account_disabled", "sign_up",
+            ], "\(audit.stdout)")
         let failures = try admin(["audit", "--kind", "sign_in_failed", "--limit", "1"])
         #expect(failures.stdout.split(separator: "\n").count == 1 && failures.stdout.contains("credential_not_found"))
 
         let export = try admin(["export", "ada"])
         let exported = try JSONReader.parse(Array(export.stdout.utf8))
         #expect(exported["username"] == .string("ada"))
-        if case .array(let events)? = exported["auditEvents"] { #expect(events.count == kinds.count) } else { Issue.record("no audit in export") }
+        if case .array(let events)? = exported["auditEvents"] {
+            #expect(events.count == kinds.count)
+        } else {
+            Issue.record("no audit in export")
+        }
 
         let adoption = try admin(["adoption", "--json"])
         let stats = try JSONReader.parse(Array(adoption.stdout.utf8))
@@ -225,8 +254,9 @@ struct AdminCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try ServeBinaryTests.freePort()
-        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("l.sqlite").path,
-                                                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
+        let server = try ServeBinaryTests.Server(
+            port: port, database: directory.appendingPathComponent("l.sqlite").path,
+            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
         defer { server.stop() }
         try await server.waitUntilReady()
         var statuses: [Int] = []

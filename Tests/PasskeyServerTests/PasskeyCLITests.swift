@@ -6,7 +6,11 @@ import Testing
 struct PasskeyCLITests {
     static var binary: URL { ServeBinaryTests.binary.deletingLastPathComponent().appendingPathComponent("passkey") }
 
-    struct Result { var status: Int32; var stdout: String; var stderr: String }
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
 
     static func passkey(_ arguments: [String]) throws -> Result { try run(binary, arguments) }
 
@@ -23,7 +27,8 @@ struct PasskeyCLITests {
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
     }
 
     @Test func registerSignInAndListAgainstARealServer() async throws {
@@ -43,7 +48,9 @@ struct PasskeyCLITests {
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
 
         let discoverable = try Self.passkey(["sign-in"] + common)
-        #expect(discoverable.status == 0 && discoverable.stdout.contains("Signed in as ada") && discoverable.stdout.contains("counter 1"), "\(discoverable.stderr)")
+        #expect(
+            discoverable.status == 0 && discoverable.stdout.contains("Signed in as ada") && discoverable.stdout.contains("counter 1"),
+            "\(discoverable.stderr)")
         let named = try Self.passkey(["sign-in", "--username", "ada"] + common)
         #expect(named.status == 0 && named.stdout.contains("counter 2"))
         let added = try Self.passkey(["register", "--add", "--key-type", "ed25519"] + common)
@@ -72,12 +79,15 @@ struct PasskeyCLITests {
         let port = try ServeBinaryTests.freePort()
         // Every limit on (failure counts, connection caps and timeouts); one client address runs every
         // simulated user, so its per-address budget is that of a busy proxy.
-        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path,
-                                                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
+        let server = try ServeBinaryTests.Server(
+            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
         defer { server.stop() }
         try await server.waitUntilReady()
         for mode in ["sign-in", "sign-up"] {
-            let result = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--json"])
+            let result = try Self.passkey([
+                "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--json",
+            ])
             #expect(result.status == 0, "\(mode): \(result.stderr)")
             let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
             #expect((report["ceremonies"]?.number ?? 0) > 0 && report["errors"] == .object([:]), "\(result.stdout)")
@@ -90,13 +100,24 @@ struct PasskeyCLITests {
 
 /// Just enough JSON to read the load report.
 enum JSONValueLite: Decodable, Equatable {
-    case number(Double), string(String), object([String: Int]), other
+    case number(Double)
+    case string(String)
+    case object([String: Int])
+    case other
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let n = try? container.decode(Double.self) { self = .number(n) }
-        else if let s = try? container.decode(String.self) { self = .string(s) }
-        else if let o = try? container.decode([String: Int].self) { self = .object(o) }
-        else { self = .other }
+        if let n = try? container.decode(Double.self) {
+            self = .number(n)
+        } else if let s = try? container.decode(String.self) {
+            self = .string(s)
+        } else if let o = try? container.decode([String: Int].self) {
+            self = .object(o)
+        } else {
+            self = .other
+        }
     }
-    var number: Double? { if case .number(let n) = self { return n }; return nil }
+    var number: Double? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
 }

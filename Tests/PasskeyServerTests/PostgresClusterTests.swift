@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import PasskeyStoreTesting
 import Testing
 import WebAuthn
 import WebAuthnTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Several `passkeyd serve` processes on one PostgreSQL, and PostgreSQL going away under a
 /// running server. Run by scripts/test, which starts PostgreSQL (and requires these to run).
@@ -13,7 +14,9 @@ import WebAuthnTesting
 struct PostgresClusterTests {
     static let origin = "http://localhost:8080"
     static var required: Bool { ProcessInfo.processInfo.environment["PASSKEYD_REQUIRE_POSTGRES"] == "1" }
-    static var repository: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
+    static var repository: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
     static var postgresInstalled: Bool {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).contains {
             FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/pg_ctl")
@@ -21,8 +24,9 @@ struct PostgresClusterTests {
     }
 
     static func server(_ database: String, _ extra: [String: String] = [:], log: URL? = nil) async throws -> ServeBinaryTests.Server {
-        let server = try ServeBinaryTests.Server(port: try ServeBinaryTests.freePort(), database: database, environment: extra,
-                                                 origin: origin, log: log)
+        let server = try ServeBinaryTests.Server(
+            port: try ServeBinaryTests.freePort(), database: database, environment: extra,
+            origin: origin, log: log)
         try await server.waitUntilReady()
         return server
     }
@@ -38,27 +42,39 @@ struct PostgresClusterTests {
         let database = try await TestDatabase.makeURL(.postgres)
         let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "1000"]
         let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         var authenticator = SoftwareAuthenticator(seed: Array("cluster".utf8))
 
         // Sign up: options from A, verify on B.
         let (_, creation) = try await a.call("POST", "/api/auth/register/options", json: Data(#"{"username":"ada"}"#.utf8))
         let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(creation))
         var (registration, credential) = try authenticator.register(options: options, origin: Self.origin)
-        let (registered, signUp) = try await b.call("POST", "/api/auth/register/verify",
-                                                    json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: registration)))
+        let (registered, signUp) = try await b.call(
+            "POST", "/api/auth/register/verify",
+            json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: registration)))
         #expect(registered == 200, "\(signUp)")
-        guard case .string(let token)? = signUp["token"] else { Issue.record("no token"); return }
+        guard case .string(let token)? = signUp["token"] else {
+            Issue.record("no token")
+            return
+        }
         #expect(try await a.call("GET", "/api/auth/session", token: token).0 == 200)
 
         // Sign in: options from B, verify on A.
-        var assertion = try authenticator.authenticate(options: try await Self.requestOptions(b), origin: Self.origin, credential: &credential)
-        #expect(try await a.call("POST", "/api/auth/authenticate/verify",
-                                 json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion))).0 == 200)
+        var assertion = try authenticator.authenticate(
+            options: try await Self.requestOptions(b), origin: Self.origin, credential: &credential)
+        #expect(
+            try await a.call(
+                "POST", "/api/auth/authenticate/verify",
+                json: JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion))
+            ).0 == 200)
 
         // The same assertion sent to both instances at once: exactly one succeeds, ten times over.
         for _ in 0..<10 {
-            assertion = try authenticator.authenticate(options: try await Self.requestOptions(a), origin: Self.origin, credential: &credential)
+            assertion = try authenticator.authenticate(
+                options: try await Self.requestOptions(a), origin: Self.origin, credential: &credential)
             let body = try JSONEncoder().encode(ServeBinaryTests.Wrapped(credential: assertion))
             async let first = a.call("POST", "/api/auth/authenticate/verify", json: body)
             async let second = b.call("POST", "/api/auth/authenticate/verify", json: body)
@@ -76,7 +92,10 @@ struct PostgresClusterTests {
         let database = try await TestDatabase.makeURL(.postgres)
         let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "6", "PASSKEYD_RATE_LIMIT_WINDOW": "600"]
         let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
-        defer { a.stop(); b.stop() }
+        defer {
+            a.stop()
+            b.stop()
+        }
         var statuses: [Int] = []
         for n in 0..<8 {
             statuses.append(try await (n % 2 == 0 ? a : b).call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0)
@@ -135,7 +154,8 @@ struct PostgresClusterTests {
             if !ready { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(ready)
-        let (signedIn, verdict) = try await AdminCommandTests.signIn(server, origin: Self.origin, authenticator: authenticator, credential: &signingIn)
+        let (signedIn, verdict) = try await AdminCommandTests.signIn(
+            server, origin: Self.origin, authenticator: authenticator, credential: &signingIn)
         #expect(signedIn == 200, "\(verdict)")
         let (_, passkeys) = try await server.call("GET", "/api/auth/passkeys", token: token)
         if case .array(let list)? = passkeys["passkeys"] { #expect(list.count == 1) } else { Issue.record("no passkeys: \(passkeys)") }
@@ -164,16 +184,21 @@ struct PostgresClusterTests {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let read = { (suffix: String) in (try? String(contentsOfFile: output.path + suffix, encoding: .utf8)) ?? "" }
-        return PasskeyCLITests.Result(status: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f),
-                                      stdout: read(".out"), stderr: read(".err"))
+        return PasskeyCLITests.Result(
+            status: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f),
+            stdout: read(".out"), stderr: read(".err"))
     }
 
     @Test(.timeLimit(.minutes(1)))
     func startingWithAnUnreachableDatabaseFailsClearly() throws {
         let nobody = try ServeBinaryTests.freePort()
-        let result = try PasskeyCLITests.run(ServeBinaryTests.binary, ["serve", "--listen", "127.0.0.1:0", "--database",
-                                                                       "postgres://app:s3cret@127.0.0.1:\(nobody)/passkeyd?sslmode=disable"],
-                                             environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_LOG_FORMAT": "text"])
+        let result = try PasskeyCLITests.run(
+            ServeBinaryTests.binary,
+            [
+                "serve", "--listen", "127.0.0.1:0", "--database",
+                "postgres://app:s3cret@127.0.0.1:\(nobody)/passkeyd?sslmode=disable",
+            ],
+            environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_LOG_FORMAT": "text"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("cannot use the database at postgres://app:***@127.0.0.1:\(nobody)/passkeyd"), "\(result.stderr)")
         #expect(!result.stderr.contains("s3cret"))

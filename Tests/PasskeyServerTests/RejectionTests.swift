@@ -15,8 +15,9 @@ struct RejectionTests {
             var authenticator = SoftwareAuthenticator()
             var (_, credential, _) = try await api.signUp("replay", authenticator: &authenticator)
             let options = try await api.post("/api/auth/authenticate/options", [String: String]())
-            let assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
-                                                           origin: ServerHarness.origin, credential: &credential)
+            let assertion = try authenticator.authenticate(
+                options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self),
+                origin: ServerHarness.origin, credential: &credential)
             let body = APIClient.CredentialBody(credential: assertion)
             #expect(try await api.post("/api/auth/authenticate/verify", body).status == .ok)
             let replay = try await api.post("/api/auth/authenticate/verify", body)
@@ -30,7 +31,8 @@ struct RejectionTests {
             var authenticator = SoftwareAuthenticator()
             let options = try await api.registrationOptions(username: "slow")
             harness.clock.advance(301)
-            let (registration, _) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let (registration, _) = try authenticator.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
             let late = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
             #expect(late.errorCode == "challenge_expired")
             #expect(try await harness.store.account(username: "slow") == nil)
@@ -45,8 +47,9 @@ struct RejectionTests {
             // A registration challenge answered with an assertion.
             let registration = try await api.registrationOptions(username: "someone-else")
             let challenge = try registration.decode(PublicKeyCredentialCreationOptionsJSON.self).challenge
-            let request = PublicKeyCredentialRequestOptionsJSON(challenge: challenge, timeout: nil, rpId: "localhost", allowCredentials: [],
-                                                                userVerification: "required", hints: [], extensions: nil)
+            let request = PublicKeyCredentialRequestOptionsJSON(
+                challenge: challenge, timeout: nil, rpId: "localhost", allowCredentials: [],
+                userVerification: "required", hints: [], extensions: nil)
             let assertion = try authenticator.authenticate(options: request, origin: ServerHarness.origin, credential: &credential)
             let answer = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: assertion))
             #expect(answer.errorCode == "ceremony_mismatch")
@@ -83,7 +86,8 @@ struct RejectionTests {
             let (tokenA, _, _) = try await api.signUp("owner-a", authenticator: &a)
             let (tokenB, _, _) = try await api.signUp("owner-b", authenticator: &b)
             let optionsForA = try await api.registrationOptions(username: nil, token: tokenA)
-            let (registration, _) = try b.register(options: try optionsForA.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let (registration, _) = try b.register(
+                options: try optionsForA.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
             let stolen = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: tokenB)
             #expect(stolen.errorCode == "account_mismatch")
         }
@@ -95,22 +99,34 @@ struct RejectionTests {
             var authenticator = SoftwareAuthenticator()
             // Registration from another origin.
             let options = try await api.registrationOptions(username: "origin")
-            let (fromEvil, _) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: "https://evil.example")
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: fromEvil)).errorCode == "origin_not_allowed")
+            let (fromEvil, _) = try authenticator.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: "https://evil.example")
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: fromEvil)).errorCode
+                    == "origin_not_allowed")
             // Registration for another RP ID.
             let options2 = try await api.registrationOptions(username: "origin")
-            let (otherRP, _) = try authenticator.register(options: try options2.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin, rpID: "evil.example")
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: otherRP)).errorCode == "rp_id_hash_mismatch")
+            let (otherRP, _) = try authenticator.register(
+                options: try options2.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin,
+                rpID: "evil.example")
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: otherRP)).errorCode
+                    == "rp_id_hash_mismatch")
             // No user verification under the default `required`.
             var noUV = authenticator
             noUV.userVerified = false
             let options3 = try await api.registrationOptions(username: "origin")
-            let (unverified, _) = try noUV.register(options: try options3.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: unverified)).errorCode == "user_not_verified")
+            let (unverified, _) = try noUV.register(
+                options: try options3.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: unverified)).errorCode
+                    == "user_not_verified")
             #expect(try await harness.store.account(username: "origin") == nil)
 
             var (_, credential, _) = try await api.signUp("origin", authenticator: &authenticator)
-            #expect(try await api.signIn(credential: &credential, authenticator: authenticator, origin: "https://evil.example").errorCode == "origin_not_allowed")
+            #expect(
+                try await api.signIn(credential: &credential, authenticator: authenticator, origin: "https://evil.example").errorCode
+                    == "origin_not_allowed")
             #expect(try await api.signIn(credential: &credential, authenticator: noUV).errorCode == "user_not_verified")
         }
     }
@@ -120,7 +136,9 @@ struct RejectionTests {
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator()
             var (_, credential, _) = try await api.signUp("tamper", authenticator: &authenticator)
-            let tampered = try await api.signIn(credential: &credential, authenticator: authenticator) { $0.response.signature.bytes[8] ^= 0x40 }
+            let tampered = try await api.signIn(credential: &credential, authenticator: authenticator) {
+                $0.response.signature.bytes[8] ^= 0x40
+            }
             #expect(tampered.status == .unauthorized && tampered.errorCode == "signature_invalid")
             #expect(try await api.signIn(credential: &credential, authenticator: authenticator).status == .ok)
             // A cloned authenticator replaying an old counter value.
@@ -139,9 +157,14 @@ struct RejectionTests {
             let (token, credential, _) = try await api.signUp("deleted", authenticator: &authenticator)
             var second = SoftwareAuthenticator(seed: [9])
             let options = try await api.registrationOptions(username: nil, token: token)
-            let (registration, _) = try second.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
-            #expect(try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token).status == .ok)
-            #expect(try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(credential.id).base64URL)", token: token).status == .noContent)
+            let (registration, _) = try second.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            #expect(
+                try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token).status
+                    == .ok)
+            #expect(
+                try await api.request(.delete, "/api/auth/passkeys/\(Base64URLBytes(credential.id).base64URL)", token: token).status
+                    == .noContent)
             var gone = credential
             let answer = try await api.signIn(credential: &gone, authenticator: authenticator)
             #expect(answer.status == .unauthorized && answer.errorCode == "credential_not_found")
@@ -155,8 +178,10 @@ struct RejectionTests {
             let (token, _, _) = try await api.signUp("twice", authenticator: &authenticator)
             var same = SoftwareAuthenticator(seed: [3])
             let options = try await api.registrationOptions(username: nil, token: token)
-            let (registration, _) = try same.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
-            let duplicate = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token)
+            let (registration, _) = try same.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let duplicate = try await api.post(
+                "/api/auth/register/verify", APIClient.CredentialBody(credential: registration), token: token)
             #expect(duplicate.status == .conflict && duplicate.errorCode == "credential_already_registered")
         }
     }
@@ -165,9 +190,18 @@ struct RejectionTests {
         ("{", "malformed_json"),
         ("[]", "malformed_json"),
         (#"{"credential": 5}"#, "malformed_json"),
-        (#"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "%%%", "attestationObject": "AA"}}}"#, "malformed_json"),
-        (#"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "e30", "attestationObject": "AA"}}}"#, "malformed_client_data"),
-        (#"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIiwiY2hhbGxlbmdlIjoiQUFBQSIsIm9yaWdpbiI6Imh0dHA6Ly9sb2NhbGhvc3Q6ODA4MCJ9", "attestationObject": "AA"}}}"#, "challenge_unknown"),
+        (
+            #"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "%%%", "attestationObject": "AA"}}}"#,
+            "malformed_json"
+        ),
+        (
+            #"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "e30", "attestationObject": "AA"}}}"#,
+            "malformed_client_data"
+        ),
+        (
+            #"{"credential": {"id": "AA", "rawId": "AA", "type": "public-key", "response": {"clientDataJSON": "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIiwiY2hhbGxlbmdlIjoiQUFBQSIsIm9yaWdpbiI6Imh0dHA6Ly9sb2NhbGhvc3Q6ODA4MCJ9", "attestationObject": "AA"}}}"#,
+            "challenge_unknown"
+        ),
         (#"{"username": 12}"#, "malformed_json"),
         (#"{"nothing": true}"#, "malformed_json"),
     ])
@@ -206,11 +240,17 @@ struct RejectionTests {
         }
         try await harness.run { api in
             var generator = SystemRandomNumberGenerator()
-            let paths = ["/api/auth/register/options", "/api/auth/register/verify", "/api/auth/authenticate/options", "/api/auth/authenticate/verify",
-                         "/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/recovery/link"]
-            let fragments = [#"{"credential":{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":""#, "eyJ", "\"", "{", "}", "[", "null",
-                             "\\u0000", "AAAA", #"","attestationObject":""#, #"","authenticatorData":""#, "💥", "\u{0}", "-_", "==",
-                             #"{"username":"a","password":""#, #"{"username":"a","code":""#, #"{"token":""#, #"","mediation":"conditional"}"#]
+            let paths = [
+                "/api/auth/register/options", "/api/auth/register/verify", "/api/auth/authenticate/options",
+                "/api/auth/authenticate/verify",
+                "/api/auth/password/sign-in", "/api/auth/recovery/sign-in", "/api/auth/recovery/link",
+            ]
+            let fragments = [
+                #"{"credential":{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":""#, "eyJ", "\"", "{", "}", "[",
+                "null",
+                "\\u0000", "AAAA", #"","attestationObject":""#, #"","authenticatorData":""#, "💥", "\u{0}", "-_", "==",
+                #"{"username":"a","password":""#, #"{"username":"a","code":""#, #"{"token":""#, #"","mediation":"conditional"}"#,
+            ]
             for round in 0..<280 {
                 var body = ""
                 for _ in 0..<Int.random(in: 1...12, using: &generator) { body += fragments.randomElement(using: &generator) ?? "" }

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 import WebAuthn
 import WebAuthnTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The real `passkeyd serve` binary on a free loopback port, over HTTP, as a user runs it.
 @Suite("passkeyd serve over a real socket")
@@ -28,7 +29,7 @@ struct ServeBinaryTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    final class Server: @unchecked Sendable { // its Process is only started and stopped
+    final class Server: @unchecked Sendable {  // its Process is only started and stopped
         let process = Process()
         let port: Int
         /// The web origin it is configured with (what a browser page of it sends as Origin).
@@ -61,7 +62,10 @@ struct ServeBinaryTests {
         func waitUntilReady() async throws {
             for _ in 0..<100 {
                 if let (_, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!),
-                   (response as? HTTPURLResponse)?.statusCode == 200 { return }
+                    (response as? HTTPURLResponse)?.statusCode == 200
+                {
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
             throw POSIXError(.ETIMEDOUT)
@@ -78,7 +82,7 @@ struct ServeBinaryTests {
         }()
 
         func stop() {
-            process.terminate() // SIGTERM: graceful shutdown
+            process.terminate()  // SIGTERM: graceful shutdown
             process.waitUntilExit()
         }
 
@@ -87,7 +91,9 @@ struct ServeBinaryTests {
             return (status, body)
         }
 
-        func send(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (Int, JSONValue, [String: String]) {
+        func send(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (
+            Int, JSONValue, [String: String]
+        ) {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.httpBody = json
@@ -118,17 +124,24 @@ struct ServeBinaryTests {
 
         let (status, signup) = try await server.call("GET", "/signup?username=app-user")
         #expect(status == 200)
-        let (options, userId) = try CompatibilityTests.appOptions(APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(signup))))
+        let (options, userId) = try CompatibilityTests.appOptions(
+            APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(signup))))
         var (registration, credential) = try authenticator.register(options: options, origin: origin)
-        let (made, madeBody) = try await server.call("POST", "/makeCredential?userId=\(userId)", json: Data(CompatibilityTests.iOSBody(registration, userId: userId)))
+        let (made, madeBody) = try await server.call(
+            "POST", "/makeCredential?userId=\(userId)", json: Data(CompatibilityTests.iOSBody(registration, userId: userId)))
         #expect(made == 200 && madeBody == .object([:]), "\(madeBody)")
 
         let (_, requestJSON) = try await server.call("GET", "/authenticate?username=app-user")
-        let request = try CompatibilityTests.appRequest(APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(requestJSON))))
+        let request = try CompatibilityTests.appRequest(
+            APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(requestJSON))))
         let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
-        let (signedIn, body) = try await server.call("POST", "/authenticate?username=app-user", json: Data(CompatibilityTests.iOSBody(assertion)))
+        let (signedIn, body) = try await server.call(
+            "POST", "/authenticate?username=app-user", json: Data(CompatibilityTests.iOSBody(assertion)))
         #expect(signedIn == 200, "\(body)")
-        guard case .string(let token)? = body["token"] else { Issue.record("no token"); return }
+        guard case .string(let token)? = body["token"] else {
+            Issue.record("no token")
+            return
+        }
         let (session, _) = try await server.call("GET", "/api/auth/session", token: token)
         #expect(session == 200)
         _ = registration
@@ -149,15 +162,21 @@ struct ServeBinaryTests {
         #expect(status == 200)
         let options = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: JSONEncoder().encode(optionsJSON))
         var (registration, credential) = try authenticator.register(options: options, origin: origin)
-        let (registered, signUp) = try await server.call("POST", "/api/auth/register/verify", json: JSONEncoder().encode(Wrapped(credential: registration)))
+        let (registered, signUp) = try await server.call(
+            "POST", "/api/auth/register/verify", json: JSONEncoder().encode(Wrapped(credential: registration)))
         #expect(registered == 200, "\(signUp)")
-        guard case .string(let token)? = signUp["token"] else { Issue.record("no token"); server.stop(); return }
+        guard case .string(let token)? = signUp["token"] else {
+            Issue.record("no token")
+            server.stop()
+            return
+        }
 
         func signIn() async throws -> (Int, JSONValue) {
             let (_, requestJSON) = try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
             let request = try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: JSONEncoder().encode(requestJSON))
             let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
-            return try await server.call("POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(Wrapped(credential: assertion)))
+            return try await server.call(
+                "POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(Wrapped(credential: assertion)))
         }
         #expect(try await signIn().0 == 200)
         server.stop()
@@ -171,7 +190,10 @@ struct ServeBinaryTests {
         let (again, verdict) = try await signIn()
         #expect(again == 200 && verdict["user"]?["username"] == .string("ada"), "\(verdict)")
         let (_, passkeys) = try await server.call("GET", "/api/auth/passkeys", token: token)
-        guard case .array(let list)? = passkeys["passkeys"] else { Issue.record("no passkeys"); return }
+        guard case .array(let list)? = passkeys["passkeys"] else {
+            Issue.record("no passkeys")
+            return
+        }
         #expect(list.count == 1)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
 import HummingbirdTesting
+import Logging
 import NIOCore
 import PasskeyServer
 import PasskeyStore
@@ -58,8 +58,14 @@ struct APIResponse: Sendable {
     let headers: HTTPFields
     let bytes: [UInt8]
     var json: JSONValue { (try? JSONReader.parse(bytes)) ?? .null }
-    var errorCode: String? { if case .string(let code)? = json["error"]?["code"] { return code }; return nil }
-    func string(_ key: String) -> String? { if case .string(let s)? = json[key] { return s }; return nil }
+    var errorCode: String? {
+        if case .string(let code)? = json["error"]?["code"] { return code }
+        return nil
+    }
+    func string(_ key: String) -> String? {
+        if case .string(let s)? = json[key] { return s }
+        return nil
+    }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(T.self, from: Data(bytes)) }
 }
 
@@ -67,8 +73,10 @@ struct APIClient: Sendable {
     let client: any TestClientProtocol
 
     @discardableResult
-    func request(_ method: HTTPRequest.Method, _ path: String, body: [UInt8]? = nil, token: String? = nil, cookie: String? = nil,
-                 origin: String? = ServerHarness.origin, headers extra: HTTPFields = [:]) async throws -> APIResponse {
+    func request(
+        _ method: HTTPRequest.Method, _ path: String, body: [UInt8]? = nil, token: String? = nil, cookie: String? = nil,
+        origin: String? = ServerHarness.origin, headers extra: HTTPFields = [:]
+    ) async throws -> APIResponse {
         var headers = extra
         if body != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
         if let token { headers[.authorization] = "Bearer \(token)" }
@@ -78,7 +86,9 @@ struct APIClient: Sendable {
         return APIResponse(status: response.status, headers: response.headers, bytes: Array(response.body.readableBytesView))
     }
 
-    func post(_ path: String, _ object: some Encodable, token: String? = nil, cookie: String? = nil, origin: String? = ServerHarness.origin) async throws -> APIResponse {
+    func post(_ path: String, _ object: some Encodable, token: String? = nil, cookie: String? = nil, origin: String? = ServerHarness.origin)
+        async throws -> APIResponse
+    {
         try await request(.post, path, body: Array(try JSONEncoder().encode(object)), token: token, cookie: cookie, origin: origin)
     }
 
@@ -91,28 +101,38 @@ struct APIClient: Sendable {
         return try await post("/api/auth/register/options", body, token: token)
     }
 
-    struct CredentialBody<C: Encodable>: Encodable { let credential: C; var name: String? = nil }
+    struct CredentialBody<C: Encodable>: Encodable {
+        let credential: C
+        var name: String? = nil
+    }
 
     /// Signs up `username` with a new passkey; returns the session token and the passkey.
-    func signUp(_ username: String, authenticator: inout SoftwareAuthenticator, origin: String = ServerHarness.origin,
-                requestOrigin: String = ServerHarness.origin) async throws
-        -> (token: String, credential: SoftwareCredential, response: APIResponse) {
+    func signUp(
+        _ username: String, authenticator: inout SoftwareAuthenticator, origin: String = ServerHarness.origin,
+        requestOrigin: String = ServerHarness.origin
+    ) async throws
+        -> (token: String, credential: SoftwareCredential, response: APIResponse)
+    {
         let options = try await post("/api/auth/register/options", ["username": username], origin: requestOrigin)
         guard options.status == .ok else { throw HarnessError.unexpected(options) }
-        let (registration, credential) = try authenticator.register(options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
+        let (registration, credential) = try authenticator.register(
+            options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: origin)
         let verify = try await post("/api/auth/register/verify", CredentialBody(credential: registration), origin: requestOrigin)
         guard verify.status == .ok, let token = verify.string("token") else { throw HarnessError.unexpected(verify) }
         return (token, credential, verify)
     }
 
     /// Runs a sign-in and returns the verify response.
-    func signIn(username: String? = nil, credential: inout SoftwareCredential, authenticator: SoftwareAuthenticator,
-                origin: String = ServerHarness.origin, counterStep: UInt32 = 1,
-                mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }) async throws -> APIResponse {
+    func signIn(
+        username: String? = nil, credential: inout SoftwareCredential, authenticator: SoftwareAuthenticator,
+        origin: String = ServerHarness.origin, counterStep: UInt32 = 1,
+        mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }
+    ) async throws -> APIResponse {
         let options = try await post("/api/auth/authenticate/options", username.map { ["username": $0] } ?? [:])
         guard options.status == .ok else { throw HarnessError.unexpected(options) }
-        var assertion = try authenticator.authenticate(options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: origin,
-                                                       credential: &credential, counterStep: counterStep)
+        var assertion = try authenticator.authenticate(
+            options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: origin,
+            credential: &credential, counterStep: counterStep)
         mutate(&assertion)
         return try await post("/api/auth/authenticate/verify", CredentialBody(credential: assertion))
     }

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
-@testable import PasskeyServer
 import PasskeyStore
 import Testing
 import WebAuthn
+
+@testable import PasskeyServer
 
 @Suite("Well-known files and the API description")
 struct WellKnownTests {
@@ -22,8 +23,15 @@ struct WellKnownTests {
 
             let links = try await api.request(.get, "/.well-known/assetlinks.json")
             #expect(links.headers[.contentType] == "application/json")
-            guard case .array(let statements) = links.json, let statement = statements.first else { Issue.record("no statements"); return }
-            #expect(statement["relation"] == .array([.string("delegate_permission/common.handle_all_urls"), .string("delegate_permission/common.get_login_creds")]))
+            guard case .array(let statements) = links.json, let statement = statements.first else {
+                Issue.record("no statements")
+                return
+            }
+            #expect(
+                statement["relation"]
+                    == .array([
+                        .string("delegate_permission/common.handle_all_urls"), .string("delegate_permission/common.get_login_creds"),
+                    ]))
             #expect(statement["target"]?["namespace"] == .string("android_app"))
             #expect(statement["target"]?["sha256_cert_fingerprints"] == .array([.string(Self.fingerprint)]))
 
@@ -35,7 +43,8 @@ struct WellKnownTests {
     }
 
     @Test func androidOriginsAreDerivedFromFingerprints() throws {
-        let configuration = ServerConfiguration(rpID: "localhost", androidApps: [.init(packageName: "com.example", sha256CertFingerprints: [Self.fingerprint])])
+        let configuration = ServerConfiguration(
+            rpID: "localhost", androidApps: [.init(packageName: "com.example", sha256CertFingerprints: [Self.fingerprint])])
         let origins = try configuration.androidOrigins()
         let bytes = try ServerConfiguration.fingerprintBytes(Self.fingerprint, app: "x")
         #expect(origins == ["android:apk-key-hash:" + Base64URLBytes(bytes).base64URL])
@@ -43,27 +52,41 @@ struct WellKnownTests {
     }
 
     @Test func theOpenAPIDocumentIsServedAndDescribesEveryRoute() async throws {
-        let harness = try await ServerHarness { $0.metricsPublic = true; $0.publicDirectory = nil }
+        let harness = try await ServerHarness {
+            $0.metricsPublic = true
+            $0.publicDirectory = nil
+        }
         let document = try JSONReader.parse(OpenAPIDocument.bytes)
-        guard case .object(let paths)? = document["paths"] else { Issue.record("no paths"); return }
+        guard case .object(let paths)? = document["paths"] else {
+            Issue.record("no paths")
+            return
+        }
         // The routes the router really has (Hummingbird's own list), `:id` written `{id}`.
         let routes = PasskeyServer.router(service: harness.service).routes.map { route in
-            (route.method, "\(route.path)".split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }
-                .reduce("") { $0 + "/" + $1 })
+            (
+                route.method,
+                "\(route.path)".split(separator: "/").map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }
+                    .reduce("") { $0 + "/" + $1 }
+            )
         }
         #expect(routes.count > 30)
         var documented: [String] = []
         for (path, item) in paths {
-            if case .object(let operations) = item { documented += operations.keys.filter { $0 != "parameters" }.map { "\($0.uppercased()) \(path)" } }
+            if case .object(let operations) = item {
+                documented += operations.keys.filter { $0 != "parameters" }.map { "\($0.uppercased()) \(path)" }
+            }
         }
         // Every route the server answers is documented, and every documented route is served.
-        #expect(Set(documented) == Set(routes.map { "\($0.0.rawValue) \($0.1)" }),
-                "undocumented: \(Set(routes.map { "\($0.0.rawValue) \($0.1)" }).subtracting(documented)); not served: \(Set(documented).subtracting(routes.map { "\($0.0.rawValue) \($0.1)" }))")
+        #expect(
+            Set(documented) == Set(routes.map { "\($0.0.rawValue) \($0.1)" }),
+            "undocumented: \(Set(routes.map { "\($0.0.rawValue) \($0.1)" }).subtracting(documented)); not served: \(Set(documented).subtracting(routes.map { "\($0.0.rawValue) \($0.1)" }))"
+        )
         try await harness.run { api in
             let served = try await api.request(.get, "/openapi.json")
             #expect(served.status == .ok && served.bytes == OpenAPIDocument.bytes)
             for (method, path) in routes {
-                let response = try await api.request(method, path.replacingOccurrences(of: "{id}", with: "AAAA"), body: method == .get ? nil : Array("{}".utf8))
+                let response = try await api.request(
+                    method, path.replacingOccurrences(of: "{id}", with: "AAAA"), body: method == .get ? nil : Array("{}".utf8))
                 #expect(response.errorCode != "not_found" && response.errorCode != "method_not_allowed", "\(method) \(path) is not served")
                 if let code = response.errorCode {
                     #expect(OpenAPIDocument.text.contains("\"\(code)\""), "error code \(code) is not documented")
@@ -79,8 +102,10 @@ struct WellKnownTests {
             #expect(documented.contains("`\(code.rawValue)`"), "\(code) is not documented")
         }
         #expect(APIError.statuses.count == PasskeyServiceError.Code.all.count)
-        for error in [APIError.csrf, .bodyTooLarge, .internalError, .notFound, .methodNotAllowed, .badHTTP, .unsupportedMediaType, .crossSite,
-                      .metricsUnauthorized, .from(StoreError(.unavailable, "x")), .from(StoreError(.conflict, "x"))] {
+        for error in [
+            APIError.csrf, .bodyTooLarge, .internalError, .notFound, .methodNotAllowed, .badHTTP, .unsupportedMediaType, .crossSite,
+            .metricsUnauthorized, .from(StoreError(.unavailable, "x")), .from(StoreError(.conflict, "x")),
+        ] {
             #expect(documented.contains("`\(error.code)`"), "\(error.code) is not documented")
         }
         // Audit kinds are one list too.

@@ -1,8 +1,9 @@
 import Foundation
 import NIOSSL
-@testable import PasskeyStore
 import PasskeyStoreTesting
 import Testing
+
+@testable import PasskeyStore
 
 /// One suite, both stores: SQLite always; PostgreSQL when `PASSKEYD_TEST_POSTGRES_URL` names a
 /// server (scripts/test starts one and sets `PASSKEYD_REQUIRE_POSTGRES=1`, so it cannot be skipped).
@@ -15,16 +16,20 @@ struct StoreConformanceTests {
     }
 
     static func passkey(for account: Account, id: [UInt8]? = nil, signCount: UInt32 = 0) -> Passkey {
-        Passkey(credentialID: id ?? (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, publicKey: [0xA5, 1, 2],
-                signCount: signCount, aaguid: "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", transports: ["internal", "hybrid"],
-                backupEligible: true, backedUp: true, userVerified: true, attestationFormat: "none", attestationTrusted: false,
-                name: "iCloud Keychain", createdAt: t0)
+        Passkey(
+            credentialID: id ?? (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, publicKey: [0xA5, 1, 2],
+            signCount: signCount, aaguid: "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", transports: ["internal", "hybrid"],
+            backupEligible: true, backedUp: true, userVerified: true, attestationFormat: "none", attestationTrusted: false,
+            name: "iCloud Keychain", createdAt: t0)
     }
 
-    static func session(for account: Account, expires: TimeInterval = 3600, method: String = "passkey", credentialID: [UInt8]? = nil) -> SessionRecord {
-        SessionRecord(tokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, createdAt: t0,
-                      expiresAt: t0.addingTimeInterval(expires), userAgent: "test", ipAddress: "127.0.0.1", method: method,
-                      credentialID: credentialID)
+    static func session(for account: Account, expires: TimeInterval = 3600, method: String = "passkey", credentialID: [UInt8]? = nil)
+        -> SessionRecord
+    {
+        SessionRecord(
+            tokenHash: (0..<32).map { _ in UInt8.random(in: 0...255) }, accountID: account.id, createdAt: t0,
+            expiresAt: t0.addingTimeInterval(expires), userAgent: "test", ipAddress: "127.0.0.1", method: method,
+            credentialID: credentialID)
     }
 
     @Test(arguments: TestDatabase.kinds)
@@ -45,7 +50,9 @@ struct StoreConformanceTests {
 
         let alsoViaLaptop = Self.session(for: ada, credentialID: laptop.credentialID)
         try await store.createSession(alsoViaLaptop)
-        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID, keepSession: alsoViaLaptop.tokenHash) == .deleted)
+        #expect(
+            try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID, keepSession: alsoViaLaptop.tokenHash)
+                == .deleted)
         #expect(try await store.session(tokenHash: viaLaptop.tokenHash, now: Self.t0) == nil)
         // The session that deleted it stays, standing on no passkey.
         #expect(try await store.session(tokenHash: alsoViaLaptop.tokenHash, now: Self.t0)?.0.credentialID == nil)
@@ -56,7 +63,8 @@ struct StoreConformanceTests {
         try await store.rebindSession(tokenHash: viaRecovery.tokenHash, credentialID: phone.credentialID)
         #expect(try await store.revokePasskey(credentialID: key.credentialID))
         #expect(try await store.session(tokenHash: viaKey.tokenHash, now: Self.t0) == nil)
-        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).map(\.tokenHash).sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(
+            try await store.sessions(accountID: ada.id, now: Self.t0).map(\.tokenHash).sorted { $0.lexicographicallyPrecedes($1) }
                 == [signUp.tokenHash, viaRecovery.tokenHash].sorted { $0.lexicographicallyPrecedes($1) })
     }
 
@@ -92,7 +100,9 @@ struct StoreConformanceTests {
             async let removed = store.removePassword(accountID: account.id)
             let (deletion, removal) = try await (deleted, removed)
             #expect(!(deletion == .deleted && removal), "round \(round): both ways in were removed")
-            let left = try await store.passkeys(accountID: account.id).count + (try await store.account(id: account.id)?.passwordHash == nil ? 0 : 1)
+            let left =
+                try await store.passkeys(accountID: account.id).count
+                + (try await store.account(id: account.id)?.passwordHash == nil ? 0 : 1)
             #expect(left >= 1)
         }
     }
@@ -131,8 +141,14 @@ struct StoreConformanceTests {
         #expect(try verification("verify-ca") == .noHostnameVerification)
         #expect(try verification("verify-full") == .fullVerification)
         #expect(throws: StoreError.self) { try PostgresStore.tlsUse(sslmode: "verify-everything", rootCertificate: nil) }
-        if case .require = try PostgresStore.tlsUse(sslmode: "require", rootCertificate: nil) {} else { Issue.record("require must require TLS") }
-        if case .prefer = try PostgresStore.tlsUse(sslmode: "prefer", rootCertificate: nil) {} else { Issue.record("prefer must only prefer TLS") }
+        if case .require = try PostgresStore.tlsUse(sslmode: "require", rootCertificate: nil) {
+        } else {
+            Issue.record("require must require TLS")
+        }
+        if case .prefer = try PostgresStore.tlsUse(sslmode: "prefer", rootCertificate: nil) {
+        } else {
+            Issue.record("prefer must only prefer TLS")
+        }
     }
 
     @Test func postgresIsThereWhenRequired() {
@@ -155,7 +171,8 @@ struct StoreConformanceTests {
         let ada = Self.account("Ada")
         let key = Self.passkey(for: ada)
         let first = Self.session(for: ada)
-        try await store.createAccount(ada, passkey: key, session: first, audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)])
+        try await store.createAccount(
+            ada, passkey: key, session: first, audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)])
         #expect(try await store.account(id: ada.id)?.username == "Ada")
         #expect(try await store.account(username: "ADA")?.id == ada.id)
         #expect(try await store.account(userHandle: ada.userHandle)?.id == ada.id)
@@ -179,8 +196,9 @@ struct StoreConformanceTests {
         let twin = Self.account("ADA")
         let twinSession = Self.session(for: twin)
         await #expect(throws: StoreError(.conflict, "")) {
-            try await store.createAccount(twin, passkey: Self.passkey(for: twin), session: twinSession,
-                                          audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: twin.id)])
+            try await store.createAccount(
+                twin, passkey: Self.passkey(for: twin), session: twinSession,
+                audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: twin.id)])
         }
         #expect(try await store.account(id: twin.id) == nil)
         #expect(try await store.auditEvents(accountID: twin.id, limit: 10).isEmpty)
@@ -204,9 +222,10 @@ struct StoreConformanceTests {
             for n in 0..<20 {
                 let session = Self.session(for: ada)
                 group.addTask {
-                    try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n), backedUp: false,
-                                                   counterAnomaly: false, at: Self.t0.addingTimeInterval(60), session: session,
-                                                   audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)])
+                    try await store.completeSignIn(
+                        credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n), backedUp: false,
+                        counterAnomaly: false, at: Self.t0.addingTimeInterval(60), session: session,
+                        audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)])
                 }
             }
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -219,8 +238,10 @@ struct StoreConformanceTests {
         #expect(try await store.auditEvents(accountID: ada.id, limit: 100).count == 1)
         #expect(try await store.account(id: ada.id)?.lastSignInAt != nil)
         // A stale previous value never moves it back.
-        #expect(try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 5, signCount: 1, backedUp: false,
-                                               counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == false)
+        #expect(
+            try await store.completeSignIn(
+                credentialID: key.credentialID, previousSignCount: 5, signCount: 1, backedUp: false,
+                counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == false)
         #expect(try await store.passkey(credentialID: key.credentialID)?.signCount == stored.signCount)
     }
 
@@ -228,9 +249,10 @@ struct StoreConformanceTests {
     func aChallengeIsTakenOnceEvenWhenRaced(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
         let challenge = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        let record = ChallengeRecord(challenge: challenge, ceremony: .authentication, pendingUserHandle: [1, 2, 3],
-                                     pendingAccountID: UUID(), api: "native", userVerification: "required",
-                                     createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
+        let record = ChallengeRecord(
+            challenge: challenge, ceremony: .authentication, pendingUserHandle: [1, 2, 3],
+            pendingAccountID: UUID(), api: "native", userVerification: "required",
+            createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
         try await store.saveChallenge(record)
         #expect(try await store.openChallengeCount(now: Self.t0) == 1)
         let taken = try await withThrowingTaskGroup(of: ChallengeRecord?.self) { group in
@@ -315,10 +337,14 @@ struct StoreConformanceTests {
         try await store.createAccount(ada, passkey: Self.passkey(for: ada), session: Self.session(for: ada, expires: 60), audit: [])
         let live = Self.session(for: ada, expires: 7200)
         try await store.createSession(live)
-        try await store.saveChallenge(ChallengeRecord(challenge: [1], ceremony: .registration, userVerification: "required",
-                                                      createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(30)))
-        try await store.saveChallenge(ChallengeRecord(challenge: [2], ceremony: .registration, userVerification: "required",
-                                                      createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3000)))
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: [1], ceremony: .registration, userVerification: "required",
+                createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(30)))
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: [2], ceremony: .registration, userVerification: "required",
+                createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3000)))
         _ = try await store.countHit(key: "k", windowStart: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
         #expect(try await store.sweepExpired(now: Self.t0.addingTimeInterval(100)) == 3)
         #expect(try await store.session(tokenHash: live.tokenHash, now: Self.t0) != nil)
@@ -348,8 +374,10 @@ struct StoreConformanceTests {
         #expect(try await store.accounts(after: nil, limit: 2).map(\.username) == ["Ada", "bob"])
         #expect(try await store.accounts(after: "bob", limit: 10).map(\.username) == ["carol"])
         for n in 0..<5 {
-            try await store.appendAudit(AuditEvent(time: Self.t0.addingTimeInterval(Double(n)), kind: "sign_in_failed", accountID: accounts[0].id,
-                                                   credentialID: [9], ipAddress: "10.0.0.\(n)", userAgent: "ua", detail: "signature_invalid"))
+            try await store.appendAudit(
+                AuditEvent(
+                    time: Self.t0.addingTimeInterval(Double(n)), kind: "sign_in_failed", accountID: accounts[0].id,
+                    credentialID: [9], ipAddress: "10.0.0.\(n)", userAgent: "ua", detail: "signature_invalid"))
         }
         let events = try await store.auditEvents(accountID: accounts[0].id, limit: 3)
         #expect(events.map(\.ipAddress) == ["10.0.0.4", "10.0.0.3", "10.0.0.2"])
@@ -357,8 +385,9 @@ struct StoreConformanceTests {
         #expect(try await store.auditEvents(accountID: nil, limit: 100).count == 5)
 
         let key = try #require(try await store.passkeys(accountID: accounts[1].id).first)
-        _ = try await store.completeSignIn(credentialID: key.credentialID, previousSignCount: 0, signCount: 1, backedUp: true, counterAnomaly: false,
-                                           at: Self.t0, session: Self.session(for: accounts[1]), audit: [])
+        _ = try await store.completeSignIn(
+            credentialID: key.credentialID, previousSignCount: 0, signCount: 1, backedUp: true, counterAnomaly: false,
+            at: Self.t0, session: Self.session(for: accounts[1]), audit: [])
         _ = try await store.setDisabled(accountID: accounts[2].id, disabled: true)
         let stats = try await store.statistics(now: Self.t0, activeSince: Self.t0.addingTimeInterval(-86_400))
         #expect(stats.accounts == 3 && stats.disabledAccounts == 1 && stats.passkeys == 3 && stats.accountsWithPasskey == 3)
@@ -397,8 +426,9 @@ struct StoreConformanceTests {
         // A recovery sign-in ends every other session.
         try await store.createSession(Self.session(for: alan))
         let fresh = Self.session(for: alan)
-        try await store.recordSignIn(accountID: alan.id, session: fresh, audit: [AuditEvent(time: Self.t0, kind: "recovery_sign_in", accountID: alan.id)],
-                                     revokeOtherSessions: true)
+        try await store.recordSignIn(
+            accountID: alan.id, session: fresh, audit: [AuditEvent(time: Self.t0, kind: "recovery_sign_in", accountID: alan.id)],
+            revokeOtherSessions: true)
         #expect(try await store.sessions(accountID: alan.id, now: Self.t0).map(\.tokenHash) == [fresh.tokenHash])
 
         // Recovery tokens: single use, expiring.

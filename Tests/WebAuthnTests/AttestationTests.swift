@@ -1,10 +1,11 @@
 import Crypto
-import SwiftASN1
-import X509
 import Foundation
+import SwiftASN1
 import Testing
-@testable import WebAuthn
 import WebAuthnTesting
+import X509
+
+@testable import WebAuthn
 
 @Suite("Attestation statements (§8) with generated PKI")
 struct AttestationTests {
@@ -20,9 +21,10 @@ struct AttestationTests {
         harness.authenticator.attestation = .packedSelf
         #expect(throws: WebAuthnError(.attestationInvalid, "")) {
             try harness.register { response in
-                response.response.attestationObject = Base64URLBytes(Self.replacingStatement(response.response.attestationObject.bytes) { statement in
-                    .map([CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes([0x30, 0x00]))])
-                })
+                response.response.attestationObject = Base64URLBytes(
+                    Self.replacingStatement(response.response.attestationObject.bytes) { statement in
+                        .map([CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes([0x30, 0x00]))])
+                    })
             }
         }
     }
@@ -56,8 +58,11 @@ struct AttestationTests {
     }
 
     @Test func anAttestationCertificateOutsideItsValidityIsUntrusted() throws {
-        let expired = try AttestationCA(notBefore: Date(timeIntervalSince1970: 1_000_000_000), notAfter: Date(timeIntervalSince1970: 1_100_000_000))
-        var harness = try CeremonyHarness { $0.attestationPolicy = AttestationPolicy(trustAnchors: [expired.root], requireTrustedAttestation: true) }
+        let expired = try AttestationCA(
+            notBefore: Date(timeIntervalSince1970: 1_000_000_000), notAfter: Date(timeIntervalSince1970: 1_100_000_000))
+        var harness = try CeremonyHarness {
+            $0.attestationPolicy = AttestationPolicy(trustAnchors: [expired.root], requireTrustedAttestation: true)
+        }
         harness.authenticator.attestation = .packedFull(expired)
         #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try harness.register() }
     }
@@ -77,10 +82,13 @@ struct AttestationTests {
                     let authData = Self.authData(of: response.response.attestationObject.bytes)
                     let clientDataHash = Array(SHA256.hash(data: response.response.clientDataJSON.bytes))
                     let sig = Array(try! key.signature(for: authData + clientDataHash).derRepresentation)
-                    response.response.attestationObject = Base64URLBytes(Self.replacingStatement(response.response.attestationObject.bytes, format: "packed") { _ in
-                        .map([CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes(sig)),
-                              CBORMapEntry(.text("x5c"), .array([.bytes(Self.der(certificate))]))])
-                    })
+                    response.response.attestationObject = Base64URLBytes(
+                        Self.replacingStatement(response.response.attestationObject.bytes, format: "packed") { _ in
+                            .map([
+                                CBORMapEntry(.text("alg"), .int(-7)), CBORMapEntry(.text("sig"), .bytes(sig)),
+                                CBORMapEntry(.text("x5c"), .array([.bytes(Self.der(certificate))])),
+                            ])
+                        })
                 }
             }
         }
@@ -91,11 +99,15 @@ struct AttestationTests {
         #expect(throws: WebAuthnError(.attestationNotAllowed, "")) { try onlyPacked.register() }
         var harness = try CeremonyHarness()
         #expect(throws: WebAuthnError(.unsupportedAttestationFormat, "")) {
-            try harness.register { r in r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes, format: "made-up") { $0 }) }
+            try harness.register { r in
+                r.response.attestationObject = Base64URLBytes(
+                    Self.replacingStatement(r.response.attestationObject.bytes, format: "made-up") { $0 })
+            }
         }
         #expect(throws: WebAuthnError(.attestationInvalid, "")) {
             try harness.register { r in
-                r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes) { _ in .map([CBORMapEntry(.text("x"), .null)]) })
+                r.response.attestationObject = Base64URLBytes(
+                    Self.replacingStatement(r.response.attestationObject.bytes) { _ in .map([CBORMapEntry(.text("x"), .null)]) })
             }
         }
     }
@@ -104,9 +116,10 @@ struct AttestationTests {
         var harness = try CeremonyHarness()
         #expect(throws: WebAuthnError(.unsupportedAlgorithm, "")) {
             try harness.register { r in
-                r.response.attestationObject = Base64URLBytes(Self.replacingStatement(r.response.attestationObject.bytes, format: "packed") { _ in
-                    .map([CBORMapEntry(.text("alg"), .int(-65535)), CBORMapEntry(.text("sig"), .bytes([1]))])
-                })
+                r.response.attestationObject = Base64URLBytes(
+                    Self.replacingStatement(r.response.attestationObject.bytes, format: "packed") { _ in
+                        .map([CBORMapEntry(.text("alg"), .int(-65535)), CBORMapEntry(.text("sig"), .bytes([1]))])
+                    })
             }
         }
     }
@@ -125,12 +138,14 @@ struct AttestationTests {
 
     static func replacingStatement(_ attestationObject: [UInt8], format: String? = nil, _ change: (CBORValue) -> CBORValue) -> [UInt8] {
         guard let value = try? CBORReader.decode(attestationObject), let entries = value.mapValue else { return attestationObject }
-        return CBORWriter.encode(.map(entries.map { entry in
-            switch entry.key {
-            case .text("attStmt"): CBORMapEntry(entry.key, change(entry.value))
-            case .text("fmt"): CBORMapEntry(entry.key, format.map(CBORValue.text) ?? entry.value)
-            default: entry
-            }
-        }))
+        return CBORWriter.encode(
+            .map(
+                entries.map { entry in
+                    switch entry.key {
+                    case .text("attStmt"): CBORMapEntry(entry.key, change(entry.value))
+                    case .text("fmt"): CBORMapEntry(entry.key, format.map(CBORValue.text) ?? entry.value)
+                    default: entry
+                    }
+                }))
     }
 }

@@ -1,29 +1,39 @@
 import Foundation
 import Testing
-@testable import WebAuthn
 import WebAuthnTesting
+
+@testable import WebAuthn
 
 extension CeremonyHarness {
     /// Registers a passkey and returns what a store would keep.
-    mutating func enroll(keyType: SoftwareCredential.KeyType = .es256, signCount: UInt32 = 0) throws -> (StoredCredential, SoftwareCredential) {
+    mutating func enroll(keyType: SoftwareCredential.KeyType = .es256, signCount: UInt32 = 0) throws -> (
+        StoredCredential, SoftwareCredential
+    ) {
         authenticator.keyType = keyType
         let begin = rp.beginRegistration(user: user)
         let (response, credential) = try authenticator.register(options: begin.options, origin: Self.origin, signCount: signCount)
         let verified = try rp.finishRegistration(response: response, expectedChallenge: begin.challenge)
-        return (StoredCredential(id: verified.credentialID, publicKey: verified.publicKey, signCount: verified.signCount,
-                                 userHandle: user.id, backupEligible: verified.backupEligible), credential)
+        return (
+            StoredCredential(
+                id: verified.credentialID, publicKey: verified.publicKey, signCount: verified.signCount,
+                userHandle: user.id, backupEligible: verified.backupEligible), credential
+        )
     }
 
-    func signIn(_ stored: StoredCredential, _ credential: inout SoftwareCredential, origin: String = origin,
-                overrides: SoftwareAuthenticator.ClientDataOverrides = .init(), counterStep: UInt32 = 1, includeUserHandle: Bool = true,
-                allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false, expectedChallenge: [UInt8]? = nil,
-                mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }) throws -> VerifiedAuthentication {
+    func signIn(
+        _ stored: StoredCredential, _ credential: inout SoftwareCredential, origin: String = origin,
+        overrides: SoftwareAuthenticator.ClientDataOverrides = .init(), counterStep: UInt32 = 1, includeUserHandle: Bool = true,
+        allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false, expectedChallenge: [UInt8]? = nil,
+        mutate: (inout AuthenticationResponseJSON) -> Void = { _ in }
+    ) throws -> VerifiedAuthentication {
         let begin = rp.beginAuthentication()
-        var response = try authenticator.authenticate(options: begin.options, origin: origin, credential: &credential, overrides: overrides,
-                                                      counterStep: counterStep, includeUserHandle: includeUserHandle)
+        var response = try authenticator.authenticate(
+            options: begin.options, origin: origin, credential: &credential, overrides: overrides,
+            counterStep: counterStep, includeUserHandle: includeUserHandle)
         mutate(&response)
-        return try rp.finishAuthentication(response: response, expectedChallenge: expectedChallenge ?? begin.challenge, credential: stored,
-                                           allowCredentials: allowCredentials, requireUserHandle: requireUserHandle)
+        return try rp.finishAuthentication(
+            response: response, expectedChallenge: expectedChallenge ?? begin.challenge, credential: stored,
+            allowCredentials: allowCredentials, requireUserHandle: requireUserHandle)
     }
 }
 
@@ -103,7 +113,9 @@ struct AuthenticationCeremonyTests {
     @Test func discoverableSignInNeedsAUserHandle() throws {
         var harness = try CeremonyHarness()
         var (stored, credential) = try harness.enroll()
-        #expect(throws: WebAuthnError(.userHandleMismatch, "")) { try harness.signIn(stored, &credential, includeUserHandle: false, requireUserHandle: true) }
+        #expect(throws: WebAuthnError(.userHandleMismatch, "")) {
+            try harness.signIn(stored, &credential, includeUserHandle: false, requireUserHandle: true)
+        }
         #expect(throws: Never.self) { try harness.signIn(stored, &credential, includeUserHandle: false) }
     }
 
@@ -111,7 +123,9 @@ struct AuthenticationCeremonyTests {
     @Test func aCredentialOutsideAllowCredentialsIsRejected() throws {
         var harness = try CeremonyHarness()
         var (stored, credential) = try harness.enroll()
-        #expect(throws: WebAuthnError(.credentialNotAllowed, "")) { try harness.signIn(stored, &credential, allowCredentials: [[1, 2, 3]]) }
+        #expect(throws: WebAuthnError(.credentialNotAllowed, "")) {
+            try harness.signIn(stored, &credential, allowCredentials: [[1, 2, 3]])
+        }
         #expect(throws: Never.self) { try harness.signIn(stored, &credential, allowCredentials: [stored.id]) }
     }
 
@@ -127,10 +141,18 @@ struct AuthenticationCeremonyTests {
     @Test func clientDataIsChecked() throws {
         var harness = try CeremonyHarness()
         var (stored, credential) = try harness.enroll()
-        #expect(throws: WebAuthnError(.typeMismatch, "")) { try harness.signIn(stored, &credential, overrides: .init(type: "webauthn.create")) }
-        #expect(throws: WebAuthnError(.challengeMismatch, "")) { try harness.signIn(stored, &credential, expectedChallenge: RelyingParty.makeChallenge()) }
-        #expect(throws: WebAuthnError(.originNotAllowed, "")) { try harness.signIn(stored, &credential, origin: "https://example.com.evil.example") }
-        #expect(throws: WebAuthnError(.crossOriginNotAllowed, "")) { try harness.signIn(stored, &credential, overrides: .init(crossOrigin: true)) }
+        #expect(throws: WebAuthnError(.typeMismatch, "")) {
+            try harness.signIn(stored, &credential, overrides: .init(type: "webauthn.create"))
+        }
+        #expect(throws: WebAuthnError(.challengeMismatch, "")) {
+            try harness.signIn(stored, &credential, expectedChallenge: RelyingParty.makeChallenge())
+        }
+        #expect(throws: WebAuthnError(.originNotAllowed, "")) {
+            try harness.signIn(stored, &credential, origin: "https://example.com.evil.example")
+        }
+        #expect(throws: WebAuthnError(.crossOriginNotAllowed, "")) {
+            try harness.signIn(stored, &credential, overrides: .init(crossOrigin: true))
+        }
     }
 
     // §7.2 steps 15–17
@@ -162,15 +184,18 @@ struct AuthenticationCeremonyTests {
         var harness = try CeremonyHarness()
         var (stored, credential) = try harness.enroll()
         let begin = harness.rp.beginAuthentication()
-        let response = try harness.authenticator.authenticate(options: begin.options, origin: CeremonyHarness.origin, credential: &credential)
+        let response = try harness.authenticator.authenticate(
+            options: begin.options, origin: CeremonyHarness.origin, credential: &credential)
         // What an iOS app sends: base64EncodedString() of every binary field.
         let json = """
-        {"id":"\(response.rawId.base64)","rawId":"\(response.rawId.base64)","type":"public-key","response":{
-        "clientDataJSON":"\(response.response.clientDataJSON.base64)","authenticatorData":"\(response.response.authenticatorData.base64)",
-        "signature":"\(response.response.signature.base64)","userHandle":"\(response.response.userHandle!.base64)"}}
-        """
+            {"id":"\(response.rawId.base64)","rawId":"\(response.rawId.base64)","type":"public-key","response":{
+            "clientDataJSON":"\(response.response.clientDataJSON.base64)","authenticatorData":"\(response.response.authenticatorData.base64)",
+            "signature":"\(response.response.signature.base64)","userHandle":"\(response.response.userHandle!.base64)"}}
+            """
         let decoded = try AuthenticationResponseJSON.decode(Array(json.utf8))
         stored.signCount = 0
-        #expect(try harness.rp.finishAuthentication(response: decoded, expectedChallenge: begin.challenge, credential: stored).newSignCount == 1)
+        #expect(
+            try harness.rp.finishAuthentication(response: decoded, expectedChallenge: begin.challenge, credential: stored).newSignCount == 1
+        )
     }
 }

@@ -1,14 +1,18 @@
 import Crypto
 import Testing
-@testable import WebAuthn
 import WebAuthnTesting
+
+@testable import WebAuthn
 
 @Suite("Authenticator data and COSE keys")
 struct AuthenticatorDataTests {
-    static func registrationAuthData(flags: UInt8 = 0x45, extensions: [UInt8] = [], keyType: SoftwareCredential.KeyType = .es256) throws -> [UInt8] {
-        let credential = SoftwareCredential(id: Array(repeating: 7, count: 16), keyType: keyType,
-                                            privateKey: try SoftwareCredential.makePrivateKey(keyType, seed: [1]),
-                                            rpID: "example.com", userHandle: [1], userName: "u")
+    static func registrationAuthData(flags: UInt8 = 0x45, extensions: [UInt8] = [], keyType: SoftwareCredential.KeyType = .es256) throws
+        -> [UInt8]
+    {
+        let credential = SoftwareCredential(
+            id: Array(repeating: 7, count: 16), keyType: keyType,
+            privateKey: try SoftwareCredential.makePrivateKey(keyType, seed: [1]),
+            rpID: "example.com", userHandle: [1], userName: "u")
         var bytes = Array(SHA256.hash(data: Array("example.com".utf8))) + [flags, 0, 0, 0, 5]
         bytes += [UInt8](repeating: 0xaa, count: 16) + [0, 16] + credential.id + (try credential.cosePublicKey()) + extensions
         return bytes
@@ -37,7 +41,9 @@ struct AuthenticatorDataTests {
     }
 
     @Test func edWithoutExtensionsIsRejected() throws {
-        #expect(throws: WebAuthnError(.malformedAuthenticatorData, "")) { try AuthenticatorData(bytes: try Self.registrationAuthData(flags: 0xc5)) }
+        #expect(throws: WebAuthnError(.malformedAuthenticatorData, "")) {
+            try AuthenticatorData(bytes: try Self.registrationAuthData(flags: 0xc5))
+        }
     }
 
     @Test func backupStateWithoutEligibilityIsRejected() throws {
@@ -78,21 +84,28 @@ struct AuthenticatorDataTests {
 
     @Test(arguments: SoftwareCredential.KeyType.allCases)
     func coseKeysVerifyTheirOwnSignatures(_ type: SoftwareCredential.KeyType) throws {
-        let credential = SoftwareCredential(id: [1], keyType: type, privateKey: try SoftwareCredential.makePrivateKey(type, seed: [2]),
-                                            rpID: "x", userHandle: [1], userName: "u")
+        let credential = SoftwareCredential(
+            id: [1], keyType: type, privateKey: try SoftwareCredential.makePrivateKey(type, seed: [2]),
+            rpID: "x", userHandle: [1], userName: "u")
         let key = try CredentialPublicKey(cose: try credential.cosePublicKey())
         #expect(key.algorithm == type.algorithm)
         let message: [UInt8] = Array("hello".utf8)
         try key.verify(signature: try credential.sign(message), over: message)
-        #expect(throws: WebAuthnError(.signatureInvalid, "")) { try key.verify(signature: try credential.sign(message), over: message + [0]) }
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) {
+            try key.verify(signature: try credential.sign(message), over: message + [0])
+        }
     }
 
     @Test func coseKeyWhoseAlgorithmDisagreesWithItsCurveIsRejected() throws {
-        let credential = SoftwareCredential(id: [1], keyType: .es256, privateKey: try SoftwareCredential.makePrivateKey(.es256, seed: [3]),
-                                            rpID: "x", userHandle: [1], userName: "u")
+        let credential = SoftwareCredential(
+            id: [1], keyType: .es256, privateKey: try SoftwareCredential.makePrivateKey(.es256, seed: [3]),
+            rpID: "x", userHandle: [1], userName: "u")
         var value = try CBORReader.decode(try credential.cosePublicKey())
-        guard case .map(var entries) = value else { Issue.record("not a map"); return }
-        entries[1] = CBORMapEntry(.int(3), .int(-35)) // ES384 on a P-256 key
+        guard case .map(var entries) = value else {
+            Issue.record("not a map")
+            return
+        }
+        entries[1] = CBORMapEntry(.int(3), .int(-35))  // ES384 on a P-256 key
         value = .map(entries)
         #expect(throws: WebAuthnError(.unsupportedAlgorithm, "")) { try CredentialPublicKey(cose: CBORWriter.encode(value)) }
     }
@@ -100,10 +113,22 @@ struct AuthenticatorDataTests {
     @Test(arguments: [
         // kty missing; EC2 without y; x of the wrong size; OKP on X25519; RSA with a tiny modulus; unknown kty.
         CBORValue.map([CBORMapEntry(.int(3), .int(-7))]),
-        .map([CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)), CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32)))]),
-        .map([CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)), CBORMapEntry(.int(-2), .bytes([1])), CBORMapEntry(.int(-3), .bytes([1]))]),
-        .map([CBORMapEntry(.int(1), .int(1)), CBORMapEntry(.int(3), .int(-8)), CBORMapEntry(.int(-1), .int(4)), CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32)))]),
-        .map([CBORMapEntry(.int(1), .int(3)), CBORMapEntry(.int(3), .int(-257)), CBORMapEntry(.int(-1), .bytes(Array(repeating: 0xff, count: 64))), CBORMapEntry(.int(-2), .bytes([1, 0, 1]))]),
+        .map([
+            CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
+            CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32))),
+        ]),
+        .map([
+            CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
+            CBORMapEntry(.int(-2), .bytes([1])), CBORMapEntry(.int(-3), .bytes([1])),
+        ]),
+        .map([
+            CBORMapEntry(.int(1), .int(1)), CBORMapEntry(.int(3), .int(-8)), CBORMapEntry(.int(-1), .int(4)),
+            CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32))),
+        ]),
+        .map([
+            CBORMapEntry(.int(1), .int(3)), CBORMapEntry(.int(3), .int(-257)),
+            CBORMapEntry(.int(-1), .bytes(Array(repeating: 0xff, count: 64))), CBORMapEntry(.int(-2), .bytes([1, 0, 1])),
+        ]),
         .map([CBORMapEntry(.int(1), .int(9)), CBORMapEntry(.int(3), .int(-7))]),
         .array([]),
     ])
@@ -112,8 +137,10 @@ struct AuthenticatorDataTests {
     }
 
     @Test func invalidCurvePointIsRejected() {
-        let value = CBORValue.map([CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
-                                   CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32))), CBORMapEntry(.int(-3), .bytes(Array(repeating: 2, count: 32)))])
+        let value = CBORValue.map([
+            CBORMapEntry(.int(1), .int(2)), CBORMapEntry(.int(3), .int(-7)), CBORMapEntry(.int(-1), .int(1)),
+            CBORMapEntry(.int(-2), .bytes(Array(repeating: 1, count: 32))), CBORMapEntry(.int(-3), .bytes(Array(repeating: 2, count: 32))),
+        ])
         #expect(throws: WebAuthnError(.malformedPublicKey, "")) { try CredentialPublicKey(cose: CBORWriter.encode(value)) }
     }
 

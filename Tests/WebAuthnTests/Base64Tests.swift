@@ -1,4 +1,5 @@
 import Testing
+
 @testable import WebAuthn
 
 @Suite("Base64 at the JSON edge")

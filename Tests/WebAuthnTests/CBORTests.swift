@@ -1,21 +1,25 @@
 import Testing
+
 @testable import WebAuthn
 
 @Suite("CBOR reader")
 struct CBORTests {
     /// A COSE key and an attestation-object-like map: the shapes WebAuthn reads most.
-    static let sample: [UInt8] = CBORWriter.encode(.map([
-        CBORMapEntry(.text("fmt"), .text("packed")),
-        CBORMapEntry(.text("attStmt"), .map([
-            CBORMapEntry(.text("alg"), .int(-7)),
-            CBORMapEntry(.text("sig"), .bytes(Array(repeating: 0xab, count: 70))),
-            CBORMapEntry(.text("x5c"), .array([.bytes([1, 2, 3]), .bytes(Array(repeating: 9, count: 300))])),
-        ])),
-        CBORMapEntry(.text("authData"), .bytes(Array(0..<200))),
-        CBORMapEntry(.int(-65535), .unsigned(UInt64.max)),
-        CBORMapEntry(.bool(true), .null),
-        CBORMapEntry(.float(1.5), .undefined),
-    ]))
+    static let sample: [UInt8] = CBORWriter.encode(
+        .map([
+            CBORMapEntry(.text("fmt"), .text("packed")),
+            CBORMapEntry(
+                .text("attStmt"),
+                .map([
+                    CBORMapEntry(.text("alg"), .int(-7)),
+                    CBORMapEntry(.text("sig"), .bytes(Array(repeating: 0xab, count: 70))),
+                    CBORMapEntry(.text("x5c"), .array([.bytes([1, 2, 3]), .bytes(Array(repeating: 9, count: 300))])),
+                ])),
+            CBORMapEntry(.text("authData"), .bytes(Array(0..<200))),
+            CBORMapEntry(.int(-65535), .unsigned(UInt64.max)),
+            CBORMapEntry(.bool(true), .null),
+            CBORMapEntry(.float(1.5), .undefined),
+        ]))
 
     @Test func roundTripsWhatTheWriterWrites() throws {
         let value = try CBORReader.decode(Self.sample)
@@ -25,14 +29,15 @@ struct CBORTests {
         #expect(value[.int(-65535)] == .unsigned(UInt64.max))
     }
 
-    @Test(arguments: [
-        ([0x00], CBORValue.unsigned(0)), ([0x17], .unsigned(23)), ([0x18, 0x18], .unsigned(24)),
-        ([0x19, 0x01, 0x00], .unsigned(256)), ([0x20], .negative(0)), ([0x38, 0x63], .negative(99)),
-        ([0x40], .bytes([])), ([0x60], .text("")), ([0x80], .array([])), ([0xa0], .map([])),
-        ([0xf4], .bool(false)), ([0xf5], .bool(true)), ([0xf6], .null), ([0xf7], .undefined),
-        ([0xf9, 0x3c, 0x00], .float(1.0)), ([0xfa, 0x3f, 0xc0, 0x00, 0x00], .float(1.5)),
-        ([0xc2, 0x41, 0x01], .tagged(2, .bytes([1]))), ([0xf0], .simple(16)),
-    ] as [([UInt8], CBORValue)])
+    @Test(
+        arguments: [
+            ([0x00], CBORValue.unsigned(0)), ([0x17], .unsigned(23)), ([0x18, 0x18], .unsigned(24)),
+            ([0x19, 0x01, 0x00], .unsigned(256)), ([0x20], .negative(0)), ([0x38, 0x63], .negative(99)),
+            ([0x40], .bytes([])), ([0x60], .text("")), ([0x80], .array([])), ([0xa0], .map([])),
+            ([0xf4], .bool(false)), ([0xf5], .bool(true)), ([0xf6], .null), ([0xf7], .undefined),
+            ([0xf9, 0x3c, 0x00], .float(1.0)), ([0xfa, 0x3f, 0xc0, 0x00, 0x00], .float(1.5)),
+            ([0xc2, 0x41, 0x01], .tagged(2, .bytes([1]))), ([0xf0], .simple(16)),
+        ] as [([UInt8], CBORValue)])
     func decodesRFC8949Examples(_ bytes: [UInt8], _ expected: CBORValue) throws {
         #expect(try CBORReader.decode(bytes) == expected)
     }

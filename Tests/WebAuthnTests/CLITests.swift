@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import WebAuthn
 
 /// `passkeyd inspect` and `passkeyd verify`, run as a user would run them.
@@ -10,9 +11,11 @@ struct CLITests {
     }
 
     static func arguments(for vector: Vector) -> [String] {
-        var args = ["verify", vector["ceremony"]?.string ?? "", "--rp-id", vector["rpId"]?.string ?? "",
-                    "--challenge", vector["expectedChallenge"]?.string ?? "",
-                    "--user-verification", vector["requireUserVerification"]?.bool == true ? "required" : "discouraged"]
+        var args = [
+            "verify", vector["ceremony"]?.string ?? "", "--rp-id", vector["rpId"]?.string ?? "",
+            "--challenge", vector["expectedChallenge"]?.string ?? "",
+            "--user-verification", vector["requireUserVerification"]?.bool == true ? "required" : "discouraged",
+        ]
         let origins = vector["expectedOrigin"]?.string.map { [$0] } ?? vector["expectedOrigin"]?.array?.compactMap(\.string) ?? []
         for origin in origins { args += ["--origin", origin] }
         if let at = vector["verifyAt"]?.string { args += ["--at", at] }
@@ -26,9 +29,18 @@ struct CLITests {
         Array(try JSONEncoder().encode(vector["response"]))
     }
 
-    struct Verdict: Decodable { var ok: Bool; var code: String?; var fmt: String?; var aaguid: String?; var signCount: Int?; var attestationTrusted: Bool? }
+    struct Verdict: Decodable {
+        var ok: Bool
+        var code: String?
+        var fmt: String?
+        var aaguid: String?
+        var signCount: Int?
+        var attestationTrusted: Bool?
+    }
 
-    @Test(arguments: ["pywebauthn/tpm-es256-ecc", "pywebauthn/android-safetynet-1", "webauthn-rs/authentication-yk5", "pywebauthn/auth-eddsa"])
+    @Test(arguments: [
+        "pywebauthn/tpm-es256-ecc", "pywebauthn/android-safetynet-1", "webauthn-rs/authentication-yk5", "pywebauthn/auth-eddsa",
+    ])
     func verifyAcceptsRealResponses(_ id: String) throws {
         let vector = try Self.vector(id)
         // Windows Hello TPMs sign certInfo with SHA-1 (RS1): that needs the explicit unsafe switch.
@@ -72,7 +84,10 @@ struct CLITests {
         ["verify", "registration", "--rp-id", "example.com", "--origin", "https://example.com", "--challenge", "!!"],
         ["verify", "authentication", "--rp-id", "example.com", "--origin", "https://example.com", "--challenge", "AAAA"],
         ["verify", "registration", "--rp-id", "Bad Domain", "--origin", "https://example.com", "--challenge", "AAAA"],
-        ["verify", "registration", "--rp-id", "example.com", "--origin", "https://example.com", "--challenge", "AAAA", "--at", "yesterday"],
+        [
+            "verify", "registration", "--rp-id", "example.com", "--origin", "https://example.com", "--challenge", "AAAA", "--at",
+            "yesterday",
+        ],
         ["frobnicate"],
     ])
     func badUsageExitsWith2(_ arguments: [String]) throws {
@@ -111,6 +126,8 @@ struct CLITests {
         #expect(result.status == 1)
         #expect(result.stdout.contains("malformed_attestation_object"))
         let authentication = try CLI.run(["inspect", "-"], stdin: try Self.response(try Self.vector("pywebauthn/auth-eddsa")))
-        #expect(authentication.status == 0 && authentication.stdout.contains("authentication response") && authentication.stdout.contains("signature"))
+        #expect(
+            authentication.status == 0 && authentication.stdout.contains("authentication response")
+                && authentication.stdout.contains("signature"))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import WebAuthn
 
 /// Inputs the fuzzers (scripts/fuzz) found interesting or crashing, replayed through every
@@ -20,9 +21,13 @@ struct FuzzRegressionTests {
         if let object = try? AttestationObject(bytes: bytes) {
             let rp = try RelyingParty(.init(rpID: "localhost", origins: ["http://localhost:8080"], userVerification: .discouraged))
             let id = object.authenticatorData.attestedCredentialData?.credentialID ?? [1]
-            let clientData = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
-            let response = RegistrationResponseJSON(id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id), response: .init(
-                clientDataJSON: Base64URLBytes(clientData), attestationObject: Base64URLBytes(bytes)))
+            let clientData = Array(
+                #"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#
+                    .utf8)
+            let response = RegistrationResponseJSON(
+                id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id),
+                response: .init(
+                    clientDataJSON: Base64URLBytes(clientData), attestationObject: Base64URLBytes(bytes)))
             _ = try? rp.finishRegistration(response: response, expectedChallenge: Array(repeating: 7, count: 32))
         }
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import WebAuthn
 
 @Suite("JSON reader")
@@ -16,7 +17,7 @@ struct JSONReaderTests {
     @Test(arguments: [
         #"{"a":1,"a":2}"#, "{" + (0..<40).map { "\"k\($0)\":1" }.joined(separator: ",") + ",\"k3\":2}",
         "{} x", "[1,]", "{\"a\" 1}", "01", "1.", "-", "1e", "\"\\x\"", "\"\\ud800\"", "\"a\u{01}\"", "tru", "nul",
-        "\"unterminated", "[" , "", "{\"a\":}", String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
+        "\"unterminated", "[", "", "{\"a\":}", String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
     ])
     func rejectsMalformedJSON(_ text: String) {
         #expect(throws: WebAuthnError(.malformedJSON, "")) { try JSONReader.parse(Array(text.utf8)) }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import WebAuthn
 import WebAuthnTesting
+
+@testable import WebAuthn
 
 /// Cross-check with an independent implementation: every registration and assertion passkeyd
 /// accepts here must verify with py_webauthn too (scripts/crosscheck.py).
@@ -13,7 +14,9 @@ enum PythonOracle {
     static let python = ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] ?? "/usr/bin/env"
     static var arguments: [String] { ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] == nil ? ["python3"] : [] }
     static let required = ProcessInfo.processInfo.environment["PASSKEYD_REQUIRE_ORACLE"] == "1"
-    static let script = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/crosscheck.py").path
+    static let script = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+        "scripts/crosscheck.py"
+    ).path
 
     static let available: Bool = {
         if required { return true }
@@ -41,7 +44,9 @@ struct OracleTests {
     @Test(arguments: SoftwareCredential.KeyType.allCases)
     func whatPasskeydAcceptsPyWebAuthnAccepts(_ keyType: SoftwareCredential.KeyType) throws {
         let ca = try AttestationCA()
-        for (label, mode) in [("none", SoftwareAuthenticator.AttestationMode.none), ("packed self", .packedSelf), ("packed full", .packedFull(ca))] {
+        for (label, mode) in [
+            ("none", SoftwareAuthenticator.AttestationMode.none), ("packed self", .packedSelf), ("packed full", .packedFull(ca)),
+        ] {
             let rp = try RelyingParty(.init(rpID: "example.com", origins: [Self.origin], attestation: .direct))
             var authenticator = SoftwareAuthenticator()
             authenticator.keyType = keyType
@@ -51,7 +56,8 @@ struct OracleTests {
             let verified = try rp.finishRegistration(response: registration, expectedChallenge: begin.challenge)
 
             let reg = try PythonOracle.verify([
-                "ceremony": .string("registration"), "credential": try Self.json(registration), "challenge": .string(Base64URLBytes(begin.challenge).base64URL),
+                "ceremony": .string("registration"), "credential": try Self.json(registration),
+                "challenge": .string(Base64URLBytes(begin.challenge).base64URL),
                 "origin": .string(Self.origin), "rpId": .string("example.com"), "requireUserVerification": .bool(true),
             ])
             #expect(reg.status == 0, "\(keyType) \(label): \(reg.output)")
@@ -61,10 +67,12 @@ struct OracleTests {
 
             let request = rp.beginAuthentication()
             let assertion = try authenticator.authenticate(options: request.options, origin: Self.origin, credential: &credential)
-            let stored = StoredCredential(id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: credential.userHandle)
+            let stored = StoredCredential(
+                id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: credential.userHandle)
             let accepted = try rp.finishAuthentication(response: assertion, expectedChallenge: request.challenge, credential: stored)
             let auth = try PythonOracle.verify([
-                "ceremony": .string("authentication"), "credential": try Self.json(assertion), "challenge": .string(Base64URLBytes(request.challenge).base64URL),
+                "ceremony": .string("authentication"), "credential": try Self.json(assertion),
+                "challenge": .string(Base64URLBytes(request.challenge).base64URL),
                 "origin": .string(Self.origin), "rpId": .string("example.com"), "requireUserVerification": .bool(true),
                 "credentialPublicKey": .string(Base64URLBytes(verified.publicKey.coseBytes).base64URL), "signCount": .number(0),
             ])
@@ -84,9 +92,12 @@ struct OracleTests {
         var assertion = try authenticator.authenticate(options: request.options, origin: Self.origin, credential: &credential)
         assertion.response.signature.bytes[12] ^= 1
         let stored = StoredCredential(id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: [1, 2, 3])
-        #expect(throws: WebAuthnError(.signatureInvalid, "")) { try rp.finishAuthentication(response: assertion, expectedChallenge: request.challenge, credential: stored) }
+        #expect(throws: WebAuthnError(.signatureInvalid, "")) {
+            try rp.finishAuthentication(response: assertion, expectedChallenge: request.challenge, credential: stored)
+        }
         let oracle = try PythonOracle.verify([
-            "ceremony": .string("authentication"), "credential": try Self.json(assertion), "challenge": .string(Base64URLBytes(request.challenge).base64URL),
+            "ceremony": .string("authentication"), "credential": try Self.json(assertion),
+            "challenge": .string(Base64URLBytes(request.challenge).base64URL),
             "origin": .string(Self.origin), "rpId": .string("example.com"),
             "credentialPublicKey": .string(Base64URLBytes(verified.publicKey.coseBytes).base64URL), "signCount": .number(0),
         ])

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import WebAuthn
 
 /// Every binary structure a response carries, from real authenticators: each truncated prefix is
@@ -11,7 +12,8 @@ struct ParserRobustnessTests {
         var seen = Set<String>()
         return Vector.all.filter { vector in
             guard vector["ceremony"]?.string == "registration", vector["expect"]?["ok"]?.bool == true, corpusDeviations[vector.id] == nil,
-                  let format = vector["expect"]?["fmt"]?.string, !seen.contains(format) else { return false }
+                let format = vector["expect"]?["fmt"]?.string, !seen.contains(format)
+            else { return false }
             seen.insert(format)
             return true
         }
@@ -22,8 +24,10 @@ struct ParserRobustnessTests {
     }
 
     @Test func everyFormatIsSampled() {
-        #expect(Set(Self.samples.compactMap { $0["expect"]?["fmt"]?.string }) ==
-                ["none", "packed", "fido-u2f", "apple", "android-key", "android-safetynet", "tpm"])
+        #expect(
+            Set(Self.samples.compactMap { $0["expect"]?["fmt"]?.string }) == [
+                "none", "packed", "fido-u2f", "apple", "android-key", "android-safetynet", "tpm",
+            ])
     }
 
     @Test(arguments: samples)
@@ -72,7 +76,8 @@ struct ParserRobustnessTests {
         for field in ["pubArea", "certInfo"] {
             let bytes = try #require(statement[text: field]?.bytesValue)
             for length in 0..<bytes.count {
-                let parse: () throws -> Void = field == "pubArea"
+                let parse: () throws -> Void =
+                    field == "pubArea"
                     ? { _ = try TPM.Public(bytes: Array(bytes[0..<length])) }
                     : { _ = try TPM.Attest(bytes: Array(bytes[0..<length])) }
                 #expect(throws: WebAuthnError.self, "\(field) prefix \(length)") { try parse() }
@@ -89,7 +94,8 @@ struct ParserRobustnessTests {
         let object = try CBORReader.decode(Self.attestationObject(vector), limits: .init(allowIndefiniteLength: true))
         let leaf = try #require(object[text: "attStmt"]?[text: "x5c"]?.arrayValue?.first?.bytesValue)
         let certificate = try AttestationCertificates.parse(leaf)
-        let keyDescription = try #require(AttestationCertificates.extensionValue(certificate, oid: AndroidKeyAttestation.keyDescriptionExtension))
+        let keyDescription = try #require(
+            AttestationCertificates.extensionValue(certificate, oid: AndroidKeyAttestation.keyDescriptionExtension))
         #expect(throws: Never.self) { try DERReader.single(keyDescription) }
         for length in 0..<keyDescription.count {
             #expect(throws: WebAuthnError.self) { try DERReader.single(Array(keyDescription[0..<length])) }

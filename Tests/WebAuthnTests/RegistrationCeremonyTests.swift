@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import WebAuthn
 import WebAuthnTesting
+
+@testable import WebAuthn
 
 /// A relying party and a software authenticator wired together for ceremony tests.
 struct CeremonyHarness {
@@ -11,15 +12,19 @@ struct CeremonyHarness {
     let user = PublicKeyCredentialUserEntity(id: Array(repeating: 0x42, count: 32), name: "ada", displayName: "Ada")
 
     init(_ configure: (inout RelyingParty.Configuration) -> Void = { _ in }) throws {
-        var configuration = RelyingParty.Configuration(rpID: "example.com", rpName: "Example", origins: [Self.origin, "https://login.example.com"])
+        var configuration = RelyingParty.Configuration(
+            rpID: "example.com", rpName: "Example", origins: [Self.origin, "https://login.example.com"])
         configure(&configuration)
         rp = try RelyingParty(configuration)
     }
 
     /// Runs a registration and returns the verdict (or throws the verification error).
-    mutating func register(origin: String = origin, overrides: SoftwareAuthenticator.ClientDataOverrides = .init(), rpID: String? = nil,
-                           expectedChallenge: [UInt8]? = nil, mutate: (inout RegistrationResponseJSON) -> Void = { _ in })
-        throws -> (VerifiedRegistration, SoftwareCredential) {
+    mutating func register(
+        origin: String = origin, overrides: SoftwareAuthenticator.ClientDataOverrides = .init(), rpID: String? = nil,
+        expectedChallenge: [UInt8]? = nil, mutate: (inout RegistrationResponseJSON) -> Void = { _ in }
+    )
+        throws -> (VerifiedRegistration, SoftwareCredential)
+    {
         let begin = rp.beginRegistration(user: user)
         var (response, credential) = try authenticator.register(options: begin.options, origin: origin, overrides: overrides, rpID: rpID)
         mutate(&response)
@@ -46,7 +51,9 @@ struct RegistrationCeremonyTests {
 
     @Test func optionsDescribeAPasskey() throws {
         let harness = try CeremonyHarness()
-        let options = harness.rp.beginRegistration(user: harness.user, excludeCredentials: [CredentialDescriptor(id: [1, 2], transports: ["usb"])]).options
+        let options = harness.rp.beginRegistration(
+            user: harness.user, excludeCredentials: [CredentialDescriptor(id: [1, 2], transports: ["usb"])]
+        ).options
         #expect(options.challenge.bytes.count == 32)
         #expect(options.pubKeyCredParams.map(\.alg).prefix(3) == [.edDSA, .es256, .rs256])
         #expect(options.authenticatorSelection?.residentKey == "required")
@@ -87,11 +94,18 @@ struct RegistrationCeremonyTests {
     @Test func crossOriginIframesNeedPermission() throws {
         var harness = try CeremonyHarness()
         #expect(throws: WebAuthnError(.crossOriginNotAllowed, "")) { try harness.register(overrides: .init(crossOrigin: true)) }
-        var permissive = try CeremonyHarness { $0.allowCrossOrigin = true; $0.allowedTopOrigins = ["https://shop.example"] }
+        var permissive = try CeremonyHarness {
+            $0.allowCrossOrigin = true
+            $0.allowedTopOrigins = ["https://shop.example"]
+        }
         #expect(throws: Never.self) { try permissive.register(overrides: .init(crossOrigin: true)) }
         #expect(throws: Never.self) { try permissive.register(overrides: .init(crossOrigin: true, topOrigin: "https://shop.example")) }
-        #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) { try permissive.register(overrides: .init(crossOrigin: true, topOrigin: "https://other.example")) }
-        #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) { try harness.register(overrides: .init(topOrigin: "https://shop.example")) }
+        #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) {
+            try permissive.register(overrides: .init(crossOrigin: true, topOrigin: "https://other.example"))
+        }
+        #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) {
+            try harness.register(overrides: .init(topOrigin: "https://shop.example"))
+        }
     }
 
     // §7.1 step 13
@@ -135,7 +149,10 @@ struct RegistrationCeremonyTests {
     @Test func rawIdMustBeTheAttestedCredentialID() throws {
         var harness = try CeremonyHarness()
         #expect(throws: WebAuthnError(.credentialIDMismatch, "")) {
-            try harness.register { $0.rawId = Base64URLBytes([9, 9, 9]); $0.id = Base64URLBytes([9, 9, 9]).base64URL }
+            try harness.register {
+                $0.rawId = Base64URLBytes([9, 9, 9])
+                $0.id = Base64URLBytes([9, 9, 9]).base64URL
+            }
         }
         #expect(throws: WebAuthnError(.credentialIDMismatch, "")) { try harness.register { $0.id = "AAAA" } }
         #expect(throws: WebAuthnError(.malformedCredential, "")) { try harness.register { $0.type = "password" } }
@@ -143,16 +160,25 @@ struct RegistrationCeremonyTests {
 
     @Test func garbageInsideTheResponseIsMalformed() throws {
         var harness = try CeremonyHarness()
-        #expect(throws: WebAuthnError(.malformedClientData, "")) { try harness.register { $0.response.clientDataJSON = Base64URLBytes(Array("{}".utf8)) } }
-        #expect(throws: WebAuthnError(.malformedClientData, "")) { try harness.register { $0.response.clientDataJSON = Base64URLBytes([0xff, 0x00]) } }
-        #expect(throws: WebAuthnError(.malformedAttestationObject, "")) { try harness.register { $0.response.attestationObject = Base64URLBytes([0xa0]) } }
-        #expect(throws: WebAuthnError(.malformedAttestationObject, "")) { try harness.register { $0.response.attestationObject = Base64URLBytes([0xff]) } }
+        #expect(throws: WebAuthnError(.malformedClientData, "")) {
+            try harness.register { $0.response.clientDataJSON = Base64URLBytes(Array("{}".utf8)) }
+        }
+        #expect(throws: WebAuthnError(.malformedClientData, "")) {
+            try harness.register { $0.response.clientDataJSON = Base64URLBytes([0xff, 0x00]) }
+        }
+        #expect(throws: WebAuthnError(.malformedAttestationObject, "")) {
+            try harness.register { $0.response.attestationObject = Base64URLBytes([0xa0]) }
+        }
+        #expect(throws: WebAuthnError(.malformedAttestationObject, "")) {
+            try harness.register { $0.response.attestationObject = Base64URLBytes([0xff]) }
+        }
     }
 
     @Test func responseJSONDecodingNamesTheBadField() {
         #expect(throws: WebAuthnError(.malformedJSON, "")) { try RegistrationResponseJSON.decode(Array("{".utf8)) }
         do {
-            _ = try RegistrationResponseJSON.decode(Array(#"{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"!!","attestationObject":"AA"}}"#.utf8))
+            _ = try RegistrationResponseJSON.decode(
+                Array(#"{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"!!","attestationObject":"AA"}}"#.utf8))
             Issue.record("garbage base64 must not decode")
         } catch {
             #expect(error.code == .malformedJSON)
@@ -163,20 +189,21 @@ struct RegistrationCeremonyTests {
 
 @Suite("Relying party configuration")
 struct ConfigurationTests {
-    @Test(arguments: [
-        { (c: inout RelyingParty.Configuration) in c.rpID = "" },
-        { $0.rpID = "Example.com" },
-        { $0.rpID = "exa mple.com" },
-        { $0.origins = [] },
-        { $0.origins = ["http://example.com"] },
-        { $0.origins = ["https://example.com/login"] },
-        { $0.origins = ["example.com"] },
-        { $0.origins = ["android:apk-key-hash:short"] },
-        { $0.algorithms = [] },
-        { $0.algorithms = [.rs1] },
-        { $0.algorithms = [COSEAlgorithmIdentifier(rawValue: 12345)] },
-        { $0.timeout = .zero },
-    ] as [@Sendable (inout RelyingParty.Configuration) -> Void])
+    @Test(
+        arguments: [
+            { (c: inout RelyingParty.Configuration) in c.rpID = "" },
+            { $0.rpID = "Example.com" },
+            { $0.rpID = "exa mple.com" },
+            { $0.origins = [] },
+            { $0.origins = ["http://example.com"] },
+            { $0.origins = ["https://example.com/login"] },
+            { $0.origins = ["example.com"] },
+            { $0.origins = ["android:apk-key-hash:short"] },
+            { $0.algorithms = [] },
+            { $0.algorithms = [.rs1] },
+            { $0.algorithms = [COSEAlgorithmIdentifier(rawValue: 12345)] },
+            { $0.timeout = .zero },
+        ] as [@Sendable (inout RelyingParty.Configuration) -> Void])
     func badValuesAreRefused(_ change: @Sendable (inout RelyingParty.Configuration) -> Void) {
         var configuration = RelyingParty.Configuration(rpID: "example.com", origins: ["https://example.com"])
         change(&configuration)
@@ -185,8 +212,11 @@ struct ConfigurationTests {
 
     @Test func developmentAndAndroidOriginsAreAccepted() throws {
         _ = try RelyingParty(.init())
-        _ = try RelyingParty(.init(rpID: "example.com", origins: [
-            "https://example.com", "android:apk-key-hash:" + Base64URLBytes(Array(repeating: 1, count: 32)).base64URL,
-        ]))
+        _ = try RelyingParty(
+            .init(
+                rpID: "example.com",
+                origins: [
+                    "https://example.com", "android:apk-key-hash:" + Base64URLBytes(Array(repeating: 1, count: 32)).base64URL,
+                ]))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import WebAuthn
 
 /// Real responses from real authenticators and browsers (and the specification's own vectors),
@@ -16,7 +17,8 @@ struct Vector: Sendable, CustomTestStringConvertible {
         guard let data = try? Fixtures.data("vectors.jsonl") else { return [] }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(line.utf8)),
-                  case .string(let id)? = object["id"] else { return nil }
+                case .string(let id)? = object["id"]
+            else { return nil }
             return Vector(id: id, json: object)
         }
     }()
@@ -66,10 +68,22 @@ let expectedRejections: [String: WebAuthnError.Code] = [
 ]
 
 extension JSONValue {
-    var string: String? { if case .string(let s) = self { return s }; return nil }
-    var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
-    var number: Double? { if case .number(let n) = self { return n }; return nil }
-    var array: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
+    var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+    var bool: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+    var number: Double? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
+    var array: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
 }
 
 struct CorpusOutcome {

@@ -7,12 +7,14 @@ import WebAuthn
 ///
 /// Static members initialise lazily: libFuzzer's main runs, not this file's top-level code.
 enum Fixture {
-    static let relyingParty = try! RelyingParty(.init(
-        rpID: "localhost", rpName: "fuzz", origins: ["http://localhost:8080"], userVerification: .discouraged,
-        algorithms: RelyingParty.defaultAlgorithms + [.rs1, .ps384, .ps512, .rs384, .rs512, .mlDSA65, .mlDSA87],
-        attestation: .direct, attestationPolicy: AttestationPolicy(unsafeAllowSHA1Attestation: true)))
+    static let relyingParty = try! RelyingParty(
+        .init(
+            rpID: "localhost", rpName: "fuzz", origins: ["http://localhost:8080"], userVerification: .discouraged,
+            algorithms: RelyingParty.defaultAlgorithms + [.rs1, .ps384, .ps512, .rs384, .rs512, .mlDSA65, .mlDSA87],
+            attestation: .direct, attestationPolicy: AttestationPolicy(unsafeAllowSHA1Attestation: true)))
     static let challenge: [UInt8] = Array(repeating: 7, count: 32)
-    static let clientDataJSON = Array(#"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
+    static let clientDataJSON = Array(
+        #"{"type":"webauthn.create","challenge":"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc","origin":"http://localhost:8080"}"#.utf8)
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -25,7 +27,8 @@ public func fuzzAttestationObject(_ start: UnsafeRawPointer, _ count: Int) -> CI
     let id = object.authenticatorData.attestedCredentialData?.credentialID ?? [1]
     let response = RegistrationResponseJSON(
         id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id),
-        response: AuthenticatorAttestationResponseJSON(clientDataJSON: Base64URLBytes(Fixture.clientDataJSON), attestationObject: Base64URLBytes(bytes)))
+        response: AuthenticatorAttestationResponseJSON(
+            clientDataJSON: Base64URLBytes(Fixture.clientDataJSON), attestationObject: Base64URLBytes(bytes)))
     _ = try? Fixture.relyingParty.finishRegistration(response: response, expectedChallenge: Fixture.challenge)
     return 0
 }

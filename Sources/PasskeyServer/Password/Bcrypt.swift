@@ -23,9 +23,10 @@ public struct Bcrypt: Sendable, Hashable {
     public init?(_ text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count == 60, bytes[0] == 0x24, bytes[1] == 0x32, [0x61, 0x62, 0x79].contains(bytes[2]), bytes[3] == 0x24,
-              bytes[6] == 0x24, let tens = Int(exactly: bytes[4]).map({ $0 - 0x30 }), let ones = Int(exactly: bytes[5]).map({ $0 - 0x30 }),
-              (0...9).contains(tens), (0...9).contains(ones), Self.costs.contains(tens * 10 + ones),
-              let salt = Self.decode(bytes[7..<29], count: 16), let digest = Self.decode(bytes[29..<60], count: 23) else { return nil }
+            bytes[6] == 0x24, let tens = Int(exactly: bytes[4]).map({ $0 - 0x30 }), let ones = Int(exactly: bytes[5]).map({ $0 - 0x30 }),
+            (0...9).contains(tens), (0...9).contains(ones), Self.costs.contains(tens * 10 + ones),
+            let salt = Self.decode(bytes[7..<29], count: 16), let digest = Self.decode(bytes[29..<60], count: 23)
+        else { return nil }
         cost = tens * 10 + ones
         self.salt = salt
         self.digest = digest
@@ -128,7 +129,10 @@ struct Blowfish {
             s.withUnsafeMutableBufferPointer { s in
                 var i = 0
                 while i < 18 {
-                    if let salt { left ^= Self.word(salt, &saltPosition); right ^= Self.word(salt, &saltPosition) }
+                    if let salt {
+                        left ^= Self.word(salt, &saltPosition)
+                        right ^= Self.word(salt, &saltPosition)
+                    }
                     (left, right) = Self.encrypt(left, right, p, s)
                     p[i] = left
                     p[i + 1] = right
@@ -136,7 +140,10 @@ struct Blowfish {
                 }
                 i = 0
                 while i < 1024 {
-                    if let salt { left ^= Self.word(salt, &saltPosition); right ^= Self.word(salt, &saltPosition) }
+                    if let salt {
+                        left ^= Self.word(salt, &saltPosition)
+                        right ^= Self.word(salt, &saltPosition)
+                    }
                     (left, right) = Self.encrypt(left, right, p, s)
                     s[i] = left
                     s[i + 1] = right
@@ -151,7 +158,9 @@ struct Blowfish {
     }
 
     @inline(__always)
-    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeBufferPointer<UInt32>, _ s: UnsafeBufferPointer<UInt32>) -> (UInt32, UInt32) {
+    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeBufferPointer<UInt32>, _ s: UnsafeBufferPointer<UInt32>) -> (
+        UInt32, UInt32
+    ) {
         var l = left ^ p[0], r = right
         var round = 1
         while round <= 16 {
@@ -163,7 +172,9 @@ struct Blowfish {
     }
 
     @inline(__always)
-    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeMutableBufferPointer<UInt32>, _ s: UnsafeMutableBufferPointer<UInt32>) -> (UInt32, UInt32) {
+    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeMutableBufferPointer<UInt32>, _ s: UnsafeMutableBufferPointer<UInt32>)
+        -> (UInt32, UInt32)
+    {
         encrypt(left, right, UnsafeBufferPointer(p), UnsafeBufferPointer(s))
     }
 

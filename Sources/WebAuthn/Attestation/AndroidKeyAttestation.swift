@@ -31,7 +31,8 @@ enum AndroidKeyAttestation {
         // §8.4 step 2: Verify that sig is a valid signature over the concatenation of
         // authenticatorData and clientDataHash using the public key in the first certificate in
         // x5c with the algorithm specified in alg.
-        try AttestationCertificates.verifySignature(signature, over: input.signedData, certificate: credCert, algorithm: algorithm, format: "android-key")
+        try AttestationCertificates.verifySignature(
+            signature, over: input.signedData, certificate: credCert, algorithm: algorithm, format: "android-key")
         // §8.4 step 3: Verify that the public key in the first certificate in x5c matches the
         // credentialPublicKey in the attestedCredentialData in authenticatorData.
         guard input.credential.publicKey.sameKey(as: try AttestationCertificates.verifier(for: credCert)) else {

@@ -15,7 +15,10 @@ enum AndroidSafetyNetAttestation {
     static let allowedFutureSkew: TimeInterval = 60
     static let maximumAge: TimeInterval = 10 * 60
 
-    private struct Header: Decodable { var alg: String; var x5c: [String] }
+    private struct Header: Decodable {
+        var alg: String
+        var x5c: [String]
+    }
     private struct Payload: Decodable {
         var nonce: String
         var timestampMs: Double
@@ -31,9 +34,9 @@ enum AndroidSafetyNetAttestation {
         let response = try input.bytes("response")
         let parts = response.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3,
-              let headerBytes = Base64.decode(String(decoding: parts[0], as: UTF8.self), flavor: .urlUnpadded),
-              let payloadBytes = Base64.decode(String(decoding: parts[1], as: UTF8.self), flavor: .urlUnpadded),
-              let signature = Base64.decode(String(decoding: parts[2], as: UTF8.self), flavor: .urlUnpadded)
+            let headerBytes = Base64.decode(String(decoding: parts[0], as: UTF8.self), flavor: .urlUnpadded),
+            let payloadBytes = Base64.decode(String(decoding: parts[1], as: UTF8.self), flavor: .urlUnpadded),
+            let signature = Base64.decode(String(decoding: parts[2], as: UTF8.self), flavor: .urlUnpadded)
         else {
             throw WebAuthnError(.attestationInvalid, "android-safetynet response is not a compact JWS")
         }
@@ -80,12 +83,15 @@ enum AndroidSafetyNetAttestation {
         let timestamp = Date(timeIntervalSince1970: payload.timestampMs / 1000)
         let age = input.verificationTime.timeIntervalSince(timestamp)
         guard age >= -allowedFutureSkew, age <= maximumAge else {
-            throw WebAuthnError(.attestationInvalid, "android-safetynet timestampMs is not within the allowed window of the verification time")
+            throw WebAuthnError(
+                .attestationInvalid, "android-safetynet timestampMs is not within the allowed window of the verification time")
         }
         return StatementResult(type: .basic, certificates: chain)
     }
 
-    private static func verifyJWSSignature(_ signature: [UInt8], over data: [UInt8], alg: String, certificate: Certificate) throws(WebAuthnError) {
+    private static func verifyJWSSignature(_ signature: [UInt8], over data: [UInt8], alg: String, certificate: Certificate)
+        throws(WebAuthnError)
+    {
         let verifier = try AttestationCertificates.verifier(for: certificate)
         let valid: Bool
         switch (alg, verifier) {

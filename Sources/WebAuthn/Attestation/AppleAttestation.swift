@@ -22,8 +22,8 @@ enum AppleAttestation {
         }
         let sequence = try DERReader.single(value)
         guard sequence.isUniversal(16),
-              let tagged = try sequence.children().first(where: { $0.tagClass == .contextSpecific && $0.tag == 1 }),
-              let octets = try tagged.children().first, octets.isUniversal(4)
+            let tagged = try sequence.children().first(where: { $0.tagClass == .contextSpecific && $0.tag == 1 }),
+            let octets = try tagged.children().first, octets.isUniversal(4)
         else {
             throw WebAuthnError(.attestationInvalid, "apple nonce extension is not SEQUENCE { [1] OCTET STRING }")
         }

@@ -31,13 +31,15 @@ enum Attestation {
         // must lead to an acceptable root certificate.
         var trusted = false
         if !result.certificates.isEmpty {
-            trusted = try CertificateChain.validate(result.certificates, anchors: input.policy.trustAnchors,
-                                                    at: input.verificationTime, format: input.format)
+            trusted = try CertificateChain.validate(
+                result.certificates, anchors: input.policy.trustAnchors,
+                at: input.verificationTime, format: input.format)
         }
         // §7.1 step 24: If the attestation statement is not trustworthy under the relying party's
         // policy, fail the registration ceremony.
         if input.policy.requireTrustedAttestation && !trusted {
-            throw WebAuthnError(.attestationUntrusted, "\(input.format) attestation (\(result.type.rawValue)) does not chain to a configured trust anchor")
+            throw WebAuthnError(
+                .attestationUntrusted, "\(input.format) attestation (\(result.type.rawValue)) does not chain to a configured trust anchor")
         }
         return AttestationVerdict(format: input.format, type: result.type, certificates: result.certificates, trusted: trusted)
     }

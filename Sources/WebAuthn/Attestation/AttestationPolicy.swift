@@ -1,6 +1,6 @@
+import Foundation
 import SwiftASN1
 import X509
-import Foundation
 
 /// How a relying party judges attestation statements (WebAuthn Level 3 §7.1 steps 21–24).
 ///
@@ -22,8 +22,10 @@ public struct AttestationPolicy: Sendable {
     /// sign their certify structure with SHA-1; SHA-1 is broken for collision resistance.
     public var unsafeAllowSHA1Attestation: Bool
 
-    public init(trustAnchors: [Certificate] = [], requireTrustedAttestation: Bool = false, allowedFormats: Set<String>? = nil,
-                requireSafetyNetCTSProfileMatch: Bool = true, unsafeAllowSHA1Attestation: Bool = false) {
+    public init(
+        trustAnchors: [Certificate] = [], requireTrustedAttestation: Bool = false, allowedFormats: Set<String>? = nil,
+        requireSafetyNetCTSProfileMatch: Bool = true, unsafeAllowSHA1Attestation: Bool = false
+    ) {
         self.trustAnchors = trustAnchors
         self.requireTrustedAttestation = requireTrustedAttestation
         self.allowedFormats = allowedFormats

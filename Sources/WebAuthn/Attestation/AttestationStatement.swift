@@ -1,7 +1,7 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import X509
+import _CryptoExtras
 
 /// Everything a statement format verifier reads (§7.1 step 21 inputs).
 struct AttestationInput {
@@ -85,8 +85,10 @@ enum AttestationCertificates {
     }
 
     /// Verifies `signature` over `data` with the leaf certificate's key.
-    static func verifySignature(_ signature: [UInt8], over data: [UInt8], certificate: Certificate,
-                                algorithm: COSEAlgorithmIdentifier, format: String) throws(WebAuthnError) {
+    static func verifySignature(
+        _ signature: [UInt8], over data: [UInt8], certificate: Certificate,
+        algorithm: COSEAlgorithmIdentifier, format: String
+    ) throws(WebAuthnError) {
         let verifier = try verifier(for: certificate)
         guard verifier.supports(algorithm) else {
             throw WebAuthnError(.attestationInvalid, "\(format): alg \(algorithm) does not match the attestation certificate key")
@@ -116,7 +118,8 @@ enum AttestationCertificates {
             throw WebAuthnError(.attestationInvalid, "\(format): id-fido-gen-ce-aaguid is not a 16-byte OCTET STRING")
         }
         guard constantTimeEquals(element.value, aaguid.bytes) else {
-            throw WebAuthnError(.attestationInvalid, "\(format): id-fido-gen-ce-aaguid in the certificate differs from the AAGUID in authData")
+            throw WebAuthnError(
+                .attestationInvalid, "\(format): id-fido-gen-ce-aaguid in the certificate differs from the AAGUID in authData")
         }
     }
 

@@ -12,11 +12,11 @@ import X509
 enum CertificateChain {
     /// Critical extensions a certificate in an attestation chain may carry.
     private static let understoodCriticalExtensions: Set<String> = [
-        "2.5.29.19", // basicConstraints
-        "2.5.29.15", // keyUsage
-        "2.5.29.37", // extKeyUsage
-        "2.5.29.17", // subjectAltName (TPM AIK certificates, §8.3.1)
-        "2.5.29.32", // certificatePolicies
+        "2.5.29.19",  // basicConstraints
+        "2.5.29.15",  // keyUsage
+        "2.5.29.37",  // extKeyUsage
+        "2.5.29.17",  // subjectAltName (TPM AIK certificates, §8.3.1)
+        "2.5.29.32",  // certificatePolicies
     ]
 
     /// Checks the links inside `chain` (always) and, when `anchors` is not empty, that it ends at
@@ -41,7 +41,9 @@ enum CertificateChain {
         guard !anchors.isEmpty else { return false }
 
         for (index, certificate) in chain.enumerated() where !isValid(certificate, at: time) {
-            throw WebAuthnError(.attestationUntrusted, "\(format): x5c[\(index)] is not valid at \(time) (\(certificate.notValidBefore) – \(certificate.notValidAfter))")
+            throw WebAuthnError(
+                .attestationUntrusted,
+                "\(format): x5c[\(index)] is not valid at \(time) (\(certificate.notValidBefore) – \(certificate.notValidAfter))")
         }
         guard let last = chain.last else { return false }
         for anchor in anchors {

@@ -6,7 +6,12 @@
 /// tag bytes) | length (short form < 128, or 0x80|n then n big-endian bytes) | value.
 struct DERReader {
     struct Element {
-        enum TagClass: UInt8 { case universal = 0, application = 1, contextSpecific = 2, `private` = 3 }
+        enum TagClass: UInt8 {
+            case universal = 0
+            case application = 1
+            case contextSpecific = 2
+            case `private` = 3
+        }
         let tagClass: TagClass
         let constructed: Bool
         let tag: UInt64

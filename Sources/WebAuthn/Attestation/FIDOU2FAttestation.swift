@@ -22,11 +22,13 @@ enum FIDOU2FAttestation {
         }
         let publicKeyU2F = Array(credentialKey.x963Representation)
         // §8.6 step 5: verificationData = 0x00 || rpIdHash || clientDataHash || credentialId || publicKeyU2F.
-        let verificationData: [UInt8] = [0x00] + input.authenticatorData.rpIDHash + input.clientDataHash
+        let verificationData: [UInt8] =
+            [0x00] + input.authenticatorData.rpIDHash + input.clientDataHash
             + input.credential.credentialID + publicKeyU2F
         // §8.6 step 6: Verify the sig using verificationData and the certificate public key per
         // SEC1 with SHA-256.
-        try AttestationCertificates.verifySignature(signature, over: verificationData, certificate: certificate, algorithm: .es256, format: "fido-u2f")
+        try AttestationCertificates.verifySignature(
+            signature, over: verificationData, certificate: certificate, algorithm: .es256, format: "fido-u2f")
         return StatementResult(type: .basic, certificates: chain)
     }
 }

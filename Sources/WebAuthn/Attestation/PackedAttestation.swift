@@ -17,7 +17,8 @@ enum PackedAttestation {
             // §8.2 step 2 (x5c present): Verify that sig is a valid signature over the
             // concatenation of authenticatorData and clientDataHash using the attestation public
             // key in attestnCert with the algorithm specified in alg.
-            try AttestationCertificates.verifySignature(signature, over: input.signedData, certificate: leaf, algorithm: algorithm, format: "packed")
+            try AttestationCertificates.verifySignature(
+                signature, over: input.signedData, certificate: leaf, algorithm: algorithm, format: "packed")
             // §8.2 step 2: Verify that attestnCert meets the requirements in §8.2.1.
             try checkCertificateRequirements(leaf)
             // §8.2 step 2: If attestnCert contains an extension with OID 1.3.6.1.4.1.45724.1.1.4
@@ -31,7 +32,9 @@ enum PackedAttestation {
         // §8.2 step 3 (self attestation): Validate that alg matches the algorithm of the
         // credentialPublicKey in authenticatorData.
         guard algorithm == input.credential.publicKey.algorithm else {
-            throw WebAuthnError(.attestationInvalid, "packed self attestation alg \(algorithm) differs from the credential key's \(input.credential.publicKey.algorithm)")
+            throw WebAuthnError(
+                .attestationInvalid,
+                "packed self attestation alg \(algorithm) differs from the credential key's \(input.credential.publicKey.algorithm)")
         }
         // §8.2 step 3: Verify that sig is a valid signature over the concatenation of
         // authenticatorData and clientDataHash using the credential public key with alg.
@@ -55,7 +58,8 @@ enum PackedAttestation {
         let unit = AttestationCertificates.attributeValues(subject, oid: "2.5.4.11")
         let common = AttestationCertificates.attributeValues(subject, oid: "2.5.4.3")
         guard !country.isEmpty, !organization.isEmpty, !common.isEmpty, unit.contains("Authenticator Attestation") else {
-            throw WebAuthnError(.attestationInvalid, "packed attestation certificate subject lacks C, O, OU=\"Authenticator Attestation\" or CN")
+            throw WebAuthnError(
+                .attestationInvalid, "packed attestation certificate subject lacks C, O, OU=\"Authenticator Attestation\" or CN")
         }
         // "The Basic Constraints extension MUST have the CA component set to false."
         // A certificate without the extension is not a CA either (RFC 5280 §4.2.1.9), so it is

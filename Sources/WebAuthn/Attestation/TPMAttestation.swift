@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import X509
+import _CryptoExtras
 
 /// `tpm` attestation (WebAuthn Level 3 §8.3):
 ///
@@ -57,7 +57,8 @@ enum TPMAttestation {
         guard let chain = try input.certificateChain(required: true), let aikCert = chain.first else {
             throw WebAuthnError(.attestationInvalid, "tpm attStmt.x5c is missing")
         }
-        try AttestationCertificates.verifySignature(signature, over: certInfoBytes, certificate: aikCert, algorithm: algorithm, format: "tpm")
+        try AttestationCertificates.verifySignature(
+            signature, over: certInfoBytes, certificate: aikCert, algorithm: algorithm, format: "tpm")
         // - Verify that aikCert meets the requirements in §8.3.1.
         try checkCertificateRequirements(aikCert)
         // - If aikCert contains an extension with OID 1.3.6.1.4.1.45724.1.1.4
@@ -104,7 +105,7 @@ enum TPMAttestation {
         // ('joint-iso-itu-t(2) international-organizations(23) 133 tcg-kp(8)
         // tcg-kp-AIKCertificate(3)')."
         guard let eku = AttestationCertificates.extensionValue(certificate, oid: "2.5.29.37"),
-              try DERReader.single(eku).children().contains(where: { $0.isUniversal(6) && $0.value == [0x67, 0x81, 0x05, 0x08, 0x03] })
+            try DERReader.single(eku).children().contains(where: { $0.isUniversal(6) && $0.value == [0x67, 0x81, 0x05, 0x08, 0x03] })
         else {
             throw WebAuthnError(.attestationInvalid, "tpm AIK certificate extended key usage lacks tcg-kp-AIKCertificate")
         }

@@ -1,8 +1,8 @@
 /// The TPM 2.0 structures a `tpm` attestation statement carries (TPM 2.0 Library, Part 2).
 /// All integers are big-endian; `TPM2B_*` is a UInt16 size followed by that many bytes.
 enum TPM {
-    static let generatedValue: UInt32 = 0xff54_4347 // TPM_GENERATED_VALUE
-    static let stAttestCertify: UInt16 = 0x8017     // TPM_ST_ATTEST_CERTIFY
+    static let generatedValue: UInt32 = 0xff54_4347  // TPM_GENERATED_VALUE
+    static let stAttestCertify: UInt16 = 0x8017  // TPM_ST_ATTEST_CERTIFY
     static let algRSA: UInt16 = 0x0001, algECC: UInt16 = 0x0023, algNull: UInt16 = 0x0010
     static let algSHA1: UInt16 = 0x0004, algSHA256: UInt16 = 0x000b, algSHA384: UInt16 = 0x000c, algSHA512: UInt16 = 0x000d
 

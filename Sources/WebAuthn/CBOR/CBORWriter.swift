@@ -15,9 +15,15 @@ public enum CBORWriter {
         switch argument {
         case 0..<24: out.append(m | UInt8(argument))
         case 24...0xff: out += [m | 24, UInt8(argument)]
-        case 0x100...0xffff: out.append(m | 25); appendBigEndian(argument, width: 2, into: &out)
-        case 0x10000...0xffff_ffff: out.append(m | 26); appendBigEndian(argument, width: 4, into: &out)
-        default: out.append(m | 27); appendBigEndian(argument, width: 8, into: &out)
+        case 0x100...0xffff:
+            out.append(m | 25)
+            appendBigEndian(argument, width: 2, into: &out)
+        case 0x10000...0xffff_ffff:
+            out.append(m | 26)
+            appendBigEndian(argument, width: 4, into: &out)
+        default:
+            out.append(m | 27)
+            appendBigEndian(argument, width: 8, into: &out)
         }
     }
 
@@ -31,8 +37,13 @@ public enum CBORWriter {
         switch value {
         case .unsigned(let n): head(0, n, into: &out)
         case .negative(let n): head(1, n, into: &out)
-        case .bytes(let b): head(2, UInt64(b.count), into: &out); out += b
-        case .text(let t): let u = Array(t.utf8); head(3, UInt64(u.count), into: &out); out += u
+        case .bytes(let b):
+            head(2, UInt64(b.count), into: &out)
+            out += b
+        case .text(let t):
+            let u = Array(t.utf8)
+            head(3, UInt64(u.count), into: &out)
+            out += u
         case .array(let a):
             head(4, UInt64(a.count), into: &out)
             for element in a { write(element, into: &out) }
@@ -42,13 +53,17 @@ public enum CBORWriter {
                 write(entry.key, into: &out)
                 write(entry.value, into: &out)
             }
-        case .tagged(let tag, let inner): head(6, tag, into: &out); write(inner, into: &out)
+        case .tagged(let tag, let inner):
+            head(6, tag, into: &out)
+            write(inner, into: &out)
         case .simple(let s):
             if s < 24 { out.append(0xe0 | s) } else { out += [0xf8, s] }
         case .bool(let b): out.append(b ? 0xf5 : 0xf4)
         case .null: out.append(0xf6)
         case .undefined: out.append(0xf7)
-        case .float(let d): out.append(0xfb); appendBigEndian(d.bitPattern, width: 8, into: &out)
+        case .float(let d):
+            out.append(0xfb)
+            appendBigEndian(d.bitPattern, width: 8, into: &out)
         }
     }
 }

@@ -62,7 +62,7 @@ public struct CredentialPublicKey: Sendable {
 
         do {
             switch kty {
-            case 2: // EC2
+            case 2:  // EC2
                 let crv = try int(Label.crv, "crv")
                 let x = try data(Label.x, "x")
                 guard let yValue = value[int: Label.y], let y = yValue.bytesValue else {
@@ -71,18 +71,24 @@ public struct CredentialPublicKey: Sendable {
                 let point = [0x04] + x + y
                 switch (crv, algorithm) {
                 case (1, .es256):
-                    guard x.count == 32, y.count == 32 else { throw WebAuthnError(.malformedPublicKey, "P-256 coordinates must be 32 bytes") }
+                    guard x.count == 32, y.count == 32 else {
+                        throw WebAuthnError(.malformedPublicKey, "P-256 coordinates must be 32 bytes")
+                    }
                     verifier = .p256(try P256.Signing.PublicKey(x963Representation: point))
                 case (2, .es384):
-                    guard x.count == 48, y.count == 48 else { throw WebAuthnError(.malformedPublicKey, "P-384 coordinates must be 48 bytes") }
+                    guard x.count == 48, y.count == 48 else {
+                        throw WebAuthnError(.malformedPublicKey, "P-384 coordinates must be 48 bytes")
+                    }
                     verifier = .p384(try P384.Signing.PublicKey(x963Representation: point))
                 case (3, .es512):
-                    guard x.count == 66, y.count == 66 else { throw WebAuthnError(.malformedPublicKey, "P-521 coordinates must be 66 bytes") }
+                    guard x.count == 66, y.count == 66 else {
+                        throw WebAuthnError(.malformedPublicKey, "P-521 coordinates must be 66 bytes")
+                    }
                     verifier = .p521(try P521.Signing.PublicKey(x963Representation: point))
                 default:
                     throw WebAuthnError(.unsupportedAlgorithm, "EC2 key with curve \(crv) and algorithm \(algorithm)")
                 }
-            case 1: // OKP
+            case 1:  // OKP
                 let crv = try int(Label.crv, "crv")
                 let x = try data(Label.x, "x")
                 guard crv == 6, algorithm == .edDSA || algorithm == .ed25519 else {
@@ -90,14 +96,16 @@ public struct CredentialPublicKey: Sendable {
                 }
                 guard x.count == 32 else { throw WebAuthnError(.malformedPublicKey, "Ed25519 key must be 32 bytes") }
                 verifier = .ed25519(try Curve25519.Signing.PublicKey(rawRepresentation: x))
-            case 7: // AKP (algorithm key pair: ML-DSA), public key at label -1.
+            case 7:  // AKP (algorithm key pair: ML-DSA), public key at label -1.
                 let pub = try data(Label.crv, "pub")
                 switch algorithm {
                 case .mlDSA65: verifier = .mlDSA65(try MLDSA65.PublicKey(rawRepresentation: pub))
                 case .mlDSA87: verifier = .mlDSA87(try MLDSA87.PublicKey(rawRepresentation: pub))
-                default: throw WebAuthnError(.unsupportedAlgorithm, "AKP key with algorithm \(algorithm) (ML-DSA-44 is not available in swift-crypto)")
+                default:
+                    throw WebAuthnError(
+                        .unsupportedAlgorithm, "AKP key with algorithm \(algorithm) (ML-DSA-44 is not available in swift-crypto)")
                 }
-            case 3: // RSA
+            case 3:  // RSA
                 let n = try data(Label.n, "n")
                 let e = try data(Label.e, "e")
                 switch algorithm {

@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// A parsed public key ready to check signatures: the form both credential keys (from COSE) and
 /// attestation certificate keys (from X.509) take before verification.

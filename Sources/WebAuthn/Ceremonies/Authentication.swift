@@ -45,16 +45,19 @@ public struct VerifiedAuthentication: Sendable {
 extension RelyingParty {
     /// Builds `PublicKeyCredentialRequestOptionsJSON` (§5.5). An empty `allowCredentials`
     /// asks for a discoverable credential (usernameless sign-in, passkey AutoFill).
-    public func beginAuthentication(allowCredentials: [CredentialDescriptor] = [], userVerification: UserVerificationRequirement? = nil,
-                                    hints: [String] = [], challenge: [UInt8]? = nil) -> AuthenticationBegin {
-        AuthenticationBegin(options: PublicKeyCredentialRequestOptionsJSON(
-            challenge: Base64URLBytes(challenge ?? Self.makeChallenge()),
-            timeout: timeoutMilliseconds,
-            rpId: configuration.rpID,
-            allowCredentials: allowCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
-            userVerification: (userVerification ?? configuration.userVerification).rawValue,
-            hints: hints,
-            extensions: nil))
+    public func beginAuthentication(
+        allowCredentials: [CredentialDescriptor] = [], userVerification: UserVerificationRequirement? = nil,
+        hints: [String] = [], challenge: [UInt8]? = nil
+    ) -> AuthenticationBegin {
+        AuthenticationBegin(
+            options: PublicKeyCredentialRequestOptionsJSON(
+                challenge: Base64URLBytes(challenge ?? Self.makeChallenge()),
+                timeout: timeoutMilliseconds,
+                rpId: configuration.rpID,
+                allowCredentials: allowCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
+                userVerification: (userVerification ?? configuration.userVerification).rawValue,
+                hints: hints,
+                extensions: nil))
     }
 
     /// Verifies an assertion (§7.2) made with `credential` against the stored challenge.
@@ -63,9 +66,11 @@ extension RelyingParty {
     ///   - allowCredentials: the IDs sent in `allowCredentials`, when the ceremony named them.
     ///   - requireUserHandle: the user was not identified before the ceremony (discoverable
     ///     sign-in), so `response.userHandle` must be present and name the credential's owner.
-    public func finishAuthentication(response: AuthenticationResponseJSON, expectedChallenge: [UInt8], credential: StoredCredential,
-                                     allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false,
-                                     userVerification: UserVerificationRequirement? = nil) throws(WebAuthnError) -> VerifiedAuthentication {
+    public func finishAuthentication(
+        response: AuthenticationResponseJSON, expectedChallenge: [UInt8], credential: StoredCredential,
+        allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false,
+        userVerification: UserVerificationRequirement? = nil
+    ) throws(WebAuthnError) -> VerifiedAuthentication {
         // §7.2 step 3: response must be an AuthenticatorAssertionResponse of a public-key credential.
         guard response.type == "public-key" else {
             throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
@@ -100,8 +105,9 @@ extension RelyingParty {
         // clientDataJSON, authenticatorData, and signature respectively.
         let authData = try AuthenticatorData(bytes: response.response.authenticatorData.bytes)
         // §7.2 steps 9–14, 21: client data.
-        let (clientData, clientDataHash) = try verifyClientData(response.response.clientDataJSON.bytes, type: "webauthn.get",
-                                                                challenge: expectedChallenge)
+        let (clientData, clientDataHash) = try verifyClientData(
+            response.response.clientDataJSON.bytes, type: "webauthn.get",
+            challenge: expectedChallenge)
         // §7.2 steps 15–18: rpIdHash, UP, UV, BE/BS.
         try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification)
         // §7.2 step 19: If credentialRecord.backupEligible is set, verify that currentBe is set;
@@ -121,7 +127,9 @@ extension RelyingParty {
             if authData.signCount > credential.signCount {
                 newSignCount = authData.signCount
             } else if configuration.signCountPolicy == .reject {
-                throw WebAuthnError(.counterRegression, "signature counter \(authData.signCount) did not increase from \(credential.signCount): possible cloned authenticator")
+                throw WebAuthnError(
+                    .counterRegression,
+                    "signature counter \(authData.signCount) did not increase from \(credential.signCount): possible cloned authenticator")
             } else {
                 looksCloned = true
             }

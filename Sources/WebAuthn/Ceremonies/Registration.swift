@@ -59,9 +59,11 @@ extension RelyingParty {
     /// Resident key `required` (a passkey), the configured algorithms in preference order,
     /// attestation conveyance from the configuration, and `excludeCredentials` so one
     /// authenticator does not register twice for the same account.
-    public func beginRegistration(user: PublicKeyCredentialUserEntity, excludeCredentials: [CredentialDescriptor] = [],
-                                  userVerification: UserVerificationRequirement? = nil, authenticatorAttachment: String? = nil,
-                                  hints: [String] = [], challenge: [UInt8]? = nil) -> RegistrationBegin {
+    public func beginRegistration(
+        user: PublicKeyCredentialUserEntity, excludeCredentials: [CredentialDescriptor] = [],
+        userVerification: UserVerificationRequirement? = nil, authenticatorAttachment: String? = nil,
+        hints: [String] = [], challenge: [UInt8]? = nil
+    ) -> RegistrationBegin {
         let options = PublicKeyCredentialCreationOptionsJSON(
             rp: PublicKeyCredentialRpEntity(id: configuration.rpID, name: configuration.rpName),
             user: PublicKeyCredentialUserEntityJSON(id: user.id, name: user.name, displayName: user.displayName),
@@ -93,9 +95,11 @@ extension RelyingParty {
     ///     (the reference Android app); every other check stays as is.
     /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
     ///   is not registered yet (§7.1 step 26) before storing it.
-    public func finishRegistration(response: RegistrationResponseJSON, expectedChallenge: [UInt8],
-                                   userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
-                                   unsafeToleratesRewrittenFlags: Bool = false) throws(WebAuthnError) -> VerifiedRegistration {
+    public func finishRegistration(
+        response: RegistrationResponseJSON, expectedChallenge: [UInt8],
+        userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
+        unsafeToleratesRewrittenFlags: Bool = false
+    ) throws(WebAuthnError) -> VerifiedRegistration {
         // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
         guard response.type == "public-key" else {
             throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
@@ -105,8 +109,9 @@ extension RelyingParty {
             throw WebAuthnError(.credentialIDMismatch, "credential.id does not encode credential.rawId")
         }
         // §7.1 steps 5–11: client data.
-        let (clientData, clientDataHash) = try verifyClientData(response.response.clientDataJSON.bytes, type: "webauthn.create",
-                                                                challenge: expectedChallenge)
+        let (clientData, clientDataHash) = try verifyClientData(
+            response.response.clientDataJSON.bytes, type: "webauthn.create",
+            challenge: expectedChallenge)
         // §7.1 step 12: Perform CBOR decoding on the attestationObject field to obtain the
         // attestation statement format fmt, the authenticator data authData, and the attestation
         // statement attStmt.
@@ -115,20 +120,23 @@ extension RelyingParty {
             extensionFlagHandling: unsafeToleratesRewrittenFlags ? .unsafeAllowExtensionsWithoutFlag : .strict)
         let authData = attestationObject.authenticatorData
         // §7.1 steps 13–16: rpIdHash, UP, UV, BE/BS.
-        try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification,
-                                     conditionalCreate: conditionalCreate)
+        try verifyAuthenticatorFlags(
+            authData, userVerification: userVerification ?? configuration.userVerification,
+            conditionalCreate: conditionalCreate)
         guard let credential = authData.attestedCredentialData else {
             throw WebAuthnError(.malformedAuthenticatorData, "registration authenticator data has no attested credential data (AT)")
         }
         // §7.1 step 19: Verify that the "alg" parameter in the credential public key in authData
         // matches the alg attribute of one of the items in options.pubKeyCredParams.
         guard configuration.algorithms.contains(credential.publicKey.algorithm) else {
-            throw WebAuthnError(.unsupportedAlgorithm, "credential algorithm \(credential.publicKey.algorithm) was not offered in pubKeyCredParams")
+            throw WebAuthnError(
+                .unsupportedAlgorithm, "credential algorithm \(credential.publicKey.algorithm) was not offered in pubKeyCredParams")
         }
         // §7.1 steps 21–24: attestation statement format, verification and trust.
-        let attestation = try Attestation.verify(AttestationInput(
-            format: attestationObject.format, statement: attestationObject.statement, authenticatorData: authData,
-            credential: credential, clientDataHash: clientDataHash, policy: configuration.attestationPolicy, verificationTime: now))
+        let attestation = try Attestation.verify(
+            AttestationInput(
+                format: attestationObject.format, statement: attestationObject.statement, authenticatorData: authData,
+                credential: credential, clientDataHash: clientDataHash, policy: configuration.attestationPolicy, verificationTime: now))
         // §7.1 step 25: Verify that the credentialId is ≤ 1023 bytes (enforced while parsing).
         // Level 3 §7.1 (credential record): credential.rawId must be the credentialId the
         // authenticator attested, or the record would be stored under a different ID.

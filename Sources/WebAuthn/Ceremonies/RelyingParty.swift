@@ -53,8 +53,10 @@ public struct RelyingParty: Sendable {
 
     /// §7.1 steps 5–11 / §7.2 steps 9–14 (and 21): parse clientDataJSON and check type,
     /// challenge, origin and cross-origin context. Returns the parsed data and its hash.
-    func verifyClientData(_ bytes: [UInt8], type expectedType: String, challenge expectedChallenge: [UInt8],
-                          challengeEquivalents: [[UInt8]] = []) throws(WebAuthnError) -> (CollectedClientData, [UInt8]) {
+    func verifyClientData(
+        _ bytes: [UInt8], type expectedType: String, challenge expectedChallenge: [UInt8],
+        challengeEquivalents: [[UInt8]] = []
+    ) throws(WebAuthnError) -> (CollectedClientData, [UInt8]) {
         // §7.1 step 5 / §7.2 step 9: Let JSONtext be the result of running UTF-8 decode on
         // clientDataJSON. §7.1 step 6 / §7.2 step 10: Let C be the result of parsing JSONtext.
         let clientData = try CollectedClientData(bytes: bytes)
@@ -81,7 +83,8 @@ public struct RelyingParty: Sendable {
         // the Relying Party expects this credential to be used within an iframe that is not
         // same-origin with its ancestors.
         if clientData.crossOrigin == true && !configuration.allowCrossOrigin {
-            throw WebAuthnError(.crossOriginNotAllowed, "the ceremony ran in a cross-origin iframe, which this relying party does not allow")
+            throw WebAuthnError(
+                .crossOriginNotAllowed, "the ceremony ran in a cross-origin iframe, which this relying party does not allow")
         }
         // If C.topOrigin is present: verify that the Relying Party expects this credential to be
         // used within an iframe, and that C.topOrigin matches the origin of a page that the
@@ -104,8 +107,10 @@ public struct RelyingParty: Sendable {
 
     /// §7.1 steps 13–16 / §7.2 steps 15–18: RP ID hash, user presence, user verification and
     /// backup flags.
-    func verifyAuthenticatorFlags(_ authData: AuthenticatorData, userVerification: UserVerificationRequirement,
-                                  conditionalCreate: Bool = false) throws(WebAuthnError) {
+    func verifyAuthenticatorFlags(
+        _ authData: AuthenticatorData, userVerification: UserVerificationRequirement,
+        conditionalCreate: Bool = false
+    ) throws(WebAuthnError) {
         // §7.1 step 13 / §7.2 step 15: Verify that the rpIdHash in authData is the SHA-256 hash
         // of the RP ID expected by the Relying Party.
         guard constantTimeEquals(authData.rpIDHash, rpIDHash) else {

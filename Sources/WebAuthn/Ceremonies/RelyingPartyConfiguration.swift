@@ -45,12 +45,14 @@ extension RelyingParty {
         /// Require the UP flag. Only conditional create (automatic passkey upgrade) may clear it.
         public var requireUserPresence: Bool
 
-        public init(rpID: String = "localhost", rpName: String = "passkeyd", origins: [String] = ["http://localhost:8080"],
-                    userVerification: UserVerificationRequirement = .required,
-                    algorithms: [COSEAlgorithmIdentifier] = RelyingParty.defaultAlgorithms,
-                    attestation: AttestationConveyancePreference = .none, attestationPolicy: AttestationPolicy = AttestationPolicy(),
-                    timeout: Duration = .seconds(300), allowCrossOrigin: Bool = false, allowedTopOrigins: [String] = [],
-                    signCountPolicy: SignCountPolicy = .reject, requireUserPresence: Bool = true) {
+        public init(
+            rpID: String = "localhost", rpName: String = "passkeyd", origins: [String] = ["http://localhost:8080"],
+            userVerification: UserVerificationRequirement = .required,
+            algorithms: [COSEAlgorithmIdentifier] = RelyingParty.defaultAlgorithms,
+            attestation: AttestationConveyancePreference = .none, attestationPolicy: AttestationPolicy = AttestationPolicy(),
+            timeout: Duration = .seconds(300), allowCrossOrigin: Bool = false, allowedTopOrigins: [String] = [],
+            signCountPolicy: SignCountPolicy = .reject, requireUserPresence: Bool = true
+        ) {
             self.rpID = rpID
             self.rpName = rpName
             self.origins = origins
@@ -81,7 +83,7 @@ extension RelyingParty {
         let rpID = configuration.rpID
         let labelCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789-.")
         guard !rpID.isEmpty, rpID.count <= 253, rpID.allSatisfy({ labelCharacters.contains($0) }),
-              !rpID.hasPrefix("."), !rpID.hasSuffix("."), !rpID.contains("..")
+            !rpID.hasPrefix("."), !rpID.hasSuffix("."), !rpID.contains("..")
         else {
             throw WebAuthnError(.invalidConfiguration, "rpID \"\(rpID)\" is not a lower-case domain name (e.g. example.com or localhost)")
         }
@@ -113,12 +115,14 @@ extension RelyingParty {
         if origin.hasPrefix("android:apk-key-hash:") {
             let hash = origin.dropFirst("android:apk-key-hash:".count)
             guard let bytes = Base64.decode(String(hash), flavor: .urlUnpadded), bytes.count == 32 else {
-                throw WebAuthnError(.invalidConfiguration, "origin \"\(origin)\": the apk-key-hash must be the unpadded base64url SHA-256 of the signing certificate")
+                throw WebAuthnError(
+                    .invalidConfiguration,
+                    "origin \"\(origin)\": the apk-key-hash must be the unpadded base64url SHA-256 of the signing certificate")
             }
             return
         }
         guard let components = URLComponents(string: origin), let scheme = components.scheme, let host = components.host,
-              components.path.isEmpty, components.query == nil, components.fragment == nil, components.user == nil
+            components.path.isEmpty, components.query == nil, components.fragment == nil, components.user == nil
         else {
             throw WebAuthnError(.invalidConfiguration, "origin \"\(origin)\" is not of the form scheme://host[:port]")
         }

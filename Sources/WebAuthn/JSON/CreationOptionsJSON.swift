@@ -13,10 +13,12 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Sendable {
     public var attestation: String
     public var extensions: [String: JSONValue]?
 
-    public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntityJSON, challenge: Base64URLBytes,
-                pubKeyCredParams: [PublicKeyCredentialParameters], timeout: Int?, excludeCredentials: [PublicKeyCredentialDescriptorJSON] = [],
-                authenticatorSelection: AuthenticatorSelectionCriteria? = nil, hints: [String] = [], attestation: String = "none",
-                extensions: [String: JSONValue]? = nil) {
+    public init(
+        rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntityJSON, challenge: Base64URLBytes,
+        pubKeyCredParams: [PublicKeyCredentialParameters], timeout: Int?, excludeCredentials: [PublicKeyCredentialDescriptorJSON] = [],
+        authenticatorSelection: AuthenticatorSelectionCriteria? = nil, hints: [String] = [], attestation: String = "none",
+        extensions: [String: JSONValue]? = nil
+    ) {
         self.rp = rp
         self.user = user
         self.challenge = challenge
@@ -33,7 +35,10 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Sendable {
 public struct PublicKeyCredentialRpEntity: Codable, Sendable, Hashable {
     public var id: String
     public var name: String
-    public init(id: String, name: String) { self.id = id; self.name = name }
+    public init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
 }
 
 public struct PublicKeyCredentialUserEntityJSON: Codable, Sendable, Hashable {
@@ -50,7 +55,10 @@ public struct PublicKeyCredentialUserEntityJSON: Codable, Sendable, Hashable {
 public struct PublicKeyCredentialParameters: Codable, Sendable, Hashable {
     public var type: String
     public var alg: COSEAlgorithmIdentifier
-    public init(alg: COSEAlgorithmIdentifier) { self.type = "public-key"; self.alg = alg }
+    public init(alg: COSEAlgorithmIdentifier) {
+        self.type = "public-key"
+        self.alg = alg
+    }
 }
 
 /// `PublicKeyCredentialDescriptorJSON`: a credential ID with its transports.
@@ -82,8 +90,10 @@ public struct PublicKeyCredentialRequestOptionsJSON: Codable, Sendable {
     public var hints: [String]
     public var extensions: [String: JSONValue]?
 
-    public init(challenge: Base64URLBytes, timeout: Int?, rpId: String, allowCredentials: [PublicKeyCredentialDescriptorJSON],
-                userVerification: String, hints: [String] = [], extensions: [String: JSONValue]? = nil) {
+    public init(
+        challenge: Base64URLBytes, timeout: Int?, rpId: String, allowCredentials: [PublicKeyCredentialDescriptorJSON],
+        userVerification: String, hints: [String] = [], extensions: [String: JSONValue]? = nil
+    ) {
         self.challenge = challenge
         self.timeout = timeout
         self.rpId = rpId

@@ -10,8 +10,10 @@ public struct RegistrationResponseJSON: Codable, Sendable {
     public var authenticatorAttachment: String?
     public var clientExtensionResults: [String: JSONValue]?
 
-    public init(id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAttestationResponseJSON,
-                authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]) {
+    public init(
+        id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAttestationResponseJSON,
+        authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]
+    ) {
         self.id = id
         self.rawId = rawId
         self.type = type
@@ -33,7 +35,8 @@ public struct RegistrationResponseJSON: Codable, Sendable {
             id: try json.string("id"), rawId: try json.bytes("rawId"), type: try json.string("type"),
             response: AuthenticatorAttestationResponseJSON(
                 clientDataJSON: try response.bytes("clientDataJSON"), attestationObject: try response.bytes("attestationObject"),
-                authenticatorData: try response.optionalBytes("authenticatorData"), transports: try response.optionalStringArray("transports"),
+                authenticatorData: try response.optionalBytes("authenticatorData"),
+                transports: try response.optionalStringArray("transports"),
                 publicKey: try response.optionalBytes("publicKey"), publicKeyAlgorithm: try response.optionalInt("publicKeyAlgorithm")),
             authenticatorAttachment: try json.optionalString("authenticatorAttachment"),
             clientExtensionResults: try json.optionalObject("clientExtensionResults")?.members)
@@ -49,8 +52,10 @@ public struct AuthenticatorAttestationResponseJSON: Codable, Sendable {
     public var publicKey: Base64URLBytes?
     public var publicKeyAlgorithm: Int?
 
-    public init(clientDataJSON: Base64URLBytes, attestationObject: Base64URLBytes, authenticatorData: Base64URLBytes? = nil,
-                transports: [String]? = nil, publicKey: Base64URLBytes? = nil, publicKeyAlgorithm: Int? = nil) {
+    public init(
+        clientDataJSON: Base64URLBytes, attestationObject: Base64URLBytes, authenticatorData: Base64URLBytes? = nil,
+        transports: [String]? = nil, publicKey: Base64URLBytes? = nil, publicKeyAlgorithm: Int? = nil
+    ) {
         self.clientDataJSON = clientDataJSON
         self.attestationObject = attestationObject
         self.authenticatorData = authenticatorData
@@ -69,8 +74,10 @@ public struct AuthenticationResponseJSON: Codable, Sendable {
     public var authenticatorAttachment: String?
     public var clientExtensionResults: [String: JSONValue]?
 
-    public init(id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAssertionResponseJSON,
-                authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]) {
+    public init(
+        id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAssertionResponseJSON,
+        authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]
+    ) {
         self.id = id
         self.rawId = rawId
         self.type = type
@@ -104,7 +111,9 @@ public struct AuthenticatorAssertionResponseJSON: Codable, Sendable {
     public var signature: Base64URLBytes
     public var userHandle: Base64URLBytes?
 
-    public init(clientDataJSON: Base64URLBytes, authenticatorData: Base64URLBytes, signature: Base64URLBytes, userHandle: Base64URLBytes? = nil) {
+    public init(
+        clientDataJSON: Base64URLBytes, authenticatorData: Base64URLBytes, signature: Base64URLBytes, userHandle: Base64URLBytes? = nil
+    ) {
         self.clientDataJSON = clientDataJSON
         self.authenticatorData = authenticatorData
         self.signature = signature

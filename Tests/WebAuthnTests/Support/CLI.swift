@@ -2,10 +2,16 @@ import Foundation
 
 /// Runs a child process to completion, feeding it standard input, and collects its output.
 enum Subprocess {
-    struct Result { var status: Int32; var stdout: String; var stderr: String }
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
 
-    static func run(_ executable: URL, _ arguments: [String], stdin: [UInt8] = [], environment: [String: String]? = nil,
-                    directory: URL? = nil) throws -> Result {
+    static func run(
+        _ executable: URL, _ arguments: [String], stdin: [UInt8] = [], environment: [String: String]? = nil,
+        directory: URL? = nil
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -21,7 +27,8 @@ enum Subprocess {
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import WebAuthn
 
 /// Locates files under Tests/Fixtures (kept outside the target so SwiftPM does not bundle them).
