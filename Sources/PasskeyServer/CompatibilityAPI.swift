@@ -44,6 +44,15 @@ struct CompatibilityAPI: Sendable {
         verify.post("authenticate") { request, context in try await authenticate(request, context) }
     }
 
+    /// This API's ceremonies: its own name (the native API cannot finish them), the challenge and
+    /// user handle as the UTF-8 bytes of strings, unknown usernames as errors, and the Android
+    /// app's rewritten registration flags tolerated (kept in the ceremony's state at its start).
+    static func profile(challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil) -> PasskeyService.Profile {
+        PasskeyService.Profile(
+            api: api, challenge: challenge, userHandle: userHandle, accountID: accountID, unknownUserIsAnError: true,
+            ceremony: CeremonyProfile(unsafeToleratesRewrittenFlags: true))
+    }
+
     /// A base64url string of 32 random bytes: what the reference server sent as a challenge.
     static func randomString() -> String { Base64URLBytes(RelyingParty.makeChallenge()).base64URL }
 
@@ -72,8 +81,8 @@ struct CompatibilityAPI: Sendable {
         let userID = Self.randomString()
         let accountID = UUID()
         let options = try await service.registrationOptions(
-            username: username, displayName: username, signedIn: nil, api: Self.api, challenge: Array(challenge.utf8),
-            userHandle: Array(userID.utf8), accountID: accountID)
+            username: username, displayName: username, signedIn: nil,
+            profile: Self.profile(challenge: Array(challenge.utf8), userHandle: Array(userID.utf8), accountID: accountID))
         let body = SignupResponse(
             challenge: CreationOptions(
                 attestation: options.attestation, challenge: challenge, pubKeyCredParams: options.pubKeyCredParams,
@@ -90,8 +99,7 @@ struct CompatibilityAPI: Sendable {
         let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
         let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
         _ = try await service.finishRegistration(
-            credential, name: nil, signedIn: nil, client: service.client(request, context), api: Self.api,
-            expectedAccountID: accountID, unsafeToleratesRewrittenFlags: true)
+            credential, name: nil, signedIn: nil, client: service.client(request, context), profile: Self.profile(accountID: accountID))
         return try HTTP.json([String: String]())
     }
 
@@ -108,8 +116,7 @@ struct CompatibilityAPI: Sendable {
         guard let username, !username.isEmpty else { throw PasskeyServiceError.invalid(.invalidUsername, "username is required.") }
         let challenge = Self.randomString()
         let options = try await service.authenticationOptions(
-            username: username, api: Self.api, challenge: Array(challenge.utf8),
-            unknownUserIsAnError: true)
+            username: username, profile: Self.profile(challenge: Array(challenge.utf8)))
         return try HTTP.json(
             RequestOptions(
                 challenge: challenge, timeout: options.timeout, rpId: options.rpId,
@@ -127,7 +134,7 @@ struct CompatibilityAPI: Sendable {
         let credential = try AuthenticationResponseJSON(json: NativeAPI.credential(in: body))
         // The ceremony is bound to the account `GET /authenticate?username=` named; the name in
         // this URL is informational (the reference apps repeat it).
-        let result = try await service.finishAuthentication(credential, client: service.client(request, context), api: Self.api)
+        let result = try await service.finishAuthentication(credential, client: service.client(request, context), profile: Self.profile())
         return try HTTP.json(SignedIn(token: result.token, expiresAt: result.session.expiresAt))
     }
 }

@@ -104,8 +104,7 @@ public struct PasskeyService: Sendable {
     /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
     /// the signed-in account.
     public func registrationOptions(
-        username: String?, displayName: String?, signedIn: SignedIn?, api: String = "native",
-        challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
+        username: String?, displayName: String?, signedIn: SignedIn?, profile: Profile = .native,
         conditional: Bool = false, client: Client = Client()
     ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
@@ -116,42 +115,40 @@ public struct PasskeyService: Sendable {
         if let signedIn { try requireRecentSignIn(signedIn) }
         metrics.ceremonyStarted("registration", client: client.kind)
         let time = now()
-        let record: ChallengeRecord
-        let user: PublicKeyCredentialUserEntity
-        var exclude: [CredentialDescriptor] = []
+        let expiry = time.addingTimeInterval(lifetime(configuration.challengeLifetime))
+        let challenge = profile.challenge ?? RelyingParty.makeChallenge()
         if let signedIn {
             let account = signedIn.account
-            user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
-            exclude = try await store.passkeys(accountID: account.id).map {
+            let user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
+            let exclude = try await store.passkeys(accountID: account.id).map {
                 CredentialDescriptor(id: $0.credentialID, transports: $0.transports)
             }
             // Conditional create: the authenticator sets neither UP nor UV (WebAuthn L3 §5.1.3), so
             // this ceremony asks for UV only as "preferred" and §7.1 step 14 skips the UP check.
-            record = ChallengeRecord(
-                challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, accountID: account.id,
-                api: api,
-                userVerification: conditional
-                    ? UserVerificationRequirement.preferred.rawValue
-                    : configuration.userVerification.rawValue,
-                conditional: conditional, createdAt: time,
-                expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
-        } else {
-            let name = try Self.validUsername(username)
-            let display = try Self.validDisplayName(displayName, default: name)
-            if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
-            user = PublicKeyCredentialUserEntity(id: userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
-            record = ChallengeRecord(
-                challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .registration, pendingUsername: name,
-                pendingDisplayName: display, pendingUserHandle: user.id, pendingAccountID: accountID, api: api,
-                userVerification: configuration.userVerification.rawValue, createdAt: time,
-                expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
+            let begin = relyingParty.beginRegistration(
+                user: user, excludeCredentials: exclude, userVerification: conditional ? .preferred : nil, challenge: challenge,
+                conditional: conditional, profile: profile.ceremony)
+            try await store.saveChallenge(
+                ChallengeRecord(
+                    challenge: challenge, ceremony: .registration, accountID: account.id, api: profile.api,
+                    userVerification: begin.state.userVerification.rawValue, conditional: conditional,
+                    state: try Self.encoded(begin.state), createdAt: time, expiresAt: expiry))
+            capacity.issued()
+            return begin.options
         }
-        try await store.saveChallenge(record)
+        let name = try Self.validUsername(username)
+        let display = try Self.validDisplayName(displayName, default: name)
+        if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
+        let user = PublicKeyCredentialUserEntity(id: profile.userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
+        let begin = relyingParty.beginRegistration(user: user, challenge: challenge, profile: profile.ceremony)
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
+                pendingUserHandle: user.id, pendingAccountID: profile.accountID, api: profile.api,
+                userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state), createdAt: time,
+                expiresAt: expiry))
         capacity.issued()
-        var options = relyingParty.beginRegistration(user: user, excludeCredentials: exclude, challenge: record.challenge).options
-        options.hints = []
-        if record.conditional { options.authenticatorSelection?.userVerification = record.userVerification }
-        return options
+        return begin.options
     }
 
     public struct Registered: Sendable {
@@ -168,24 +165,23 @@ public struct PasskeyService: Sendable {
     ///   ("change or reset"): removed once the new one is stored.
     public func finishRegistration(
         _ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-        api: String = "native", expectedAccountID: UUID? = nil, replaces: [UInt8]? = nil,
-        unsafeToleratesRewrittenFlags: Bool = false
+        profile: Profile = .native, replaces: [UInt8]? = nil
     ) async throws -> Registered {
-        try await measured("registration", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
+        // clientDataJSON is parsed once: for the metrics, to find the ceremony, and to verify.
+        let clientData = try parseClientData(credential.response.clientDataJSON.bytes, signIn: false)
+        return try await measured("registration", origin: clientData.origin, client: client) {
             try await verifyRegistration(
-                credential, name: name, signedIn: signedIn, client: client, api: api,
-                expectedAccountID: expectedAccountID, replaces: replaces,
-                unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+                credential, clientData: clientData, name: name, signedIn: signedIn, client: client, profile: profile, replaces: replaces)
         }
     }
 
     private func verifyRegistration(
-        _ credential: RegistrationResponseJSON, name: String?, signedIn: SignedIn?, client: Client,
-        api: String, expectedAccountID: UUID?, replaces: [UInt8]?, unsafeToleratesRewrittenFlags: Bool
+        _ credential: RegistrationResponseJSON, clientData: CollectedClientData, name: String?, signedIn: SignedIn?, client: Client,
+        profile: Profile, replaces: [UInt8]?
     ) async throws -> Registered {
-        let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .registration, api: api)
+        let record = try await takeChallenge(clientData, ceremony: .registration, api: profile.api)
         // The compatibility API names the account being created (`userId`); it must be this ceremony's.
-        if let expectedAccountID, record.pendingAccountID != expectedAccountID { throw PasskeyServiceError.accountMismatch }
+        if let expected = profile.accountID, record.pendingAccountID != expected { throw PasskeyServiceError.accountMismatch }
         let passkeyName = try name.map { try Self.validPasskeyName($0) }
         // A challenge issued to a signed-in account can only be finished by that account.
         if let accountID = record.accountID, signedIn?.account.id != accountID { throw PasskeyServiceError.accountMismatch }
@@ -197,9 +193,8 @@ public struct PasskeyService: Sendable {
         let verified: VerifiedRegistration
         do {
             verified = try relyingParty.finishRegistration(
-                response: credential, expectedChallenge: record.challenge,
-                userVerification: UserVerificationRequirement(rawValue: record.userVerification), now: now(),
-                conditionalCreate: record.conditional, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+                response: credential, clientData: clientData,
+                state: registrationState(record), now: now())
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
@@ -282,8 +277,7 @@ public struct PasskeyService: Sendable {
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
     public func authenticationOptions(
-        username: String?, api: String = "native", challenge: [UInt8]? = nil,
-        unknownUserIsAnError: Bool = false, client: Client = Client()
+        username: String?, profile: Profile = .native, client: Client = Client()
     ) async throws
         -> PublicKeyCredentialRequestOptionsJSON
     {
@@ -305,20 +299,20 @@ public struct PasskeyService: Sendable {
                 // Unknown, disabled and password-only accounts answer alike: one stable decoy
                 // credential, so the options reveal nothing sign-up does not.
                 // The reference apps' server answered 400 here; only its compatibility routes do.
-                if unknownUserIsAnError { throw PasskeyServiceError.invalid(.unknownUser, "No account has that username.") }
+                if profile.unknownUserIsAnError { throw PasskeyServiceError.invalid(.unknownUser, "No account has that username.") }
                 unknown = true
                 allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
             }
         }
-        let record = ChallengeRecord(
-            challenge: challenge ?? RelyingParty.makeChallenge(), ceremony: .authentication, accountID: accountID,
-            unknownUser: unknown, api: api, userVerification: configuration.userVerification.rawValue,
-            createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime)))
-        try await store.saveChallenge(record)
+        let begin = relyingParty.beginAuthentication(
+            allowCredentials: allow, challenge: profile.challenge ?? RelyingParty.makeChallenge(), profile: profile.ceremony)
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: begin.challenge, ceremony: .authentication, accountID: accountID, unknownUser: unknown, api: profile.api,
+                userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state), createdAt: time,
+                expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime))))
         capacity.issued()
-        var options = relyingParty.beginAuthentication(allowCredentials: allow, challenge: record.challenge).options
-        options.hints = []
-        return options
+        return begin.options
     }
 
     public struct SignInResult: Sendable {
@@ -330,20 +324,20 @@ public struct PasskeyService: Sendable {
 
     /// Verifies an assertion, updates the passkey's counter, backup state and last use, and
     /// starts a session.
-    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String = "native") async throws
+    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, profile: Profile = .native) async throws
         -> SignInResult
     {
-        let result = try await measured("authentication", clientDataJSON: credential.response.clientDataJSON.bytes, client: client) {
-            try await verifyAuthentication(credential, client: client, api: api)
+        let clientData = try parseClientData(credential.response.clientDataJSON.bytes, signIn: true)
+        let result = try await measured("authentication", origin: clientData.origin, client: client) {
+            try await verifyAuthentication(credential, clientData: clientData, client: client, api: profile.api)
         }
         metrics.signedIn(method: "passkey")
         return result
     }
 
     /// Runs a ceremony's verify step, counting its outcome (by error code) and latency per client kind.
-    private func measured<T>(_ ceremony: String, clientDataJSON: [UInt8], client: Client, _ body: () async throws -> T) async throws -> T {
+    private func measured<T>(_ ceremony: String, origin: String?, client: Client, _ body: () async throws -> T) async throws -> T {
         let start = ContinuousClock.now
-        let origin = try? CollectedClientData(bytes: clientDataJSON).origin
         let kind = ServerMetrics.ClientKind.classify(origin: origin, userAgent: client.userAgent)
         do {
             let result = try await body()
@@ -358,8 +352,10 @@ public struct PasskeyService: Sendable {
         }
     }
 
-    private func verifyAuthentication(_ credential: AuthenticationResponseJSON, client: Client, api: String) async throws -> SignInResult {
-        let record = try await takeChallenge(from: credential.response.clientDataJSON.bytes, ceremony: .authentication, api: api)
+    private func verifyAuthentication(_ credential: AuthenticationResponseJSON, clientData: CollectedClientData, client: Client, api: String)
+        async throws -> SignInResult
+    {
+        let record = try await takeChallenge(clientData, ceremony: .authentication, api: api)
         guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
             await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
             throw PasskeyServiceError.credentialNotFound
@@ -380,14 +376,13 @@ public struct PasskeyService: Sendable {
         let verified: VerifiedAuthentication
         do {
             let key = try CredentialPublicKey(cose: passkey.publicKey)
+            // §7.2 step 5 checks the allowCredentials really offered (kept in the state).
             verified = try relyingParty.finishAuthentication(
-                response: credential, expectedChallenge: record.challenge,
+                response: credential, clientData: clientData,
+                state: authenticationState(record, offered: passkey.credentialID),
                 credential: StoredCredential(
                     id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
-                    userHandle: account.userHandle, backupEligible: passkey.backupEligible),
-                allowCredentials: record.accountID == nil ? nil : [passkey.credentialID],
-                requireUserHandle: record.accountID == nil,
-                userVerification: UserVerificationRequirement(rawValue: record.userVerification))
+                    userHandle: account.userHandle, backupEligible: passkey.backupEligible))
         } catch {
             logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             if error.code == .counterRegression {
@@ -516,21 +511,25 @@ public struct PasskeyService: Sendable {
 
     /// Finds and consumes the ceremony a response answers, from the challenge in its client
     /// data (untrusted until the full verification re-checks it against the stored one).
-    private func takeChallenge(from clientDataJSON: [UInt8], ceremony: ChallengeRecord.Ceremony, api: String) async throws
+    private func takeChallenge(_ clientData: CollectedClientData, ceremony: ChallengeRecord.Ceremony, api: String) async throws
         -> ChallengeRecord
     {
-        let clientData: CollectedClientData
-        do {
-            clientData = try CollectedClientData(bytes: clientDataJSON)
-        } catch {
-            throw PasskeyServiceError(error, signIn: ceremony == .authentication)
-        }
         guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
             let record = try await store.takeChallenge(clientData.challenge)
         else { throw PasskeyServiceError.unknownChallenge }
         guard record.expiresAt > now() else { throw PasskeyServiceError.expiredChallenge }
         guard record.ceremony == ceremony, record.api == api else { throw PasskeyServiceError.ceremonyMismatch }
         return record
+    }
+
+    /// clientDataJSON parsed once per verify request. A malformed one is refused here (before
+    /// anything is looked up), with the library's code.
+    private func parseClientData(_ bytes: [UInt8], signIn: Bool) throws -> CollectedClientData {
+        do {
+            return try CollectedClientData(bytes: bytes)
+        } catch {
+            throw PasskeyServiceError(error, signIn: signIn)
+        }
     }
 
     /// Bounded challenge creation: a flood of options requests cannot fill the database. The

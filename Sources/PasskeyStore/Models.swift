@@ -102,13 +102,18 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var userVerification: String
     /// Registration options meant for `mediation: "conditional"` (automatic passkey creation).
     public var conditional: Bool
+    /// The ceremony's state as the `WebAuthn` library made it (`RegistrationState` /
+    /// `AuthenticationState`, encoded by the server): kept opaquely, handed back at the finish.
+    /// Nil for ceremonies begun before migration 6.
+    public var state: [UInt8]?
     public var createdAt: Date
     public var expiresAt: Date
 
     public init(
         challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
         pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
-        api: String = "native", userVerification: String, conditional: Bool = false, createdAt: Date, expiresAt: Date
+        api: String = "native", userVerification: String, conditional: Bool = false, state: [UInt8]? = nil, createdAt: Date,
+        expiresAt: Date
     ) {
         self.challenge = challenge
         self.ceremony = ceremony
@@ -121,6 +126,7 @@ public struct ChallengeRecord: Sendable, Hashable {
         self.api = api
         self.userVerification = userVerification
         self.conditional = conditional
+        self.state = state
         self.createdAt = createdAt
         self.expiresAt = expiresAt
     }

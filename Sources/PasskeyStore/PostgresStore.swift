@@ -587,10 +587,12 @@ public final class PostgresStore: PasskeyStore {
         _ = try await rows(
             """
             INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
-                                    pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, created_at, expires_at)
+                                    pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
+                                    created_at, expires_at)
             VALUES (\(Self.buffer(ChallengeHash.of(record.challenge))), \(Self.buffer(record.challenge)), \(record.ceremony.rawValue),
                     \(record.accountID), \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle.map(Self.buffer)),
                     \(record.pendingAccountID), \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional),
+                    \(record.state.map(Self.buffer)),
                     \(StoreValues.millis(record.createdAt)), \(StoreValues.millis(record.expiresAt)))
             """)
     }
@@ -611,6 +613,7 @@ public final class PostgresStore: PasskeyStore {
             pendingAccountID: try row["pending_account_id"].decode(UUID?.self),
             unknownUser: try row["unknown_user"].decode(Bool.self), api: try row["api"].decode(String.self),
             userVerification: try row["user_verification"].decode(String.self), conditional: try row["conditional"].decode(Bool.self),
+            state: try Self.optionalBytes(row["state"]),
             createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
             expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)))
     }

@@ -411,15 +411,15 @@ public final class SQLiteStore: PasskeyStore {
                 sql: """
                     INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
                                             pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional,
-                                            created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            state, created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     Data(ChallengeHash.of(record.challenge)), Data(record.challenge), record.ceremony.rawValue,
                     record.accountID?.uuidString,
                     record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) },
                     record.pendingAccountID?.uuidString, record.unknownUser,
-                    record.api, record.userVerification, record.conditional, StoreValues.millis(record.createdAt),
+                    record.api, record.userVerification, record.conditional, record.state.map { Data($0) }, StoreValues.millis(record.createdAt),
                     StoreValues.millis(record.expiresAt),
                 ])
         }
@@ -440,6 +440,7 @@ public final class SQLiteStore: PasskeyStore {
                 pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) },
                 pendingAccountID: (row["pending_account_id"] as String?).flatMap(UUID.init(uuidString:)), unknownUser: row["unknown_user"],
                 api: row["api"], userVerification: row["user_verification"], conditional: row["conditional"] ?? false,
+                state: (row["state"] as Data?).map { [UInt8]($0) },
                 createdAt: StoreValues.date(row["created_at"]),
                 expiresAt: StoreValues.date(row["expires_at"]))
         }

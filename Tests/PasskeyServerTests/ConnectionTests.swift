@@ -148,7 +148,8 @@ struct ConnectionTests {
             socket.write(
                 "POST /api/auth/authenticate/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"cred"
             )
-            try await Task.sleep(for: .milliseconds(200))
+            // Long enough for the server to be reading the body (a busy debug build included).
+            try await Task.sleep(for: .milliseconds(800))
         }
         try await Task.sleep(for: .milliseconds(800))
         let (status, metrics) = try await Self.get(server, "/metrics")

@@ -513,20 +513,22 @@ struct EdgeTests {
             let unknown = try await api.post("/api/auth/password/sign-in", ["username": "nobody", "password": "guess"])
             #expect(wrong.status == unknown.status && wrong.bytes == unknown.bytes)
 
-            // Timings within noise: medians of many samples, a loose bound.
-            func median(_ username: String) async throws -> Duration {
-                var samples: [Duration] = []
-                for _ in 0..<40 {
+            // Timings within noise: medians of many samples taken in turn (so a busy moment hits
+            // every kind alike), a loose bound.
+            var samples: [String: [Duration]] = [:]
+            for round in 0..<45 {
+                for username in ["kay", "nobody", "pat"] {
                     let start = ContinuousClock.now
                     _ = try await api.post("/api/auth/authenticate/options", ["username": username])
-                    samples.append(ContinuousClock.now - start)
+                    if round >= 5 { samples[username, default: []].append(ContinuousClock.now - start) }
                 }
-                return samples.sorted()[samples.count / 2]
             }
-            _ = try await median("warm-up")
-            let (a, b, c) = (try await median("kay"), try await median("nobody"), try await median("pat"))
+            func median(_ username: String) -> Duration {
+                samples[username, default: [.zero]].sorted()[samples[username, default: [.zero]].count / 2]
+            }
+            let (a, b, c) = (median("kay"), median("nobody"), median("pat"))
             let slowest = max(a, b, c), fastest = min(a, b, c)
-            #expect(slowest < fastest * 3, "\(a) \(b) \(c)")
+            #expect(slowest < fastest * 4, "\(a) \(b) \(c)")
         }
     }
 

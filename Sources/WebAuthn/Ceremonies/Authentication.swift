@@ -1,8 +1,13 @@
 import Foundation
 
-/// What `beginAuthentication` returns: the options to send, and the challenge to store.
+/// What `beginAuthentication` returns: the options to send, and the state to keep until the
+/// assertion comes back.
 public struct AuthenticationBegin: Sendable {
+    /// `PublicKeyCredentialRequestOptionsJSON` for the client, as is.
     public let options: PublicKeyCredentialRequestOptionsJSON
+    /// What ``RelyingParty/finishAuthentication(response:state:credential:)`` needs back.
+    public let state: AuthenticationState
+    /// The challenge (also in ``state``).
     public var challenge: [UInt8] { options.challenge.bytes }
 }
 
@@ -47,20 +52,47 @@ extension RelyingParty {
     /// asks for a discoverable credential (usernameless sign-in, passkey AutoFill).
     public func beginAuthentication(
         allowCredentials: [CredentialDescriptor] = [], userVerification: UserVerificationRequirement? = nil,
-        hints: [String] = [], challenge: [UInt8]? = nil
+        hints: [String] = [], challenge: [UInt8]? = nil, profile: CeremonyProfile = .standard
     ) -> AuthenticationBegin {
-        AuthenticationBegin(
-            options: PublicKeyCredentialRequestOptionsJSON(
-                challenge: Base64URLBytes(challenge ?? Self.makeChallenge()),
-                timeout: timeoutMilliseconds,
-                rpId: configuration.rpID,
-                allowCredentials: allowCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
-                userVerification: (userVerification ?? configuration.userVerification).rawValue,
-                hints: hints,
-                extensions: nil))
+        let requirement = userVerification ?? configuration.userVerification
+        let options = PublicKeyCredentialRequestOptionsJSON(
+            challenge: Base64URLBytes(challenge ?? Self.makeChallenge()),
+            timeout: timeoutMilliseconds,
+            rpId: configuration.rpID,
+            allowCredentials: allowCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
+            userVerification: requirement.rawValue,
+            hints: hints,
+            extensions: nil)
+        let state = AuthenticationState(
+            challenge: options.challenge.bytes, userVerification: requirement, allowCredentials: allowCredentials.map(\.id), hints: hints,
+            profile: profile)
+        return AuthenticationBegin(options: options, state: state)
     }
 
-    /// Verifies an assertion (§7.2) made with `credential` against the stored challenge.
+    /// Verifies an assertion (§7.2) made with `credential` against the state its
+    /// `beginAuthentication` made: its challenge, the `allowCredentials` really offered (§7.2
+    /// step 5), and, for a discoverable sign-in, the user handle (§7.2 step 6).
+    public func finishAuthentication(response: AuthenticationResponseJSON, state: AuthenticationState, credential: StoredCredential)
+        throws(WebAuthnError) -> VerifiedAuthentication
+    {
+        try finishAuthentication(
+            response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes), state: state,
+            credential: credential)
+    }
+
+    /// ``finishAuthentication(response:state:credential:)`` with the client data already parsed;
+    /// the signature is checked over `clientData.bytes`.
+    public func finishAuthentication(
+        response: AuthenticationResponseJSON, clientData: CollectedClientData, state: AuthenticationState, credential: StoredCredential
+    ) throws(WebAuthnError) -> VerifiedAuthentication {
+        try verifyAssertion(
+            response: response, clientData: clientData, expectedChallenge: state.challenge.bytes, credential: credential,
+            allowCredentials: state.allowCredentials.map(\.bytes), requireUserHandle: !state.userIdentified,
+            userVerification: state.userVerification)
+    }
+
+    /// Verifies an assertion (§7.2) made with `credential` against a challenge the caller stored
+    /// itself (a convenience over ``finishAuthentication(response:state:credential:)``).
     ///
     /// - Parameters:
     ///   - allowCredentials: the IDs sent in `allowCredentials`, when the ceremony named them.
@@ -70,6 +102,17 @@ extension RelyingParty {
         response: AuthenticationResponseJSON, expectedChallenge: [UInt8], credential: StoredCredential,
         allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false,
         userVerification: UserVerificationRequirement? = nil
+    ) throws(WebAuthnError) -> VerifiedAuthentication {
+        try verifyAssertion(
+            response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
+            expectedChallenge: expectedChallenge, credential: credential, allowCredentials: allowCredentials ?? [],
+            requireUserHandle: requireUserHandle, userVerification: userVerification ?? configuration.userVerification)
+    }
+
+    private func verifyAssertion(
+        response: AuthenticationResponseJSON, clientData parsed: CollectedClientData, expectedChallenge: [UInt8],
+        credential: StoredCredential, allowCredentials allowed: [[UInt8]], requireUserHandle: Bool,
+        userVerification: UserVerificationRequirement
     ) throws(WebAuthnError) -> VerifiedAuthentication {
         // §7.2 step 3: response must be an AuthenticatorAssertionResponse of a public-key credential.
         guard response.type == "public-key" else {
@@ -85,7 +128,7 @@ extension RelyingParty {
         }
         // §7.2 step 5: If options.allowCredentials is not empty, verify that credential.id
         // identifies one of the public key credentials listed in options.allowCredentials.
-        if let allowed = allowCredentials, !allowed.isEmpty {
+        if !allowed.isEmpty {
             guard allowed.contains(where: { constantTimeEquals($0, response.rawId.bytes) }) else {
                 throw WebAuthnError(.credentialNotAllowed, "the credential was not in allowCredentials")
             }
@@ -105,11 +148,9 @@ extension RelyingParty {
         // clientDataJSON, authenticatorData, and signature respectively.
         let authData = try AuthenticatorData(bytes: response.response.authenticatorData.bytes)
         // §7.2 steps 9–14, 21: client data.
-        let (clientData, clientDataHash) = try verifyClientData(
-            response.response.clientDataJSON.bytes, type: "webauthn.get",
-            challenge: expectedChallenge)
+        let (clientData, clientDataHash) = try verifyClientData(parsed, type: "webauthn.get", challenge: expectedChallenge)
         // §7.2 steps 15–18: rpIdHash, UP, UV, BE/BS.
-        try verifyAuthenticatorFlags(authData, userVerification: userVerification ?? configuration.userVerification)
+        try verifyAuthenticatorFlags(authData, userVerification: userVerification)
         // §7.2 step 19: If credentialRecord.backupEligible is set, verify that currentBe is set;
         // if it is not set, verify that currentBe is not set.
         if let recorded = credential.backupEligible, recorded != authData.backupEligible {

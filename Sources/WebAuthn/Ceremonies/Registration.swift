@@ -24,9 +24,14 @@ public struct CredentialDescriptor: Sendable, Hashable {
     }
 }
 
-/// What `beginRegistration` returns: the options to send, and the challenge to store.
+/// What `beginRegistration` returns: the options to send, and the state to keep until the
+/// response comes back.
 public struct RegistrationBegin: Sendable {
+    /// `PublicKeyCredentialCreationOptionsJSON` for the client, as is.
     public let options: PublicKeyCredentialCreationOptionsJSON
+    /// What ``RelyingParty/finishRegistration(response:state:now:)`` needs back.
+    public let state: RegistrationState
+    /// The challenge (also in ``state``).
     public var challenge: [UInt8] { options.challenge.bytes }
 }
 
@@ -62,8 +67,9 @@ extension RelyingParty {
     public func beginRegistration(
         user: PublicKeyCredentialUserEntity, excludeCredentials: [CredentialDescriptor] = [],
         userVerification: UserVerificationRequirement? = nil, authenticatorAttachment: String? = nil,
-        hints: [String] = [], challenge: [UInt8]? = nil
+        hints: [String] = [], challenge: [UInt8]? = nil, conditional: Bool = false, profile: CeremonyProfile = .standard
     ) -> RegistrationBegin {
+        let requirement = userVerification ?? configuration.userVerification
         let options = PublicKeyCredentialCreationOptionsJSON(
             rp: PublicKeyCredentialRpEntity(id: configuration.rpID, name: configuration.rpName),
             user: PublicKeyCredentialUserEntityJSON(id: user.id, name: user.name, displayName: user.displayName),
@@ -73,15 +79,42 @@ extension RelyingParty {
             excludeCredentials: excludeCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
             authenticatorSelection: AuthenticatorSelectionCriteria(
                 authenticatorAttachment: authenticatorAttachment, residentKey: "required", requireResidentKey: true,
-                userVerification: (userVerification ?? configuration.userVerification).rawValue),
+                userVerification: requirement.rawValue),
             hints: hints,
             attestation: configuration.attestation.rawValue,
             extensions: ["credProps": .bool(true)]
         )
-        return RegistrationBegin(options: options)
+        let state = RegistrationState(
+            challenge: options.challenge.bytes, userVerification: requirement, conditional: conditional, userHandle: user.id,
+            excludeCredentials: excludeCredentials.map(\.id), hints: hints, profile: profile)
+        return RegistrationBegin(options: options, state: state)
     }
 
-    /// Verifies a registration response (§7.1) against the challenge the caller stored.
+    /// Verifies a registration response (§7.1) against the state its `beginRegistration` made.
+    ///
+    /// - Parameter now: the time attestation certificates are checked at.
+    /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
+    ///   is not registered yet (§7.1 step 26) before storing it.
+    public func finishRegistration(response: RegistrationResponseJSON, state: RegistrationState, now: Date = Date()) throws(WebAuthnError)
+        -> VerifiedRegistration
+    {
+        try finishRegistration(response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
+                               state: state, now: now)
+    }
+
+    /// ``finishRegistration(response:state:now:)`` with the client data already parsed (a server
+    /// that read the challenge from it to find the ceremony parses it once). The signature and
+    /// attestation are checked over `clientData.bytes`.
+    public func finishRegistration(
+        response: RegistrationResponseJSON, clientData: CollectedClientData, state: RegistrationState, now: Date = Date()
+    ) throws(WebAuthnError) -> VerifiedRegistration {
+        try verifyRegistration(
+            response: response, clientData: clientData, expectedChallenge: state.challenge.bytes, userVerification: state.userVerification,
+            now: now, conditionalCreate: state.conditional, unsafeToleratesRewrittenFlags: state.profile.unsafeToleratesRewrittenFlags)
+    }
+
+    /// Verifies a registration response (§7.1) against a challenge the caller stored itself
+    /// (a convenience over ``finishRegistration(response:state:now:)``).
     ///
     /// - Parameters:
     ///   - userVerification: overrides the configured requirement for this ceremony.
@@ -100,6 +133,16 @@ extension RelyingParty {
         userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
         unsafeToleratesRewrittenFlags: Bool = false
     ) throws(WebAuthnError) -> VerifiedRegistration {
+        try verifyRegistration(
+            response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
+            expectedChallenge: expectedChallenge, userVerification: userVerification ?? configuration.userVerification, now: now,
+            conditionalCreate: conditionalCreate, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+    }
+
+    private func verifyRegistration(
+        response: RegistrationResponseJSON, clientData parsed: CollectedClientData, expectedChallenge: [UInt8],
+        userVerification: UserVerificationRequirement, now: Date, conditionalCreate: Bool, unsafeToleratesRewrittenFlags: Bool
+    ) throws(WebAuthnError) -> VerifiedRegistration {
         // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
         guard response.type == "public-key" else {
             throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
@@ -109,9 +152,7 @@ extension RelyingParty {
             throw WebAuthnError(.credentialIDMismatch, "credential.id does not encode credential.rawId")
         }
         // §7.1 steps 5–11: client data.
-        let (clientData, clientDataHash) = try verifyClientData(
-            response.response.clientDataJSON.bytes, type: "webauthn.create",
-            challenge: expectedChallenge)
+        let (clientData, clientDataHash) = try verifyClientData(parsed, type: "webauthn.create", challenge: expectedChallenge)
         // §7.1 step 12: Perform CBOR decoding on the attestationObject field to obtain the
         // attestation statement format fmt, the authenticator data authData, and the attestation
         // statement attStmt.
@@ -121,8 +162,7 @@ extension RelyingParty {
         let authData = attestationObject.authenticatorData
         // §7.1 steps 13–16: rpIdHash, UP, UV, BE/BS.
         try verifyAuthenticatorFlags(
-            authData, userVerification: userVerification ?? configuration.userVerification,
-            conditionalCreate: conditionalCreate)
+            authData, userVerification: userVerification, conditionalCreate: conditionalCreate)
         guard let credential = authData.attestedCredentialData else {
             throw WebAuthnError(.malformedAuthenticatorData, "registration authenticator data has no attested credential data (AT)")
         }

@@ -4,20 +4,21 @@ import Foundation
 /// A WebAuthn relying party: builds ceremony options and verifies responses, following
 /// WebAuthn Level 3 §7.1 (registration) and §7.2 (authentication) step by step.
 ///
-/// It keeps no state: the caller stores the challenge returned by a `begin…` call (with its
-/// ceremony, account and expiry) and hands it back to the matching `finish…` call.
+/// It keeps no state: a `begin…` call returns the ceremony's state (``RegistrationState``,
+/// ``AuthenticationState``: `Codable`, opaque to the caller), which the caller keeps with its own
+/// bookkeeping (account, expiry) and hands back to the matching `finish…` call.
 ///
 /// ```swift
 /// let rp = try RelyingParty(.init(rpID: "example.com", rpName: "Example",
 ///                                 origins: ["https://example.com"]))
 /// // Registration
 /// let begin = rp.beginRegistration(user: .init(id: userHandle, name: "ada", displayName: "Ada"))
-/// store(begin.challenge)                                        // send begin.options as JSON
-/// let passkey = try rp.finishRegistration(response: responseJSON, expectedChallenge: stored)
+/// keep(begin.state)                                             // send begin.options as JSON
+/// let passkey = try rp.finishRegistration(response: responseJSON, state: kept)
 /// // Authentication
 /// let request = rp.beginAuthentication()
-/// let verdict = try rp.finishAuthentication(response: assertionJSON, expectedChallenge: stored,
-///                                           credential: storedCredential)
+/// keep(request.state)
+/// let verdict = try rp.finishAuthentication(response: assertionJSON, state: kept, credential: storedCredential)
 /// ```
 public struct RelyingParty: Sendable {
     public let configuration: Configuration
@@ -54,12 +55,13 @@ public struct RelyingParty: Sendable {
     /// §7.1 steps 5–11 / §7.2 steps 9–14 (and 21): parse clientDataJSON and check type,
     /// challenge, origin and cross-origin context. Returns the parsed data and its hash.
     func verifyClientData(
-        _ bytes: [UInt8], type expectedType: String, challenge expectedChallenge: [UInt8],
+        _ clientData: CollectedClientData, type expectedType: String, challenge expectedChallenge: [UInt8],
         challengeEquivalents: [[UInt8]] = []
     ) throws(WebAuthnError) -> (CollectedClientData, [UInt8]) {
         // §7.1 step 5 / §7.2 step 9: Let JSONtext be the result of running UTF-8 decode on
         // clientDataJSON. §7.1 step 6 / §7.2 step 10: Let C be the result of parsing JSONtext.
-        let clientData = try CollectedClientData(bytes: bytes)
+        // (Done once, by CollectedClientData(bytes:), possibly by the caller.)
+        let bytes = clientData.bytes
         // §7.1 step 7 / §7.2 step 11: Verify that the value of C.type is webauthn.create /
         // webauthn.get.
         guard clientData.type == expectedType else {
