@@ -199,3 +199,62 @@ struct AuthenticationCeremonyTests {
         )
     }
 }
+
+/// The ceremony state a `begin…` returns and a `finish…` takes back (webauthn-rs' shape).
+@Suite("Ceremony state")
+struct CeremonyStateTests {
+    @Test func theStateSurvivesACodableRoundTripAndFinishesTheCeremony() throws {
+        var harness = try CeremonyHarness()
+        let begin = harness.rp.beginRegistration(user: harness.user, hints: ["client-device"])
+        let kept = try JSONDecoder().decode(RegistrationState.self, from: JSONEncoder().encode(begin.state))
+        #expect(kept == begin.state && kept.challenge.bytes == begin.challenge && kept.hints == ["client-device"])
+        let (response, credential) = try harness.authenticator.register(options: begin.options, origin: CeremonyHarness.origin)
+        let verified = try harness.rp.finishRegistration(response: response, state: kept)
+        var signing = credential
+        let stored = StoredCredential(
+            id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: harness.user.id, backupEligible: true)
+
+        // Username-first: the state lists what was offered.
+        let offered = harness.rp.beginAuthentication(allowCredentials: [CredentialDescriptor(id: stored.id)])
+        let assertion = try harness.authenticator.authenticate(
+            options: offered.options, origin: CeremonyHarness.origin, credential: &signing)
+        #expect(try harness.rp.finishAuthentication(response: assertion, state: offered.state, credential: stored).newSignCount == 1)
+    }
+
+    @Test func aCredentialThatWasNotOfferedIsRefused() throws {
+        var harness = try CeremonyHarness()
+        var (stored, credential) = try harness.enroll()
+        // §7.2 step 5: the options offered another credential only.
+        let begin = harness.rp.beginAuthentication(allowCredentials: [CredentialDescriptor(id: [1, 2, 3])])
+        let assertion = try harness.authenticator.authenticate(
+            options: begin.options, origin: CeremonyHarness.origin, credential: &credential)
+        #expect(throws: WebAuthnError.self) {
+            try harness.rp.finishAuthentication(response: assertion, state: begin.state, credential: stored)
+        }
+        do {
+            _ = try harness.rp.finishAuthentication(response: assertion, state: begin.state, credential: stored)
+        } catch {
+            #expect(error.code == .credentialNotAllowed)
+        }
+        // Discoverable (nothing offered): the user handle is required (§7.2 step 6).
+        let discoverable = harness.rp.beginAuthentication()
+        let anonymous = try harness.authenticator.authenticate(
+            options: discoverable.options, origin: CeremonyHarness.origin, credential: &credential, includeUserHandle: false)
+        stored.signCount = 0
+        do {
+            _ = try harness.rp.finishAuthentication(response: anonymous, state: discoverable.state, credential: stored)
+            Issue.record("a discoverable assertion without a user handle was accepted")
+        } catch {
+            #expect(error.code == .userHandleMismatch)
+        }
+    }
+
+    @Test func theProfileChosenAtTheStartDecidesTheFinish() throws {
+        let harness = try CeremonyHarness()
+        let strict = harness.rp.beginRegistration(user: harness.user)
+        let tolerant = harness.rp.beginRegistration(user: harness.user, profile: CeremonyProfile(unsafeToleratesRewrittenFlags: true))
+        #expect(strict.state.profile == .standard && tolerant.state.profile.unsafeToleratesRewrittenFlags)
+        let conditional = harness.rp.beginRegistration(user: harness.user, userVerification: .preferred, conditional: true)
+        #expect(conditional.options.authenticatorSelection?.userVerification == "preferred" && conditional.state.conditional)
+    }
+}
