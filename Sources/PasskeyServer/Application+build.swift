@@ -41,9 +41,9 @@ public enum PasskeyServer {
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
         }
 
-        NativeAPI(service: service).register(on: router)
+        router.addRoutes(NativeAPI(service: service).routes, atPath: "/api/auth")
         if configuration.compatibilityRoutes {
-            CompatibilityAPI(service: service).register(on: router)
+            router.addRoutes(CompatibilityAPI(service: service).routes)
         }
         WellKnown(configuration: configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }

@@ -29,9 +29,11 @@ struct CompatibilityAPI: Sendable {
     static let api = "compat"
     let service: PasskeyService
 
-    func register(on router: Router<PasskeyRequestContext>) {
+    /// The routes (added at `/`).
+    var routes: RouteCollection<PasskeyRequestContext> {
         let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
-        let routes = router.group()
+        let collection = RouteCollection(context: PasskeyRequestContext.self)
+        let routes = collection.group()
             .add(middleware: ClientRateLimitMiddleware(service: service))
             .add(middleware: JSONRequestMiddleware())
         routes.get("signup") { request, _ in try await signup(request) }
@@ -42,6 +44,7 @@ struct CompatibilityAPI: Sendable {
             .add(middleware: SessionIssuingMiddleware(allowed: allowedOrigins))
         verify.post("makeCredential") { request, context in try await makeCredential(request, context) }
         verify.post("authenticate") { request, context in try await authenticate(request, context) }
+        return collection
     }
 
     /// This API's ceremonies: its own name (the native API cannot finish them), the challenge and
@@ -96,8 +99,7 @@ struct CompatibilityAPI: Sendable {
         guard let text = request.uri.queryParameters.get("userId"), let accountID = UUID(uuidString: String(text)) else {
             throw PasskeyServiceError.invalid(.invalidUserID, "userId must be the UUID /signup returned.")
         }
-        let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
-        let credential = try RegistrationResponseJSON(json: NativeAPI.credential(in: body))
+        let credential = try await request.decode(RegisterVerifyBody.self, limit: service.configuration.maxBodySize).credential
         _ = try await service.finishRegistration(
             credential, name: nil, signedIn: nil, client: service.client(request, context), profile: Self.profile(accountID: accountID))
         return try HTTP.json([String: String]())
@@ -130,8 +132,7 @@ struct CompatibilityAPI: Sendable {
     }
 
     func authenticate(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: service.configuration.maxBodySize)
-        let credential = try AuthenticationResponseJSON(json: NativeAPI.credential(in: body))
+        let credential = try await request.decode(AuthenticateVerifyBody.self, limit: service.configuration.maxBodySize).credential
         // The ceremony is bound to the account `GET /authenticate?username=` named; the name in
         // this URL is informational (the reference apps repeat it).
         let result = try await service.finishAuthentication(credential, client: service.client(request, context), profile: Self.profile())

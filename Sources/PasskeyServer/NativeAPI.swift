@@ -18,11 +18,11 @@ struct NativeAPI: Sendable {
     var limit: Int { service.configuration.maxBodySize }
     var sessionMaxAge: Int { Int(service.configuration.sessionLifetime.components.seconds) }
 
-    /// The routes, by what guards them. Limits, content-type and session checks are attached to
-    /// route groups, so every spelling of a path that reaches a handler passed them.
-    func register(on router: Router<PasskeyRequestContext>) {
+    /// The routes (added at `/api/auth`), by what guards them. Limits, content-type and session
+    /// checks are attached to route groups, so every request that reaches a handler passed them.
+    var routes: RouteCollection<PasskeyRequestContext> {
         let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
-        let api = router.group("api/auth")
+        let api = RouteCollection(context: PasskeyRequestContext.self)
 
         // Ceremonies: per-address limit, JSON bodies only. Signed in, registration adds a passkey.
         let ceremonies = api.group()
@@ -63,6 +63,7 @@ struct NativeAPI: Sendable {
         account.post("password") { request, context in try await changePassword(request, context) }
         account.delete("password") { request, context in try await removePassword(request, context) }
         account.post("recovery-codes") { request, context in try await recoveryCodes(request, context) }
+        return api
     }
 
     /// The signed-in session of a route behind a required ``SessionMiddleware``.
@@ -79,10 +80,8 @@ struct NativeAPI: Sendable {
     }
 
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        let result = try await service.passwordSignIn(
-            username: try body.optionalString("username"), password: try body.optionalString("password"),
-            client: service.client(request, context))
+        let body = try await request.decode(PasswordSignInBody.self, limit: limit)
+        let result = try await service.passwordSignIn(username: body.username, password: body.password, client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "password")
     }
@@ -93,10 +92,8 @@ struct NativeAPI: Sendable {
     }
 
     func changePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        try await service.changePassword(
-            try Self.signedIn(context), newPassword: try body.optionalString("newPassword"),
-            client: service.client(request, context))
+        let body = try await request.decode(ChangePasswordBody.self, limit: limit)
+        try await service.changePassword(try Self.signedIn(context), newPassword: body.newPassword, client: service.client(request, context))
         return HTTP.noContent()
     }
 
@@ -107,17 +104,15 @@ struct NativeAPI: Sendable {
     }
 
     func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        let result = try await service.recoverySignIn(
-            username: try body.optionalString("username"), code: try body.optionalString("code"),
-            client: service.client(request, context))
+        let body = try await request.decode(RecoverySignInBody.self, limit: limit)
+        let result = try await service.recoverySignIn(username: body.username, code: body.code, client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "recovery_code")
     }
 
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        let result = try await service.recoveryLinkSignIn(token: try body.optionalString("token"), client: service.client(request, context))
+        let body = try await request.decode(RecoveryLinkBody.self, limit: limit)
+        let result = try await service.recoveryLinkSignIn(token: body.token, client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "recovery_link")
     }
@@ -132,27 +127,17 @@ struct NativeAPI: Sendable {
     }
 
     func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
+        let body = try await request.decode(RegisterOptionsBody.self, limit: limit)
         let options = try await service.registrationOptions(
-            username: try body.optionalString("username"),
-            displayName: try body.optionalString("displayName"), signedIn: context.signedIn,
-            conditional: try Self.conditionalMediation(body),
+            username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
             client: service.client(request, context))
         return try HTTP.json(options)
     }
 
     func registerVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        let signedIn = context.signedIn
-        let credential = try RegistrationResponseJSON(json: Self.credential(in: body))
-        var replaces: [UInt8]?
-        if let id = try body.optionalString("replaces") {
-            guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw PasskeyServiceError.passkeyNotFound }
-            replaces = bytes
-        }
+        let body = try await request.decode(RegisterVerifyBody.self, limit: limit)
         let result = try await service.finishRegistration(
-            credential, name: try body.optionalString("name"), signedIn: signedIn,
-            client: service.client(request, context), replaces: replaces)
+            body.credential, name: body.name, signedIn: context.signedIn, client: service.client(request, context), replaces: body.replaces)
         var headers = HTTPFields()
         if let token = result.token {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
@@ -165,16 +150,14 @@ struct NativeAPI: Sendable {
     func authenticateOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         var username = request.uri.queryParameters.get("username")
         if request.method == .post {
-            let body = try await HTTP.jsonBody(request, limit: limit)
-            username = try body.optionalString("username") ?? username
+            username = try await request.decode(AuthenticateOptionsBody.self, limit: limit).username ?? username
         }
         return try HTTP.json(try await service.authenticationOptions(username: username, client: service.client(request, context)))
     }
 
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await HTTP.jsonBody(request, limit: limit)
-        let credential = try AuthenticationResponseJSON(json: Self.credential(in: body))
-        let result = try await service.finishAuthentication(credential, client: service.client(request, context))
+        let body = try await request.decode(AuthenticateVerifyBody.self, limit: limit)
+        let result = try await service.finishAuthentication(body.credential, client: service.client(request, context))
         try await retirePreviousSession(context)
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
@@ -232,9 +215,9 @@ struct NativeAPI: Sendable {
 
     func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        let body = try await HTTP.jsonBody(request, limit: limit)
+        let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
         let passkey = try await service.renamePasskey(
-            try Self.passkeyID(context), to: try body.string("name"), signedIn: signedIn,
+            try Self.passkeyID(context), to: body.name, signedIn: signedIn,
             client: service.client(request, context))
         return try HTTP.json(PasskeyJSON(passkey))
     }
@@ -243,24 +226,6 @@ struct NativeAPI: Sendable {
         let signedIn = try Self.signedIn(context)
         try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: service.client(request, context))
         return HTTP.noContent()
-    }
-
-    /// `{credential: …, name?}` as documented; a bare response JSON (what Credential Manager
-    /// returns) is accepted as well.
-    static func credential(in body: JSONObject) throws -> JSONObject {
-        if body.has("credential") { return try body.object("credential") }
-        guard body.has("rawId") || body.has("response") else { throw PasskeyServiceError.invalid(.malformedJSON, "credential is missing") }
-        return body
-    }
-
-    /// `"mediation": "conditional"` asks for options meant for automatic passkey creation.
-    static func conditionalMediation(_ body: JSONObject) throws -> Bool {
-        switch try body.optionalString("mediation") {
-        case nil, "optional", "required", "silent": return false
-        case "conditional": return true
-        case let other?:
-            throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
-        }
     }
 
     static func passkeyID(_ context: PasskeyRequestContext) throws -> [UInt8] {

@@ -48,6 +48,22 @@ struct EdgeTests {
         }
     }
 
+    @Test func errorsCarryTheSecurityHeadersToo() async throws {
+        try await ServerHarness().run { (api: APIClient) async throws in
+            for response in [
+                try await api.request(.get, "/nowhere"), try await api.request(.get, "/api/auth/session"),
+                try await api.request(.post, "/api/auth/authenticate/verify", body: Array("{".utf8)),
+                try await api.request(.post, "/api/auth/password/sign-in", body: Array("{}".utf8), headers: [.contentType: "text/plain"]),
+            ] {
+                #expect(response.status.code >= 400)
+                #expect(response.headers[.xContentTypeOptions] == "nosniff", "\(response.status)")
+                #expect(response.headers[HTTPField.Name("X-Frame-Options")!] == "DENY")
+                #expect(response.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
+                #expect(response.headers[.cacheControl] == "no-store")
+            }
+        }
+    }
+
     // MARK: 2. Bounded limiter
 
     @Test func theLimiterHoldsAtMostItsKeysAndForgetsEndedWindows() async throws {

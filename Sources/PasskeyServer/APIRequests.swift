@@ -1,0 +1,115 @@
+import Hummingbird
+import WebAuthn
+
+/// A request body of the API, read from the strict `JSONReader`'s object (fast, and exact about
+/// types), so every handler gets a typed value and every body error has one shape
+/// (400 `malformed_json` naming the field).
+protocol APIRequestBody: Sendable {
+    init(json: JSONObject) throws
+}
+
+extension Request {
+    /// The body as `T`, within the configured size limit (413 past it). An empty body reads as `{}`.
+    func decode<T: APIRequestBody>(_ type: T.Type, limit: Int) async throws -> T {
+        let json = try await HTTP.jsonBody(self, limit: limit)
+        do {
+            return try T(json: json)
+        } catch let error as WebAuthnError where error.code == .malformedJSON {
+            throw PasskeyServiceError.invalid(.malformedJSON, error.reason)
+        }
+    }
+}
+
+/// `POST /api/auth/register/options`.
+struct RegisterOptionsBody: APIRequestBody {
+    var username: String?
+    var displayName: String?
+    /// `"mediation": "conditional"`: options meant for automatic passkey creation.
+    var conditional: Bool
+
+    init(json: JSONObject) throws {
+        username = try json.optionalString("username")
+        displayName = try json.optionalString("displayName")
+        switch try json.optionalString("mediation") {
+        case nil, "optional", "required", "silent": conditional = false
+        case "conditional": conditional = true
+        case let other?:
+            throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
+        }
+    }
+}
+
+/// `{credential: …}` as documented; a bare response JSON (what Credential Manager returns) is
+/// accepted as well.
+private func credentialObject(in json: JSONObject) throws -> JSONObject {
+    if json.has("credential") { return try json.object("credential") }
+    guard json.has("rawId") || json.has("response") else { throw PasskeyServiceError.invalid(.malformedJSON, "credential is missing") }
+    return json
+}
+
+/// `POST /api/auth/register/verify` (and the compatibility `POST /makeCredential`).
+struct RegisterVerifyBody: APIRequestBody {
+    var credential: RegistrationResponseJSON
+    var name: String?
+    /// One of the account's passkeys the new one replaces.
+    var replaces: [UInt8]?
+
+    init(json: JSONObject) throws {
+        credential = try RegistrationResponseJSON(json: credentialObject(in: json))
+        name = try json.optionalString("name")
+        if let id = try json.optionalString("replaces") {
+            guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw PasskeyServiceError.passkeyNotFound }
+            replaces = bytes
+        }
+    }
+}
+
+/// `POST /api/auth/authenticate/options`.
+struct AuthenticateOptionsBody: APIRequestBody {
+    var username: String?
+    init(json: JSONObject) throws { username = try json.optionalString("username") }
+}
+
+/// `POST /api/auth/authenticate/verify` (and the compatibility `POST /authenticate`).
+struct AuthenticateVerifyBody: APIRequestBody {
+    var credential: AuthenticationResponseJSON
+    init(json: JSONObject) throws { credential = try AuthenticationResponseJSON(json: credentialObject(in: json)) }
+}
+
+/// `POST /api/auth/password/sign-in`.
+struct PasswordSignInBody: APIRequestBody {
+    var username: String?
+    var password: String?
+    init(json: JSONObject) throws {
+        username = try json.optionalString("username")
+        password = try json.optionalString("password")
+    }
+}
+
+/// `POST /api/auth/password`.
+struct ChangePasswordBody: APIRequestBody {
+    var newPassword: String?
+    init(json: JSONObject) throws { newPassword = try json.optionalString("newPassword") }
+}
+
+/// `POST /api/auth/recovery/sign-in`.
+struct RecoverySignInBody: APIRequestBody {
+    var username: String?
+    var code: String?
+    init(json: JSONObject) throws {
+        username = try json.optionalString("username")
+        code = try json.optionalString("code")
+    }
+}
+
+/// `POST /api/auth/recovery/link`.
+struct RecoveryLinkBody: APIRequestBody {
+    var token: String?
+    init(json: JSONObject) throws { token = try json.optionalString("token") }
+}
+
+/// `PATCH /api/auth/passkeys/{id}`.
+struct RenamePasskeyBody: APIRequestBody {
+    var name: String
+    init(json: JSONObject) throws { name = try json.string("name") }
+}
