@@ -81,7 +81,8 @@ struct NativeAPI: Sendable {
 
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(PasswordSignInBody.self, limit: limit)
-        let result = try await service.passwordSignIn(username: body.username, password: body.password, client: service.client(request, context))
+        let result = try await service.passwordSignIn(
+            username: body.username, password: body.password, client: service.client(request, context))
         try await retirePreviousSession(context)
         return try signedIn(result, method: "password")
     }
@@ -93,7 +94,8 @@ struct NativeAPI: Sendable {
 
     func changePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(ChangePasswordBody.self, limit: limit)
-        try await service.changePassword(try Self.signedIn(context), newPassword: body.newPassword, client: service.client(request, context))
+        try await service.changePassword(
+            try Self.signedIn(context), newPassword: body.newPassword, client: service.client(request, context))
         return HTTP.noContent()
     }
 

@@ -352,7 +352,9 @@ public struct PasskeyService: Sendable {
         }
     }
 
-    private func verifyAuthentication(_ credential: AuthenticationResponseJSON, clientData: CollectedClientData, client: Client, api: String)
+    private func verifyAuthentication(
+        _ credential: AuthenticationResponseJSON, clientData: CollectedClientData, client: Client, api: String
+    )
         async throws -> SignInResult
     {
         let record = try await takeChallenge(clientData, ceremony: .authentication, api: api)

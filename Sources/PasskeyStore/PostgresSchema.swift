@@ -132,9 +132,11 @@ enum PostgresSchema {
                 "ALTER TABLE sessions ADD COLUMN credential_id BYTEA",
                 "CREATE INDEX sessions_credential ON sessions(credential_id)",
             ]),
-        .init(version: 6, statements: [
-            // The ceremony's state as the WebAuthn library made it, kept opaquely.
-            "ALTER TABLE challenges ADD COLUMN state BYTEA",
-        ]),
+        .init(
+            version: 6,
+            statements: [
+                // The ceremony's state as the WebAuthn library made it, kept opaquely.
+                "ALTER TABLE challenges ADD COLUMN state BYTEA"
+            ]),
     ]
 }

@@ -137,9 +137,11 @@ enum SQLiteSchema {
                 "ALTER TABLE sessions ADD COLUMN credential_id BLOB",
                 "CREATE INDEX sessions_credential ON sessions(credential_id)",
             ]),
-        Migration(version: 6, statements: [
-            // The ceremony's state as the WebAuthn library made it, kept opaquely.
-            "ALTER TABLE challenges ADD COLUMN state BLOB",
-        ]),
+        Migration(
+            version: 6,
+            statements: [
+                // The ceremony's state as the WebAuthn library made it, kept opaquely.
+                "ALTER TABLE challenges ADD COLUMN state BLOB"
+            ]),
     ]
 }

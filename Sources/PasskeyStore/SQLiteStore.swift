@@ -419,7 +419,8 @@ public final class SQLiteStore: PasskeyStore {
                     record.accountID?.uuidString,
                     record.pendingUsername, record.pendingDisplayName, record.pendingUserHandle.map { Data($0) },
                     record.pendingAccountID?.uuidString, record.unknownUser,
-                    record.api, record.userVerification, record.conditional, record.state.map { Data($0) }, StoreValues.millis(record.createdAt),
+                    record.api, record.userVerification, record.conditional, record.state.map { Data($0) },
+                    StoreValues.millis(record.createdAt),
                     StoreValues.millis(record.expiresAt),
                 ])
         }

@@ -98,8 +98,9 @@ extension RelyingParty {
     public func finishRegistration(response: RegistrationResponseJSON, state: RegistrationState, now: Date = Date()) throws(WebAuthnError)
         -> VerifiedRegistration
     {
-        try finishRegistration(response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
-                               state: state, now: now)
+        try finishRegistration(
+            response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
+            state: state, now: now)
     }
 
     /// ``finishRegistration(response:state:now:)`` with the client data already parsed (a server
