@@ -22,6 +22,8 @@ public struct AttestationPolicy: Sendable {
     /// sign their certify structure with SHA-1; SHA-1 is broken for collision resistance.
     public var unsafeAllowSHA1Attestation: Bool
 
+    /// Makes a policy. The defaults are the consumer-passkey setting: no anchors, trust not required, every format
+    /// accepted, SafetyNet `ctsProfileMatch` required, SHA-1 refused.
     public init(
         trustAnchors: [Certificate] = [], requireTrustedAttestation: Bool = false, allowedFormats: Set<String>? = nil,
         requireSafetyNetCTSProfileMatch: Bool = true, unsafeAllowSHA1Attestation: Bool = false
@@ -46,10 +48,16 @@ public struct AttestationPolicy: Sendable {
 
 /// The attestation type a statement established (§6.5.3).
 public enum AttestationType: String, Sendable, Codable {
+    /// No attestation: the `none` format (§6.5.3).
     case none
+    /// Self attestation: `packed` without x5c, signed with the credential private key itself (§6.5.3).
     case `self` = "self"
+    /// Basic attestation: signed by an attestation key whose certificate is in x5c (`packed` with x5c, `fido-u2f`,
+    /// `android-key`, `android-safetynet`) (§6.5.3).
     case basic
+    /// Attestation CA: a TPM attestation identity key certified by a CA (`tpm`) (§6.5.3). Encoded `attca`.
     case attCA = "attca"
+    /// Anonymization CA: a per-credential certificate from an anonymizing CA (`apple`) (§6.5.3). Encoded `anonca`.
     case anonCA = "anonca"
 }
 
@@ -57,6 +65,7 @@ public enum AttestationType: String, Sendable, Codable {
 public struct AttestationVerdict: Sendable {
     /// The statement format identifier (`none`, `packed`, `tpm`, …).
     public let format: String
+    /// The attestation type the statement established (§6.5.3).
     public let type: AttestationType
     /// The attestation certificate chain as sent (leaf first); empty for none/self.
     public let certificates: [Certificate]

@@ -9,18 +9,31 @@
 ///   forbids them in everything an authenticator produces (COSE keys, extension maps); a client
 ///   platform builds the outer attestation object and some encode it with indefinite lengths, so
 ///   that one parse allows them.
-/// - ``decode(_:limits:)`` rejects trailing bytes; ``decodePrefix(_:from:limits:)`` reports how
+/// - ``decode(_:limits:)`` rejects trailing bytes; ``decodePrefix(_:limits:)`` reports how
 ///   many bytes one item took (authenticator data holds a COSE key followed by more data).
 ///
 /// Initial byte layout: `major type (3 bits) | additional info (5 bits)`; additional info 0–23 is
 /// the value itself, 24/25/26/27 mean 1/2/4/8 following bytes, 28–30 are reserved, 31 marks an
 /// indefinite length (or "break" for major type 7).
+///
+/// ```swift
+/// let key = try CBORReader.decode(coseKeyBytes)              // strict: CTAP2 limits
+/// let alg = key[int: 3]?.intValue                            // COSE_Key "alg", e.g. -7
+/// let attObj = try CBORReader.decode(bytes, limits: .init(allowIndefiniteLength: true))
+/// let fmt = attObj[text: "fmt"]?.textValue                   // "packed"
+/// ```
 public struct CBORReader {
     /// Bounds applied while reading.
     public struct Limits: Sendable {
+        /// The deepest nesting accepted; the top-level item is at depth 0 (default 16).
         public var maxDepth: Int
+        /// The most data items one decode may read; every element, key, value, tag content and string chunk counts
+        /// (default 4096).
         public var maxItems: Int
+        /// Whether indefinite-length strings, arrays and maps (RFC 8949 §3.2.2–3.2.3) are accepted; `false` by
+        /// default, as CTAP2 canonical CBOR requires.
         public var allowIndefiniteLength: Bool
+        /// Limits with the CTAP2 defaults unless overridden.
         public init(maxDepth: Int = 16, maxItems: Int = 4096, allowIndefiniteLength: Bool = false) {
             self.maxDepth = maxDepth
             self.maxItems = maxItems
@@ -47,8 +60,8 @@ public struct CBORReader {
         return value
     }
 
-    /// Decodes one data item at the start of `bytes[start...]` and returns it with the number of
-    /// bytes it used.
+    /// Decodes one data item at the start of `bytes` and returns it with the number of bytes it
+    /// used; any bytes after it are left to the caller.
     public static func decodePrefix(_ bytes: [UInt8], limits: Limits = .strict) throws(WebAuthnError) -> (value: CBORValue, length: Int) {
         var decoder = CBORReader(bytes, limits: limits)
         let value = try decoder.readItem(depth: 0)

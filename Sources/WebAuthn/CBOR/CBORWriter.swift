@@ -4,6 +4,7 @@
 ///
 /// Used by the software authenticator and by tests; the verifier never re-encodes what it checks.
 public enum CBORWriter {
+    /// Encodes one data item. Floats are written as 8-byte doubles; encoding never fails.
     public static func encode(_ value: CBORValue) -> [UInt8] {
         var out: [UInt8] = []
         write(value, into: &out)

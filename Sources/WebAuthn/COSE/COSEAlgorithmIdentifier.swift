@@ -1,7 +1,10 @@
 /// A COSE algorithm identifier (IANA "COSE Algorithms" registry), as used in
 /// `pubKeyCredParams`, COSE keys and attestation statements.
 public struct COSEAlgorithmIdentifier: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The value in the IANA COSE Algorithms registry (negative for signature algorithms); JSON carries it as a
+    /// number (`"alg": -7`).
     public let rawValue: Int
+    /// Wraps any registry value; one this library cannot verify is rejected where a key or signature uses it.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// ECDSA with SHA-256 on P-256.
@@ -16,11 +19,15 @@ public struct COSEAlgorithmIdentifier: RawRepresentable, Hashable, Sendable, Cod
     public static let ed25519 = Self(rawValue: -19)
     /// RSASSA-PKCS1-v1_5 with SHA-256.
     public static let rs256 = Self(rawValue: -257)
+    /// RSASSA-PKCS1-v1_5 with SHA-384 (RFC 8812).
     public static let rs384 = Self(rawValue: -258)
+    /// RSASSA-PKCS1-v1_5 with SHA-512 (RFC 8812).
     public static let rs512 = Self(rawValue: -259)
     /// RSASSA-PSS with SHA-256 and MGF1.
     public static let ps256 = Self(rawValue: -37)
+    /// RSASSA-PSS with SHA-384 and MGF1 (RFC 8230).
     public static let ps384 = Self(rawValue: -38)
+    /// RSASSA-PSS with SHA-512 and MGF1 (RFC 8230).
     public static let ps512 = Self(rawValue: -39)
     /// ML-DSA-44 (FIPS 204; COSE draft-ietf-cose-dilithium). Not provided by swift-crypto.
     public static let mlDSA44 = Self(rawValue: -48)
@@ -32,6 +39,7 @@ public struct COSEAlgorithmIdentifier: RawRepresentable, Hashable, Sendable, Cod
     /// and it is accepted only when the relying party opts in (`unsafeAllowSHA1Attestation`).
     public static let rs1 = Self(rawValue: -65535)
 
+    /// The JOSE-style name (`ES256`, `ML-DSA-65`, …), or `COSE(n)` for an identifier without one.
     public var description: String {
         switch self {
         case .es256: "ES256"

@@ -4,8 +4,10 @@
 /// base64, padded or not, because native apps differ (iOS apps commonly send
 /// `base64EncodedString()`); the decoded bytes are what every check compares.
 public struct Base64URLBytes: Codable, Hashable, Sendable, CustomStringConvertible {
+    /// The decoded bytes: what every check compares and what stores keep.
     public var bytes: [UInt8]
 
+    /// Wraps raw bytes; they encode as unpadded base64url.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     /// Decodes base64url or standard base64 (padded or not); `nil` for anything else.
@@ -32,5 +34,6 @@ public struct Base64URLBytes: Codable, Hashable, Sendable, CustomStringConvertib
     public var base64URL: String { Base64.encodeURL(bytes) }
     /// Padded standard base64.
     public var base64: String { Base64.encodeStandard(bytes) }
+    /// The unpadded base64url text, as ``base64URL``.
     public var description: String { base64URL }
 }

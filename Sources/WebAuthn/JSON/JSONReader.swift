@@ -4,10 +4,17 @@
 /// docs/PERFORMANCE.md), so responses and client data are read with this instead. Strict where
 /// it matters: duplicate object keys are rejected, nesting is capped, strings must be valid
 /// UTF-8 with valid escapes, and nothing may follow the top-level value except white space.
+///
+/// ```swift
+/// let value = try JSONReader.parse(Array(#"{"credProps": {"rk": true}}"#.utf8))
+/// if case .bool(let rk)? = value["credProps"]?["rk"] { print(rk) }   // true
+/// ```
+/// For typed access with errors that name the field, read an object with ``JSONObject`` instead.
 public enum JSONReader {
     /// Nesting limit: WebAuthn payloads are at most four levels deep.
     public static let maxDepth = 32
 
+    /// Parses `bytes` as exactly one JSON value, white space around it allowed; `malformed_json` otherwise.
     public static func parse(_ bytes: [UInt8]) throws(WebAuthnError) -> JSONValue {
         try parseNode(bytes).value
     }
@@ -271,8 +278,16 @@ struct JSONMember: Sendable {
 
 /// Typed access to a parsed JSON object, naming the path of any field that is missing or of the
 /// wrong type (`response.clientDataJSON is missing`).
+///
+/// ```swift
+/// let json = try JSONObject(bytes: body)                        // malformed_json unless an object
+/// let response = try json.object("response")
+/// let clientDataJSON = try response.bytes("clientDataJSON").bytes
+/// let transports = try response.optionalStringArray("transports") ?? []
+/// ```
 public struct JSONObject {
     let nodes: [JSONMember]
+    /// Where this object sits, dotted from the root (`response`; empty for the root). Error reasons start with it.
     public let path: String
 
     /// Parses JSON bytes that must hold an object.
@@ -293,6 +308,7 @@ public struct JSONObject {
         Dictionary(nodes.map { ($0.key, $0.value.value) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// Whether the member `key` is present, even with a `null` value.
     public func has(_ key: String) -> Bool { node(key) != nil }
 
     func node(_ key: String) -> JSONNode? {
@@ -302,11 +318,13 @@ public struct JSONObject {
 
     private func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
+    /// The string member `key`; `malformed_json` when it is missing, `null` or not a string.
     public func string(_ key: String) throws(WebAuthnError) -> String {
         guard let value = try optionalString(key) else { throw WebAuthnError(.malformedJSON, "\(name(key)) is missing") }
         return value
     }
 
+    /// The string member `key`, or `nil` when it is missing or `null`; `malformed_json` for another type.
     public func optionalString(_ key: String) throws(WebAuthnError) -> String? {
         switch node(key) {
         case nil, .null?: return nil
@@ -315,6 +333,7 @@ public struct JSONObject {
         }
     }
 
+    /// The boolean member `key`, or `nil` when it is missing or `null`; `malformed_json` for another type.
     public func optionalBool(_ key: String) throws(WebAuthnError) -> Bool? {
         switch node(key) {
         case nil, .null?: return nil
@@ -323,6 +342,8 @@ public struct JSONObject {
         }
     }
 
+    /// The integer member `key`, or `nil` when it is missing or `null`; `malformed_json` for another type, a
+    /// fraction, or a value outside `Int`.
     public func optionalInt(_ key: String) throws(WebAuthnError) -> Int? {
         switch node(key) {
         case nil, .null?: return nil
@@ -339,6 +360,8 @@ public struct JSONObject {
         return value
     }
 
+    /// The binary member `key`, decoded from base64url or base64, or `nil` when it is missing or `null`;
+    /// `malformed_json` when it is not a string or does not decode.
     public func optionalBytes(_ key: String) throws(WebAuthnError) -> Base64URLBytes? {
         guard let text = try optionalString(key) else { return nil }
         guard let bytes = Base64URLBytes(encoded: text) else {
@@ -347,17 +370,21 @@ public struct JSONObject {
         return bytes
     }
 
+    /// The object member `key`; `malformed_json` when it is missing or not an object (`null` included).
     public func object(_ key: String) throws(WebAuthnError) -> JSONObject {
         guard let value = node(key) else { throw WebAuthnError(.malformedJSON, "\(name(key)) is missing") }
         return try JSONObject(node: value, path: name(key))
     }
 
+    /// The object member `key`, or `nil` when it is missing or `null`; `malformed_json` for another type.
     public func optionalObject(_ key: String) throws(WebAuthnError) -> JSONObject? {
         guard let value = node(key) else { return nil }
         if case .null = value { return nil }
         return try JSONObject(node: value, path: name(key))
     }
 
+    /// The array-of-strings member `key`, or `nil` when it is missing or `null`; `malformed_json` for another
+    /// type or a non-string element.
     public func optionalStringArray(_ key: String) throws(WebAuthnError) -> [String]? {
         switch node(key) {
         case nil, .null?: return nil

@@ -1,10 +1,16 @@
 /// Any JSON value, for fields whose content is open-ended (client extension results).
 public enum JSONValue: Codable, Hashable, Sendable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// Any JSON number, as a `Double` (integers beyond 2^53 lose precision).
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; member order is not kept.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
@@ -36,6 +42,7 @@ public enum JSONValue: Codable, Hashable, Sendable {
         }
     }
 
+    /// The member `key` of an object value; `nil` when absent or when this is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }
         return nil

@@ -3,13 +3,21 @@ import Foundation
 /// `RegistrationResponseJSON` (W3C WebAuthn Level 3 §5.1, `PublicKeyCredential.toJSON()` of a
 /// created credential), as browsers, Android Credential Manager and iOS apps send it.
 public struct RegistrationResponseJSON: Codable, Sendable {
+    /// The credential ID as base64url text; the ceremony checks that it encodes ``rawId``.
     public var id: String
+    /// The credential ID as bytes (base64url in JSON).
     public var rawId: Base64URLBytes
+    /// The credential type (§5.8.2); the ceremony accepts only `public-key`.
     public var type: String
+    /// The authenticator's attestation response.
     public var response: AuthenticatorAttestationResponseJSON
+    /// `platform` or `cross-platform`, as the client reported it (§5.4.5); `nil` when not reported. Not verified.
     public var authenticatorAttachment: String?
+    /// Client extension outputs (§5.7.2), such as `credProps`; `nil` when absent. Reported by the client, not
+    /// signed.
     public var clientExtensionResults: [String: JSONValue]?
 
+    /// Makes a response from its members (tests, the software authenticator); ``decode(_:)`` reads one from JSON.
     public init(
         id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAttestationResponseJSON,
         authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]
@@ -43,15 +51,25 @@ public struct RegistrationResponseJSON: Codable, Sendable {
     }
 }
 
-/// `AuthenticatorAttestationResponseJSON` (Level 3 §5.2.1).
+/// `AuthenticatorAttestationResponseJSON` (Level 3 §5.1): the JSON form of an `AuthenticatorAttestationResponse` (§5.2.1).
 public struct AuthenticatorAttestationResponseJSON: Codable, Sendable {
+    /// The UTF-8 JSON of ``CollectedClientData`` (§5.8.1), byte for byte as signed.
     public var clientDataJSON: Base64URLBytes
+    /// The CBOR attestation object (§6.5.4): format, attestation statement and authenticator data.
     public var attestationObject: Base64URLBytes
+    /// A copy of the authenticator data (§5.2.1.1); `nil` when absent. Not used by verification, which reads
+    /// the copy inside ``attestationObject``.
     public var authenticatorData: Base64URLBytes?
+    /// The transports the authenticator supports (§5.8.4), for later `allowCredentials`; `nil` when absent.
     public var transports: [String]?
+    /// The credential public key as DER SubjectPublicKeyInfo (§5.2.1.1); `nil` when absent or when the client
+    /// does not know the algorithm. Not used by verification.
     public var publicKey: Base64URLBytes?
+    /// The credential's COSE algorithm identifier (§5.2.1.1), such as -7; `nil` when absent. Not used by
+    /// verification.
     public var publicKeyAlgorithm: Int?
 
+    /// Makes a response from its members; the optional convenience members default to `nil`.
     public init(
         clientDataJSON: Base64URLBytes, attestationObject: Base64URLBytes, authenticatorData: Base64URLBytes? = nil,
         transports: [String]? = nil, publicKey: Base64URLBytes? = nil, publicKeyAlgorithm: Int? = nil
@@ -67,13 +85,20 @@ public struct AuthenticatorAttestationResponseJSON: Codable, Sendable {
 
 /// `AuthenticationResponseJSON` (Level 3 §5.1, `toJSON()` of an assertion).
 public struct AuthenticationResponseJSON: Codable, Sendable {
+    /// The credential ID as base64url text; the ceremony checks that it encodes ``rawId``.
     public var id: String
+    /// The credential ID as bytes (base64url in JSON); it selects the stored credential.
     public var rawId: Base64URLBytes
+    /// The credential type (§5.8.2); the ceremony accepts only `public-key`.
     public var type: String
+    /// The authenticator's assertion response.
     public var response: AuthenticatorAssertionResponseJSON
+    /// `platform` or `cross-platform`, as the client reported it (§5.4.5); `nil` when not reported. Not verified.
     public var authenticatorAttachment: String?
+    /// Client extension outputs (§5.7.2); `nil` when absent. Reported by the client, not signed.
     public var clientExtensionResults: [String: JSONValue]?
 
+    /// Makes a response from its members (tests, the software authenticator); ``decode(_:)`` reads one from JSON.
     public init(
         id: String, rawId: Base64URLBytes, type: String = "public-key", response: AuthenticatorAssertionResponseJSON,
         authenticatorAttachment: String? = nil, clientExtensionResults: [String: JSONValue]? = [:]
@@ -104,13 +129,20 @@ public struct AuthenticationResponseJSON: Codable, Sendable {
     }
 }
 
-/// `AuthenticatorAssertionResponseJSON` (Level 3 §5.2.2).
+/// `AuthenticatorAssertionResponseJSON` (Level 3 §5.1): the JSON form of an `AuthenticatorAssertionResponse` (§5.2.2).
 public struct AuthenticatorAssertionResponseJSON: Codable, Sendable {
+    /// The UTF-8 JSON of ``CollectedClientData`` (§5.8.1), byte for byte as signed.
     public var clientDataJSON: Base64URLBytes
+    /// The authenticator data (§6.1), byte for byte as signed.
     public var authenticatorData: Base64URLBytes
+    /// The assertion signature over `authenticatorData || SHA-256(clientDataJSON)`, in the §6.5.5 format:
+    /// DER for ECDSA, 64 raw bytes for Ed25519, the modulus length for RSA.
     public var signature: Base64URLBytes
+    /// The user handle (`user.id` at registration); `nil` or empty when the authenticator returned none, as it
+    /// may for a non-discoverable credential.
     public var userHandle: Base64URLBytes?
 
+    /// Makes a response from its members; ``userHandle`` defaults to `nil`.
     public init(
         clientDataJSON: Base64URLBytes, authenticatorData: Base64URLBytes, signature: Base64URLBytes, userHandle: Base64URLBytes? = nil
     ) {

@@ -1,8 +1,10 @@
 /// An Authenticator Attestation GUID (§6.5.1): 16 bytes naming the authenticator model or passkey
 /// provider. All zeros means "not disclosed".
 public struct AAGUID: Sendable, Hashable, CustomStringConvertible {
+    /// The AAGUID bytes as they appear in attested credential data: 16 when read by ``AuthenticatorData``.
     public let bytes: [UInt8]
 
+    /// Wraps AAGUID bytes (§6.5.1). The count is not checked; ``description`` expects 16.
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// Parses the canonical `8-4-4-4-12` hexadecimal form (either case).
@@ -18,6 +20,7 @@ public struct AAGUID: Sendable, Hashable, CustomStringConvertible {
         bytes = out
     }
 
+    /// Whether every byte is zero: the authenticator did not disclose its model (usual with `none` attestation).
     public var isZero: Bool { bytes.allSatisfy { $0 == 0 } }
 
     /// The canonical lower-case `8-4-4-4-12` form.

@@ -7,10 +7,15 @@
 /// parse allows them (bounded like everything else). The authenticator data inside is parsed
 /// strictly.
 public struct AttestationObject: Sendable {
+    /// The attestation statement format identifier, `fmt` (§6.5.2): `none`, `packed`, `tpm`, `apple`, …
     public let format: String
+    /// The attestation statement, `attStmt`: a CBOR map whose members the format defines (§8). Not verified here.
     public let statement: CBORValue
+    /// The authenticator data, `authData` (§6.1), parsed; in a registration it holds the attested credential data.
     public let authenticatorData: AuthenticatorData
 
+    /// Parses an attestation object from its CBOR bytes. Throws `malformed_attestation_object` when the outer map is
+    /// wrong, or an error of ``AuthenticatorData/init(bytes:extensionFlagHandling:)`` for the authenticator data inside.
     public init(bytes: [UInt8], extensionFlagHandling: AuthenticatorData.ExtensionFlagHandling = .strict) throws(WebAuthnError) {
         guard !bytes.isEmpty else {
             throw WebAuthnError(.malformedAttestationObject, "attestationObject is empty")

@@ -10,7 +10,9 @@
 public struct AuthenticatorData: Sendable {
     /// The flags byte (§6.1, "flags").
     public struct Flags: OptionSet, Sendable, Hashable {
+        /// The flags byte as read from authenticator data.
         public let rawValue: UInt8
+        /// Wraps a flags byte; reserved bits (1 and 5) are kept as they are.
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         /// Bit 0: User Present.
         public static let userPresent = Flags(rawValue: 1 << 0)
@@ -29,18 +31,27 @@ public struct AuthenticatorData: Sendable {
     /// The largest credential ID WebAuthn allows (§6.1, credentialIdLength: at most 1023 bytes).
     public static let maxCredentialIDLength = 1023
 
+    /// The RP ID hash, `rpIdHash`: SHA-256 of the RP ID the credential is scoped to (32 bytes, §6.1).
     public let rpIDHash: [UInt8]
+    /// The flags byte, `flags` (§6.1).
     public let flags: Flags
+    /// The signature counter, `signCount` (§6.1, §6.1.1; 4 bytes big-endian). 0 when the authenticator keeps no
+    /// counter, as synced passkeys usually do.
     public let signCount: UInt32
+    /// The attested credential data (§6.5.1), present exactly when the AT flag is set; `nil` in assertions.
     public let attestedCredentialData: AttestedCredentialData?
     /// The authenticator extension outputs, when ED is set.
     public let extensions: CBORValue?
     /// The exact bytes this was parsed from (signatures are over these bytes).
     public let bytes: [UInt8]
 
+    /// UP: the authenticator tested that a user was present (§6.1).
     public var userPresent: Bool { flags.contains(.userPresent) }
+    /// UV: the authenticator verified the user, by PIN, password or biometrics (§6.1).
     public var userVerified: Bool { flags.contains(.userVerified) }
+    /// BE: the credential may be backed up or synced, a multi-device passkey (§6.1.3).
     public var backupEligible: Bool { flags.contains(.backupEligible) }
+    /// BS: the credential is currently backed up (§6.1.3).
     public var backedUp: Bool { flags.contains(.backedUp) }
 
     /// How to read a flags byte whose ED bit disagrees with the data that follows.
@@ -121,7 +132,10 @@ public struct AuthenticatorData: Sendable {
 
 /// Attested credential data (§6.5.1): the new credential, present in registration responses.
 public struct AttestedCredentialData: Sendable {
+    /// The authenticator model or passkey provider, `aaguid`; all zeros when not disclosed.
     public let aaguid: AAGUID
+    /// The credential ID, `credentialId`, as bytes (1 to 1023 of them); the response's `rawId` must equal it.
     public let credentialID: [UInt8]
+    /// The credential public key, `credentialPublicKey`, parsed from its COSE_Key encoding.
     public let publicKey: CredentialPublicKey
 }

@@ -7,11 +7,17 @@
 /// ```
 /// Members the specification may add later are ignored (§5.8.1: "extensible").
 public struct CollectedClientData: Sendable {
+    /// `webauthn.create` for a registration, `webauthn.get` for an authentication; checked by the ceremony.
     public let type: String
     /// The challenge as bytes (decoded from base64url).
     public let challenge: [UInt8]
+    /// The fully qualified origin of the caller: `https://example.com`, or `android:apk-key-hash:…` for an Android
+    /// app. Checked by the ceremony against the configured origins.
     public let origin: String
+    /// `true` when the ceremony ran in an iframe not same-origin with its ancestors; `nil` when the member is
+    /// absent (same as `false`).
     public let crossOrigin: Bool?
+    /// The origin of the top-level page, sent only from a cross-origin iframe; `nil` when absent.
     public let topOrigin: String?
     /// `tokenBinding.status` when present (Level 2; Level 3 keeps the member).
     public let tokenBindingStatus: String?
