@@ -48,14 +48,16 @@ public protocol PasskeyStore: Sendable {
 
     /// Removes a passkey, and the sessions it made, whatever the account has left (an
     /// administrator revoking it, or a passkey replaced by a new one).
-    func revokePasskey(credentialID: [UInt8]) async throws -> Bool
+    func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool
 
     // Administration
     /// Accounts ordered by username key, after `afterUsername` (paging), at most `limit`.
     func accounts(after afterUsername: String?, limit: Int) async throws -> [Account]
     /// Disables or re-enables an account; disabling revokes every session of the account in the
     /// same transaction.
-    func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool
+    /// With `audit` lines, in the same transaction; returns the sessions revoked, nil when there
+    /// is no such account.
+    func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int?
     /// The account's live sessions, newest first.
     func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord]
     /// Counts for metrics and the adoption report.
@@ -78,7 +80,7 @@ public protocol PasskeyStore: Sendable {
     /// so replacing the passkey in use does not end the session replacing it).
     func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws
     /// Revokes every session of an account but `except` (nil: all); returns how many.
-    @discardableResult func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int
+    @discardableResult func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?, audit: [AuditEvent]) async throws -> Int
 
     /// A random 32-byte secret kept in the database, created on first use: the same on every
     /// instance that shares the database (used to answer unknown usernames consistently).
@@ -172,6 +174,22 @@ extension PasskeyStore {
 
     /// Revokes every session of an account; returns how many.
     @discardableResult public func revokeSessions(accountID: UUID) async throws -> Int {
-        try await revokeSessions(accountID: accountID, except: nil)
+        try await revokeSessions(accountID: accountID, except: nil, audit: [])
+    }
+
+    /// Revokes every session of an account but `except` (nil: all); returns how many.
+    @discardableResult public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
+        try await revokeSessions(accountID: accountID, except: tokenHash, audit: [])
+    }
+
+    /// Disables or re-enables an account (disabling revokes its sessions); false when there is no
+    /// such account.
+    public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
+        try await setDisabled(accountID: accountID, disabled: disabled, audit: []) != nil
+    }
+
+    /// Removes a passkey and the sessions it made.
+    public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
+        try await revokePasskey(credentialID: credentialID, audit: [])
     }
 }

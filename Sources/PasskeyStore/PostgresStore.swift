@@ -397,7 +397,7 @@ public final class PostgresStore: PasskeyStore {
         }
     }
 
-    public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
+    public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
         let logger = self.logger
         return try await transaction { connection in
             let deleted = try await connection.query(
@@ -406,6 +406,7 @@ public final class PostgresStore: PasskeyStore {
             ).collect()
             guard deleted.count == 1 else { return false }
             try await connection.query("DELETE FROM sessions WHERE credential_id = \(Self.buffer(credentialID))", logger: logger)
+            for event in audit { try await Self.insert(event, connection, logger) }
             return true
         }
     }
@@ -529,16 +530,21 @@ public final class PostgresStore: PasskeyStore {
         ).map { try Self.account($0) }
     }
 
-    public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
+    public func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int? {
         let logger = self.logger
         return try await transaction { connection in
             let updated = try await connection.query(
                 "UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1",
                 logger: logger
             ).collect()
-            guard updated.count == 1 else { return false }
-            if disabled { try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID)", logger: logger) }
-            return true
+            guard updated.count == 1 else { return nil }
+            var revoked = 0
+            if disabled {
+                revoked = try await connection.query("DELETE FROM sessions WHERE account_id = \(accountID) RETURNING 1", logger: logger)
+                    .collect().count
+            }
+            for event in audit { try await Self.insert(event, connection, logger) }
+            return revoked
         }
     }
 
@@ -668,12 +674,17 @@ public final class PostgresStore: PasskeyStore {
         _ = try await rows("UPDATE sessions SET credential_id = \(Self.buffer(credentialID)) WHERE token_hash = \(Self.buffer(tokenHash))")
     }
 
-    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
-        try await rows(
-            """
-            DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? [])) RETURNING 1
-            """
-        ).count
+    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?, audit: [AuditEvent]) async throws -> Int {
+        let logger = self.logger
+        return try await transaction { connection in
+            let revoked = try await connection.query(
+                """
+                DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(Self.buffer(tokenHash ?? [])) RETURNING 1
+                """, logger: logger
+            ).collect().count
+            for event in audit { try await Self.insert(event, connection, logger) }
+            return revoked
+        }
     }
 
     public func rekeyUsernames() async throws -> [UsernameCollision] {

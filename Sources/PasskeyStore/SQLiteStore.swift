@@ -206,11 +206,12 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
+    public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
         try await write { db in
             try db.cached(sql: "DELETE FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)])
             guard db.changesCount == 1 else { return false }
             try db.cached(sql: "DELETE FROM sessions WHERE credential_id = ?", arguments: [Data(credentialID)])
+            for event in audit { try Self.insert(event, db) }
             return true
         }
     }
@@ -319,12 +320,17 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func setDisabled(accountID: UUID, disabled: Bool) async throws -> Bool {
+    public func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int? {
         try await write { db in
             try db.cached(sql: "UPDATE accounts SET disabled = ? WHERE id = ?", arguments: [disabled ? 1 : 0, accountID.uuidString])
-            guard db.changesCount == 1 else { return false }
-            if disabled { try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString]) }
-            return true
+            guard db.changesCount == 1 else { return nil }
+            var revoked = 0
+            if disabled {
+                try db.cached(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.uuidString])
+                revoked = db.changesCount
+            }
+            for event in audit { try Self.insert(event, db) }
+            return revoked
         }
     }
 
@@ -503,12 +509,14 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
-    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?) async throws -> Int {
+    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?, audit: [AuditEvent]) async throws -> Int {
         try await write { db in
             try db.cached(
                 sql: "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
                 arguments: [accountID.uuidString, Data(tokenHash ?? [])])
-            return db.changesCount
+            let revoked = db.changesCount
+            for event in audit { try Self.insert(event, db) }
+            return revoked
         }
     }
 

@@ -30,19 +30,18 @@ struct AdminContext {
 
     var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }
 
+    /// The verbs that change accounts, each atomic with its audit line.
+    var admin: AdminService { AdminService(store: store) }
+
     /// An account by username or by its ID.
     func account(_ user: String) async throws -> Account {
-        if let id = UUID(uuidString: user), let account = try await store.account(id: id) { return account }
-        if let account = try await store.account(username: user) { return account }
-        throw ValidationError("no account \"\(user)\" (give a username or an account ID)")
+        do {
+            return try await admin.account(user)
+        } catch let refusal as AdminService.Refusal {
+            throw ValidationError(refusal.description)
+        }
     }
 
-    func audit(_ kind: AuditEvent.Kind, account: Account, credentialID: [UInt8]? = nil, detail: String? = nil) async throws {
-        try await store.appendAudit(
-            AuditEvent(
-                time: Date(), kind: kind, accountID: account.id, credentialID: credentialID,
-                userAgent: operatorName, detail: detail))
-    }
 }
 
 /// The JSON shapes the admin verbs print (and `export` writes).
@@ -209,10 +208,7 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                // Disabling revokes every session in the same transaction.
-                let revoked = try await context.store.sessions(accountID: account.id, now: Date()).count
-                _ = try await context.store.setDisabled(accountID: account.id, disabled: true)
-                try await context.audit(.adminAccountDisabled, account: account, detail: "\(revoked) sessions revoked")
+                let revoked = try await context.admin.disable(account, by: context.operatorName)
                 print("disabled \(account.username); \(revoked) session\(revoked == 1 ? "" : "s") revoked")
             }
         }
@@ -226,8 +222,7 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                _ = try await context.store.setDisabled(accountID: account.id, disabled: false)
-                try await context.audit(.adminAccountEnabled, account: account)
+                try await context.admin.enable(account, by: context.operatorName)
                 print("enabled \(account.username)")
             }
         }
@@ -244,13 +239,15 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                guard let id = Base64URLBytes(encoded: passkeyID)?.bytes,
-                    let passkey = try await context.store.passkey(credentialID: id), passkey.accountID == account.id
-                else {
+                guard let id = Base64URLBytes(encoded: passkeyID)?.bytes else {
                     throw ValidationError("\(account.username) has no passkey \(passkeyID)")
                 }
-                _ = try await context.store.revokePasskey(credentialID: id)
-                try await context.audit(.adminPasskeyRevoked, account: account, credentialID: id, detail: passkey.name)
+                let passkey: Passkey
+                do {
+                    passkey = try await context.admin.revokePasskey(id, of: account, by: context.operatorName)
+                } catch let refusal as AdminService.Refusal {
+                    throw ValidationError(refusal.description)
+                }
                 print("revoked passkey \"\(passkey.name)\" of \(account.username)")
             }
         }
@@ -264,8 +261,7 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                let revoked = try await context.store.revokeSessions(accountID: account.id)
-                try await context.audit(.adminSessionsRevoked, account: account, detail: "\(revoked)")
+                let revoked = try await context.admin.revokeSessions(of: account, by: context.operatorName)
                 print("revoked \(revoked) session\(revoked == 1 ? "" : "s") of \(account.username)")
             }
         }
