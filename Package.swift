@@ -128,6 +128,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Everything that runs the built executables (`passkeyd`, `passkey`) as processes.
+        .testTarget(
+            name: "BinaryTests",
+            dependencies: [
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .testTarget(
             name: "PasskeyStoreTests",
             dependencies: [

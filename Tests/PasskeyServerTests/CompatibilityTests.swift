@@ -27,58 +27,20 @@ struct CompatibilityTests {
     /// What the apps build from `/signup`: they hand the authenticator the UTF-8 bytes of the
     /// challenge and user id *strings*.
     static func appOptions(_ signup: APIResponse) throws -> (PublicKeyCredentialCreationOptionsJSON, userId: String) {
-        let options = try #require(signup.json["challenge"])
-        guard case .string(let challenge)? = options["challenge"], case .string(let userID)? = options["user"]?["id"],
-            case .string(let accountID)? = signup.json["userId"], case .string(let rpID)? = options["rp"]?["id"],
-            case .string(let name)? = options["user"]?["name"]
-        else { throw HarnessError.unexpected(signup) }
-        let json = PublicKeyCredentialCreationOptionsJSON(
-            rp: .init(id: rpID, name: "x"), user: .init(id: Array(userID.utf8), name: name, displayName: name),
-            challenge: Base64URLBytes(Array(challenge.utf8)), pubKeyCredParams: [.init(alg: .es256)], timeout: nil, excludeCredentials: [],
-            authenticatorSelection: nil, hints: [], attestation: "none", extensions: nil)
-        return (json, accountID)
+        guard let made = ReferenceApps.creationOptions(fromSignup: signup.json) else { throw HarnessError.unexpected(signup) }
+        return made
     }
 
     static func appRequest(_ options: APIResponse) throws -> PublicKeyCredentialRequestOptionsJSON {
-        guard case .string(let challenge)? = options.json["challenge"], case .string(let rpID)? = options.json["rpId"] else {
-            throw HarnessError.unexpected(options)
-        }
-        return PublicKeyCredentialRequestOptionsJSON(
-            challenge: Base64URLBytes(Array(challenge.utf8)), timeout: nil, rpId: rpID,
-            allowCredentials: [], userVerification: "required")
+        guard let made = ReferenceApps.requestOptions(from: options.json) else { throw HarnessError.unexpected(options) }
+        return made
     }
 
-    /// The iOS app's body: standard base64 with padding for binary fields, `id` in base64url, and
-    /// an extra top-level key named after the userId.
     static func iOSBody(_ registration: RegistrationResponseJSON, userId: String) -> [UInt8] {
-        Array(
-            """
-            {"id":"\(registration.rawId.base64URL)","rawId":"\(registration.rawId.base64)","type":"public-key",
-             "response":{"clientDataJSON":"\(registration.response.clientDataJSON.base64)","attestationObject":"\(registration.response.attestationObject.base64)"},
-             "\(userId)":"\(userId)"}
-            """.utf8)
+        ReferenceApps.iOSBody(registration, userId: userId)
     }
-
-    static func iOSBody(_ assertion: AuthenticationResponseJSON) -> [UInt8] {
-        Array(
-            """
-            {"id":"\(assertion.rawId.base64URL)","rawId":"\(assertion.rawId.base64)","type":"public-key",
-             "response":{"clientDataJSON":"\(assertion.response.clientDataJSON.base64)","authenticatorData":"\(assertion.response.authenticatorData.base64)",
-             "signature":"\(assertion.response.signature.base64)","userHandle":"\(assertion.response.userHandle?.base64 ?? "")"}}
-            """.utf8)
-    }
-
-    /// The Android app's rewrite of the attestation object: ED cleared, AT set, after signing.
-    static func rewriteFlags(_ registration: inout RegistrationResponseJSON) throws {
-        let object = try CBORReader.decode(registration.response.attestationObject.bytes)
-        guard case .map(let entries) = object else { return }
-        let rewritten = entries.map { entry -> CBORMapEntry in
-            guard entry.key == .text("authData"), case .bytes(var authData) = entry.value else { return entry }
-            authData[32] = (authData[32] & ~0x80) | 0x40
-            return CBORMapEntry(entry.key, .bytes(authData))
-        }
-        registration.response.attestationObject = Base64URLBytes(CBORWriter.encode(.map(rewritten)))
-    }
+    static func iOSBody(_ assertion: AuthenticationResponseJSON) -> [UInt8] { ReferenceApps.iOSBody(assertion) }
+    static func rewriteFlags(_ registration: inout RegistrationResponseJSON) throws { try ReferenceApps.rewriteFlags(&registration) }
 
     @Test func theIOSAppSignsUpAndSignsIn() async throws {
         let harness = try await Self.harness()

@@ -1,27 +1,16 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 
 @testable import WebAuthn
 
 /// Real responses from real authenticators and browsers (and the specification's own vectors),
 /// collected from five other WebAuthn libraries' test suites with the verdicts those libraries
 /// reach. See Tests/Fixtures/vectors-README.md for provenance.
-struct Vector: Sendable, CustomTestStringConvertible {
-    let id: String
-    let json: [String: JSONValue]
-    var testDescription: String { id }
+typealias Vector = TestVector
 
-    subscript(key: String) -> JSONValue? { json[key] }
-
-    static let all: [Vector] = {
-        guard let data = try? Fixtures.data("vectors.jsonl") else { return [] }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
-            guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(line.utf8)),
-                case .string(let id)? = object["id"]
-            else { return nil }
-            return Vector(id: id, json: object)
-        }
-    }()
+extension TestVector: CustomTestStringConvertible {
+    public var testDescription: String { id }
 }
 
 /// Where passkeyd's verdict differs from the peer library's, with the reason. Each entry is a
@@ -66,25 +55,6 @@ let expectedRejections: [String: WebAuthnError.Code] = [
     // The truncated AAGUID shifts every later field: the length read is garbage (9377).
     "webauthn-rs/firefox_98_hello_incorrectly_truncates_aaguid": .credentialIDTooLong,
 ]
-
-extension JSONValue {
-    var string: String? {
-        if case .string(let s) = self { return s }
-        return nil
-    }
-    var bool: Bool? {
-        if case .bool(let b) = self { return b }
-        return nil
-    }
-    var number: Double? {
-        if case .number(let n) = self { return n }
-        return nil
-    }
-    var array: [JSONValue]? {
-        if case .array(let a) = self { return a }
-        return nil
-    }
-}
 
 struct CorpusOutcome {
     var error: WebAuthnError?

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 
 /// `passkeyd serve` and `passkeyd migrate` refuse bad settings with a message naming the setting.
 @Suite("passkeyd serve / migrate configuration")

@@ -1,16 +1,17 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 
 @testable import WebAuthn
 
 /// `passkeyd inspect` and `passkeyd verify`, run as a user would run them.
 @Suite("passkeyd inspect / verify")
 struct CLITests {
-    static func vector(_ id: String) throws -> Vector {
-        try #require(Vector.all.first { $0.id == id })
+    static func vector(_ id: String) throws -> TestVector {
+        try #require(TestVector.all.first { $0.id == id })
     }
 
-    static func arguments(for vector: Vector) -> [String] {
+    static func arguments(for vector: TestVector) -> [String] {
         var args = [
             "verify", vector["ceremony"]?.string ?? "", "--rp-id", vector["rpId"]?.string ?? "",
             "--challenge", vector["expectedChallenge"]?.string ?? "",
@@ -25,7 +26,7 @@ struct CLITests {
         return args
     }
 
-    static func response(_ vector: Vector) throws -> [UInt8] {
+    static func response(_ vector: TestVector) throws -> [UInt8] {
         Array(try JSONEncoder().encode(vector["response"]))
     }
 
@@ -117,7 +118,7 @@ struct CLITests {
         let attestationObject = vector["response"]?["response"]?["attestationObject"]?.string ?? ""
         let text = try CLI.run(["inspect", "-"], stdin: Array(attestationObject.utf8))
         #expect(text.status == 0 && text.stdout.contains("attestation object") && text.stdout.contains("packed"))
-        let raw = try CLI.run(["inspect", "-"], stdin: [UInt8](base64URL: attestationObject))
+        let raw = try CLI.run(["inspect", "-"], stdin: (Base64URLBytes(encoded: attestationObject)?.bytes ?? []))
         #expect(raw.status == 0 && raw.stdout.contains("AAGUID"))
     }
 

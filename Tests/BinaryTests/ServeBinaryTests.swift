@@ -51,7 +51,7 @@ struct ServeBinaryTests {
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
             if let log {
-                FileManager.default.createFile(atPath: log.path, contents: nil)
+                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
                 process.standardError = try FileHandle(forWritingTo: log)
             } else {
                 process.standardError = FileHandle.nullDevice
@@ -124,19 +124,17 @@ struct ServeBinaryTests {
 
         let (status, signup) = try await server.call("GET", "/signup?username=app-user")
         #expect(status == 200)
-        let (options, userId) = try CompatibilityTests.appOptions(
-            APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(signup))))
+        let (options, userId) = try #require(ReferenceApps.creationOptions(fromSignup: signup))
         var (registration, credential) = try authenticator.register(options: options, origin: origin)
         let (made, madeBody) = try await server.call(
-            "POST", "/makeCredential?userId=\(userId)", json: Data(CompatibilityTests.iOSBody(registration, userId: userId)))
+            "POST", "/makeCredential?userId=\(userId)", json: Data(ReferenceApps.iOSBody(registration, userId: userId)))
         #expect(made == 200 && madeBody == .object([:]), "\(madeBody)")
 
         let (_, requestJSON) = try await server.call("GET", "/authenticate?username=app-user")
-        let request = try CompatibilityTests.appRequest(
-            APIResponse(status: .ok, headers: [:], bytes: Array(try JSONEncoder().encode(requestJSON))))
+        let request = try #require(ReferenceApps.requestOptions(from: requestJSON))
         let assertion = try authenticator.authenticate(options: request, origin: origin, credential: &credential)
         let (signedIn, body) = try await server.call(
-            "POST", "/authenticate?username=app-user", json: Data(CompatibilityTests.iOSBody(assertion)))
+            "POST", "/authenticate?username=app-user", json: Data(ReferenceApps.iOSBody(assertion)))
         #expect(signedIn == 200, "\(body)")
         guard case .string(let token)? = body["token"] else {
             Issue.record("no token")

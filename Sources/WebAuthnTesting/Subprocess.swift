@@ -1,14 +1,14 @@
 import Foundation
 
-/// Runs a child process to completion, feeding it standard input, and collects its output.
-enum Subprocess {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+/// Runs a child process (the built executables, a Python oracle) to completion, feeding it standard input, and collects its output.
+public enum Subprocess {
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
     }
 
-    static func run(
+    public static func run(
         _ executable: URL, _ arguments: [String], stdin: [UInt8] = [], environment: [String: String]? = nil,
         directory: URL? = nil
     ) throws -> Result {
@@ -29,20 +29,5 @@ enum Subprocess {
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
-    }
-}
-
-/// Runs the built `passkeyd` executable (it sits next to the test bundle in the build folder).
-enum CLI {
-    typealias Result = Subprocess.Result
-
-    static var binary: URL {
-        if let path = ProcessInfo.processInfo.environment["PASSKEYD_BINARY"] { return URL(fileURLWithPath: path) }
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return exe.deletingLastPathComponent().appendingPathComponent("passkeyd")
-    }
-
-    static func run(_ arguments: [String], stdin: [UInt8] = []) throws -> Result {
-        try Subprocess.run(binary, arguments, stdin: stdin)
     }
 }
