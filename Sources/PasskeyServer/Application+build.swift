@@ -10,9 +10,12 @@ import ServiceLifecycle
 /// The composition root: the whole server, read top to bottom.
 public enum PasskeyServer {
     /// Builds the HTTP application for `service`, listening on `host:port`.
+    /// - Parameters:
+    ///   - services: run in the application's service group with the server (a database pool).
+    ///   - beforeServerStarts: runs once those are up and before the server listens (migrations).
     public static func application(
-        service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080,
-        logger: Logger = Logger(label: "passkeyd")
+        service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080, logger: Logger = Logger(label: "passkeyd"),
+        services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil
     ) -> some ApplicationProtocol {
         let configuration = service.configuration
         let limits = ConnectionLimits(
@@ -22,6 +25,8 @@ public enum PasskeyServer {
             router: router(service: service),
             server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
             configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+        for extra in services { app.addServices(extra) }
+        if let beforeServerStarts { app.beforeServerStarts(perform: beforeServerStarts) }
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
         return app
     }
@@ -82,7 +87,11 @@ struct ExpirySweeper: Service {
     let logger: Logger
 
     func run() async throws {
+        // The first sweep comes a minute in: by then the database is migrated (migrations run
+        // before the server starts, while this service is already up).
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
+            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
             limiter.prune(now: Date())
             do {
                 let removed = try await store.sweepExpired(now: Date())
@@ -90,7 +99,6 @@ struct ExpirySweeper: Service {
             } catch {
                 logger.warning("sweep failed", metadata: ["error": "\(error)"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
         }
     }
 }

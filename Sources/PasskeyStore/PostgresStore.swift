@@ -22,8 +22,10 @@ public final class PostgresStore: PasskeyStore {
         public init() {}
     }
 
-    private let client: PostgresClient
-    private let runner: Task<Void, Never>
+    /// The connection pool. A `Service`: `passkeyd serve` runs it in the application's service
+    /// group (started before the server, stopped after it).
+    public let client: PostgresClient
+    private let runner: Task<Void, Never>?
     private let options: Options
     private let logger: Logger
 
@@ -31,7 +33,9 @@ public final class PostgresStore: PasskeyStore {
     /// (`?sslmode=disable|allow|prefer|require|verify-ca|verify-full`, default prefer, with libpq's
     /// meanings, see ``tlsMode(sslmode:rootCertificate:)``; `&sslrootcert=/ca.pem`; `?host=/socket/dir`
     /// for a Unix socket).
-    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres")) throws {
+    /// - Parameter runsClient: run the pool on a task of its own (commands, tests); false when the
+    ///   caller runs ``client`` as a service.
+    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = options.maxConnections
         configuration.options.connectTimeout = options.connectTimeout
@@ -40,13 +44,13 @@ public final class PostgresStore: PasskeyStore {
         self.logger = logger
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
-        runner = Task { await client.run() }
+        runner = runsClient ? Task { await client.run() } : nil
     }
 
-    deinit { runner.cancel() }
+    deinit { runner?.cancel() }
 
-    /// Closes the pool's connections (on shutdown).
-    public func close() { runner.cancel() }
+    /// Closes the pool's connections (on shutdown) when it runs on its own task.
+    public func close() { runner?.cancel() }
 
     static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? "") else {

@@ -6,7 +6,7 @@ import PasskeyStore
 /// Opens the store a database URL names: `sqlite://path` (relative or absolute),
 /// `sqlite:///abs/path`, or `postgres://user:password@host:port/database[?sslmode=…]`.
 enum Database {
-    static func open(_ url: String, logger: Logger = Logger(label: "passkeyd.database")) throws -> any PasskeyStore {
+    static func open(_ url: String, logger: Logger = Logger(label: "passkeyd.database"), runsClient: Bool = true) throws -> any PasskeyStore {
         if url.hasPrefix("sqlite://") {
             let path = String(url.dropFirst("sqlite://".count))
             guard !path.isEmpty else { throw ConfigurationError(setting: "databaseURL", problem: "sqlite:// needs a file path") }
@@ -14,7 +14,7 @@ enum Database {
         }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
             do {
-                return try PostgresStore(url: url, logger: logger)
+                return try PostgresStore(url: url, logger: logger, runsClient: runsClient)
             } catch let error as StoreError {
                 throw ConfigurationError(setting: "databaseURL", problem: error.reason)
             }
@@ -28,6 +28,12 @@ enum Database {
     /// Opens and migrates, with a clear message when the database cannot be reached.
     static func openMigrated(_ url: String, logger: Logger) async throws -> (any PasskeyStore, [Int]) {
         let store = try open(url, logger: logger)
+        return (store, try await prepare(store, url: url, logger: logger))
+    }
+
+    /// Checks the database answers (5 s), migrates it (minutes allowed) and re-keys usernames
+    /// after migration 5; a clear message when the database cannot be used.
+    static func prepare(_ store: any PasskeyStore, url: String, logger: Logger) async throws -> [Int] {
         do {
             // Reachability first, with the ordinary deadline: migrations get minutes, an
             // unreachable database should not.
@@ -44,7 +50,7 @@ enum Database {
                     FileHandle.standardError.write(Data((line + "\n").utf8))
                 }
             }
-            return (store, applied)
+            return applied
         } catch let error as StoreError {
             (store as? PostgresStore)?.close()
             throw DatabaseUnavailable(url: PostgresStore.redacted(url), reason: error.reason)

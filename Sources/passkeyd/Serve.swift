@@ -40,15 +40,23 @@ struct Serve: AsyncParsableCommand {
         let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         LogFormat.bootstrap(loaded.logFormat, level: level)
         let logger = Logger(label: "passkeyd")
-        let (store, applied) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.database"))
-        defer { (store as? PostgresStore)?.close() }
+        // The PostgreSQL pool runs as a service of the application's group; the database is checked
+        // and migrated once it is up and before the server listens.
+        let databaseLogger = Logger(label: "passkeyd.database")
+        let store = try Database.open(loaded.databaseURL, logger: databaseLogger, runsClient: false)
         let url = PostgresStore.redacted(loaded.databaseURL)
-        if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
+        let databaseURL = loaded.databaseURL
         let service = try PasskeyService(
             configuration: loaded.server, store: store, logger: logger,
             sharedLimits: Database.isShared(loaded.databaseURL))
         service.prepareDecoyPasswordHash()
-        let app = PasskeyServer.application(service: service, host: loaded.host, port: loaded.port, logger: logger)
+        let app = PasskeyServer.application(
+            service: service, host: loaded.host, port: loaded.port, logger: logger,
+            services: (store as? PostgresStore).map { [$0.client] } ?? []
+        ) {
+            let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
+            if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
+        }
         logger.info(
             "passkeyd listening",
             metadata: [
