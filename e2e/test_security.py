@@ -102,3 +102,22 @@ def test_upgrading_reports_usernames_that_now_collide_without_merging(tmp_path):
     keys = dict(db.execute("SELECT username, username_key FROM accounts").fetchall())
     assert keys == {"ada": "ada", "ＡＤＡ": "ａｄａ", "Ｂｅｎ": "ben"}  # re-keyed where free, never merged
     assert db.execute("SELECT COUNT(*) FROM accounts").fetchone()[0] == 3
+
+
+def test_a_corrupt_row_is_refused_not_read_with_an_invented_id(tmp_path):
+    """A row whose ID is not a UUID: the store says so (corrupt_row), it never makes one up."""
+    import os
+    import sqlite3
+    import subprocess
+    from conftest import ROOT
+    binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
+    database = tmp_path / "corrupt.sqlite"
+    env = {k: v for k, v in os.environ.items() if k != "PASSKEYD_CONFIG"}
+    passkeyd = lambda *args: subprocess.run([binary, *args, "--database", f"sqlite://{database}"], env=env, capture_output=True, text=True, timeout=60)
+    assert passkeyd("migrate").returncode == 0
+    db = sqlite3.connect(database)
+    db.execute("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at) VALUES ('not-a-uuid', 'zed', 'zed', 'Zed', x'01', 0)")
+    db.commit()
+    db.close()
+    listed = passkeyd("admin", "accounts")
+    assert listed.returncode != 0 and "corrupt_row" in listed.stderr, (listed.returncode, listed.stdout, listed.stderr)

@@ -35,7 +35,9 @@ public final class PostgresStore: PasskeyStore {
     /// for a Unix socket).
     /// - Parameter runsClient: run the pool on a task of its own (commands, tests); false when the
     ///   caller runs ``client`` as a service.
-    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true) throws {
+    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true)
+        throws
+    {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = options.maxConnections
         configuration.options.connectTimeout = options.connectTimeout
@@ -159,6 +161,8 @@ public final class PostgresStore: PasskeyStore {
                 return StoreError(.conflict, error.serverInfo?[.message] ?? "constraint violated")
             }
             return StoreError(.unavailable, error.serverInfo?[.message] ?? "PostgreSQL \(error.code)")
+        case is PostgresDecodingError:
+            return StoreError(.corruptRow, "a stored row does not hold what its columns must")
         default:
             return StoreError(.unavailable, "PostgreSQL: \(type(of: error))")
         }

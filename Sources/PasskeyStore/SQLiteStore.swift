@@ -38,6 +38,8 @@ public final class SQLiteStore: PasskeyStore {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError(.unavailable, "\(error)")
         }
@@ -74,17 +76,30 @@ public final class SQLiteStore: PasskeyStore {
 
     // MARK: Accounts
 
-    private static func account(_ row: Row) -> Account {
+    /// A column holding an ID or bytes that must be there; a malformed row throws `corrupt_row`.
+    private static func uuid(_ row: Row, _ column: String) throws -> UUID {
+        guard let text = row[column] as String?, let id = UUID(uuidString: text) else {
+            throw StoreError(.corruptRow, "\(column) is not a UUID")
+        }
+        return id
+    }
+
+    private static func bytes(_ row: Row, _ column: String) throws -> [UInt8] {
+        guard let data = row[column] as Data? else { throw StoreError(.corruptRow, "\(column) is missing") }
+        return [UInt8](data)
+    }
+
+    private static func account(_ row: Row) throws -> Account {
         Account(
-            id: UUID(uuidString: row["id"]) ?? UUID(), username: row["username"], displayName: row["display_name"],
-            userHandle: [UInt8]((row["user_handle"] as Data?) ?? Data()), createdAt: StoreValues.date(row["created_at"]),
+            id: try uuid(row, "id"), username: row["username"], displayName: row["display_name"],
+            userHandle: try bytes(row, "user_handle"), createdAt: StoreValues.date(row["created_at"]),
             disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date),
             passwordHash: row["password_hash"])
     }
 
     public func account(id: UUID) async throws -> Account? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id.uuidString]).map(Self.account)
+            try db.cachedRow(sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id.uuidString]).map { try Self.account($0) }
         }
     }
 
@@ -97,7 +112,9 @@ public final class SQLiteStore: PasskeyStore {
 
     public func account(userHandle: [UInt8]) async throws -> Account? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM accounts WHERE user_handle = ?", arguments: [Data(userHandle)]).map(Self.account)
+            try db.cachedRow(sql: "SELECT * FROM accounts WHERE user_handle = ?", arguments: [Data(userHandle)]).map {
+                try Self.account($0)
+            }
         }
     }
 
@@ -136,10 +153,10 @@ public final class SQLiteStore: PasskeyStore {
             ])
     }
 
-    private static func passkey(_ row: Row) -> Passkey {
+    private static func passkey(_ row: Row) throws -> Passkey {
         Passkey(
-            credentialID: [UInt8]((row["credential_id"] as Data?) ?? Data()), accountID: UUID(uuidString: row["account_id"]) ?? UUID(),
-            publicKey: [UInt8]((row["public_key"] as Data?) ?? Data()), signCount: UInt32(clamping: row["sign_count"] as Int64),
+            credentialID: try bytes(row, "credential_id"), accountID: try uuid(row, "account_id"),
+            publicKey: try bytes(row, "public_key"), signCount: UInt32(clamping: row["sign_count"] as Int64),
             aaguid: row["aaguid"], transports: StoreValues.decodeList(row["transports"]), backupEligible: row["backup_eligible"],
             backedUp: row["backed_up"], userVerified: row["user_verified"], attestationFormat: row["attestation_format"],
             attestationTrusted: row["attestation_trusted"], name: row["name"], createdAt: StoreValues.date(row["created_at"]),
@@ -152,7 +169,9 @@ public final class SQLiteStore: PasskeyStore {
 
     public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)]).map(Self.passkey)
+            try db.cachedRow(sql: "SELECT * FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)]).map {
+                try Self.passkey($0)
+            }
         }
     }
 
@@ -166,8 +185,8 @@ public final class SQLiteStore: PasskeyStore {
                         FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
                         """, arguments: [Data(credentialID)])
             else { return nil }
-            let passkey = Self.passkey(row)
-            var account = Self.account(row)
+            let passkey = try Self.passkey(row)
+            var account = try Self.account(row)
             account.createdAt = StoreValues.date(row["account_created_at"])
             return (passkey, account)
         }
@@ -178,7 +197,7 @@ public final class SQLiteStore: PasskeyStore {
             try db.cachedRows(
                 sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",
                 arguments: [accountID.uuidString]
-            ).map(Self.passkey)
+            ).map { try Self.passkey($0) }
         }
     }
 
@@ -316,7 +335,7 @@ public final class SQLiteStore: PasskeyStore {
             try db.cachedRows(
                 sql: "SELECT * FROM accounts WHERE username_key > ? ORDER BY username_key LIMIT ?",
                 arguments: [afterUsername.map(Account.key(for:)) ?? "", limit]
-            ).map(Self.account)
+            ).map { try Self.account($0) }
         }
     }
 
@@ -341,7 +360,7 @@ public final class SQLiteStore: PasskeyStore {
                 arguments: [accountID.uuidString, StoreValues.millis(now)]
             ).map { row in
                 SessionRecord(
-                    tokenHash: [UInt8]((row["token_hash"] as Data?) ?? Data()), accountID: accountID,
+                    tokenHash: try Self.bytes(row, "token_hash"), accountID: accountID,
                     createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
                     userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
                     credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) })
@@ -440,7 +459,7 @@ public final class SQLiteStore: PasskeyStore {
                     arguments: [Data(ChallengeHash.of(challenge))])
             else { return nil }
             return ChallengeRecord(
-                challenge: [UInt8]((row["challenge"] as Data?) ?? Data()),
+                challenge: try Self.bytes(row, "challenge"),
                 ceremony: ChallengeRecord.Ceremony(rawValue: row["ceremony"]) ?? .authentication,
                 accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
                 pendingUsername: row["pending_username"], pendingDisplayName: row["pending_display_name"],
@@ -490,11 +509,11 @@ public final class SQLiteStore: PasskeyStore {
                         """, arguments: [Data(tokenHash), StoreValues.millis(now)])
             else { return nil }
             let session = SessionRecord(
-                tokenHash: tokenHash, accountID: UUID(uuidString: row["session_account"]) ?? UUID(),
+                tokenHash: tokenHash, accountID: try Self.uuid(row, "session_account"),
                 createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
                 userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
                 credentialID: (row["session_credential"] as Data?).map { [UInt8]($0) })
-            return (session, Self.account(row))
+            return (session, try Self.account(row))
         }
     }
 
@@ -536,11 +555,8 @@ public final class SQLiteStore: PasskeyStore {
     public func rekeyUsernames() async throws -> [UsernameCollision] {
         try await write { db in
             let rows = try Row.fetchAll(db, sql: "SELECT id, username, username_key FROM accounts ORDER BY created_at, id")
-            let accounts = rows.map { row in
-                (
-                    id: UUID(uuidString: row["id"] as String? ?? "") ?? UUID(), username: row["username"] as String? ?? "",
-                    key: row["username_key"] as String? ?? ""
-                )
+            let accounts = try rows.map { row in
+                (id: try Self.uuid(row, "id"), username: row["username"] as String? ?? "", key: row["username_key"] as String? ?? "")
             }
             let plan = UsernameRekeying.plan(accounts)
             for change in plan.changes {

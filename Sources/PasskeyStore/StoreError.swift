@@ -9,6 +9,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let unavailable = Code(rawValue: "database_unavailable")
         /// The database URL or schema is not usable.
         public static let invalidDatabase = Code(rawValue: "invalid_database")
+        /// A stored row does not hold what its columns must (a malformed ID, a missing key): the
+        /// row is refused, never read with invented values.
+        public static let corruptRow = Code(rawValue: "corrupt_row")
     }
 
     public let code: Code
