@@ -13,14 +13,19 @@ public struct AuthenticationBegin: Sendable {
 
 /// The credential record (§4 "Credential Record") the caller looked up by `rawId`.
 public struct StoredCredential: Sendable {
+    /// The credential ID, as raw bytes (the record's `id`; what `rawId` must equal, §7.2 step 7).
     public var id: [UInt8]
+    /// The credential public key stored at registration (§7.2 step 22 verifies the signature with it).
     public var publicKey: CredentialPublicKey
+    /// The signature counter stored after the last ceremony (§6.1.1); 0 when the authenticator keeps none.
+    /// Compared with the assertion's counter in §7.2 step 23.
     public var signCount: UInt32
     /// The user handle of the account that owns the credential.
     public var userHandle: [UInt8]
     /// BE as recorded at registration; `nil` skips the §7.2 step 19 comparison.
     public var backupEligible: Bool?
 
+    /// Makes a record from stored values; `backupEligible` defaults to `nil` (no BE comparison).
     public init(id: [UInt8], publicKey: CredentialPublicKey, signCount: UInt32, userHandle: [UInt8], backupEligible: Bool? = nil) {
         self.id = id
         self.publicKey = publicKey
@@ -33,17 +38,23 @@ public struct StoredCredential: Sendable {
 /// An assertion that passed every check of §7.2. Only
 /// ``RelyingParty/finishAuthentication(response:expectedChallenge:credential:allowCredentials:requireUserHandle:userVerification:)`` makes one.
 public struct VerifiedAuthentication: Sendable {
+    /// The ID of the credential that signed, as raw bytes.
     public let credentialID: [UInt8]
     /// The counter to store (the authenticator's new value, or the old one when it did not increase).
     public let newSignCount: UInt32
     /// A non-zero counter that did not increase: the authenticator may have been cloned
     /// (§7.2 step 23). Set only under ``SignCountPolicy/flag``.
     public let counterLooksCloned: Bool
+    /// UV: the authenticator verified the user in this assertion (§6.1, §7.2 step 17).
     public let userVerified: Bool
+    /// BE in this assertion: the passkey can be synced (§6.1.3); equal to the recorded value when the
+    /// record had one (§7.2 step 19).
     public let backupEligible: Bool
     /// BS now: store it, the passkey may have become synced since registration.
     public let backedUp: Bool
+    /// `platform` or `cross-platform` as the client reported it (§5.4.5); `nil` when it did not say.
     public let authenticatorAttachment: String?
+    /// The origin the ceremony ran on (`clientData.origin`: a web or Android app origin, §7.2 step 13).
     public let origin: String
 }
 

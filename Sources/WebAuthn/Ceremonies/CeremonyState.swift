@@ -5,6 +5,7 @@ public struct CeremonyProfile: Codable, Sendable, Hashable {
     /// follows: only for a client known to rewrite the flags (the reference Android app).
     public var unsafeToleratesRewrittenFlags: Bool
 
+    /// Makes a profile; the default loosens nothing, like ``standard``.
     public init(unsafeToleratesRewrittenFlags: Bool = false) {
         self.unsafeToleratesRewrittenFlags = unsafeToleratesRewrittenFlags
     }
@@ -38,8 +39,12 @@ public struct RegistrationState: Codable, Sendable, Hashable {
     public var excludeCredentials: [Base64URLBytes]
     /// The hints the options carried.
     public var hints: [String]
+    /// The client quirks this ceremony accepts; ``CeremonyProfile/standard`` loosens nothing.
     public var profile: CeremonyProfile
 
+    /// Makes the state from raw bytes (`challenge`, `userHandle`, `excludeCredentials`); they encode as
+    /// unpadded base64url. ``RelyingParty/beginRegistration(user:excludeCredentials:userVerification:authenticatorAttachment:hints:challenge:conditional:profile:)``
+    /// makes one for you.
     public init(
         challenge: [UInt8], userVerification: UserVerificationRequirement, conditional: Bool = false, userHandle: [UInt8] = [],
         excludeCredentials: [[UInt8]] = [], hints: [String] = [], profile: CeremonyProfile = .standard
@@ -67,8 +72,11 @@ public struct AuthenticationState: Codable, Sendable, Hashable {
     public var allowCredentials: [Base64URLBytes]
     /// The hints the options carried.
     public var hints: [String]
+    /// The client quirks this ceremony accepts; ``CeremonyProfile/standard`` loosens nothing.
     public var profile: CeremonyProfile
 
+    /// Makes the state from raw bytes (`challenge`, `allowCredentials`); they encode as unpadded
+    /// base64url. An empty `allowCredentials` means a discoverable sign-in (see ``userIdentified``).
     public init(
         challenge: [UInt8], userVerification: UserVerificationRequirement, allowCredentials: [[UInt8]] = [], hints: [String] = [],
         profile: CeremonyProfile = .standard

@@ -4,8 +4,13 @@ import Foundation
 public struct PublicKeyCredentialUserEntity: Sendable, Hashable {
     /// The user handle: random, at most 64 bytes, never personal data (§14.6.1).
     public var id: [UInt8]
+    /// A human-palatable identifier for the account, such as a username or email address (§5.4.3);
+    /// shown to the user to pick among passkeys.
     public var name: String
+    /// A human-palatable name for the account, for display only (§5.4.3); may be empty.
     public var displayName: String
+    /// Makes the entity; `id` is raw bytes (``RelyingParty/makeUserHandle()`` makes one) and is sent
+    /// base64url-encoded.
     public init(id: [UInt8], name: String, displayName: String) {
         self.id = id
         self.name = name
@@ -16,8 +21,12 @@ public struct PublicKeyCredentialUserEntity: Sendable, Hashable {
 /// A credential ID with the transports its authenticator reported, for
 /// `excludeCredentials` / `allowCredentials`.
 public struct CredentialDescriptor: Sendable, Hashable {
+    /// The credential ID, as raw bytes (sent base64url-encoded).
     public var id: [UInt8]
+    /// `AuthenticatorTransport` values (§5.8.4: `usb`, `nfc`, `ble`, `internal`, `hybrid`) as recorded at
+    /// registration; empty sends none.
     public var transports: [String]
+    /// Makes a descriptor from raw credential ID bytes and the transports recorded for it.
     public init(id: [UInt8], transports: [String] = []) {
         self.id = id
         self.transports = transports
@@ -38,17 +47,24 @@ public struct RegistrationBegin: Sendable {
 /// A registration that passed every check of §7.1: everything the store keeps for a passkey.
 /// Only ``RelyingParty/finishRegistration(response:expectedChallenge:userVerification:now:conditionalCreate:unsafeToleratesRewrittenFlags:)`` makes one.
 public struct VerifiedRegistration: Sendable {
+    /// The credential ID from the attested credential data (§6.5.1), as raw bytes; equal to `rawId`.
     public let credentialID: [UInt8]
+    /// The credential public key from the attested credential data (§6.5.1); its algorithm was offered
+    /// in `pubKeyCredParams` (§7.1 step 19).
     public let publicKey: CredentialPublicKey
+    /// The signature counter at registration (§6.1.1); 0 when the authenticator keeps none.
     public let signCount: UInt32
+    /// The authenticator model or passkey provider (§6.5.1); all zeros when not disclosed.
     public let aaguid: AAGUID
     /// `response.transports`, as the client reported them (hints for later `allowCredentials`).
     public let transports: [String]
+    /// UV: the authenticator verified the user (§6.1, §7.1 step 15).
     public let userVerified: Bool
     /// BE: the passkey can be synced (multi-device).
     public let backupEligible: Bool
     /// BS: the passkey is synced now.
     public let backedUp: Bool
+    /// What the attestation statement established: format, type and trust (§7.1 steps 21–24).
     public let attestation: AttestationVerdict
     /// `platform` or `cross-platform`, when the client said.
     public let authenticatorAttachment: String?

@@ -21,6 +21,7 @@ import Foundation
 /// let verdict = try rp.finishAuthentication(response: assertionJSON, state: kept, credential: storedCredential)
 /// ```
 public struct RelyingParty: Sendable {
+    /// The configuration this relying party was built with, as validated by ``init(_:)``.
     public let configuration: Configuration
     private let rpIDHash: [UInt8]
     private let origins: Set<String>

@@ -2,11 +2,17 @@ import Foundation
 
 /// `UserVerificationRequirement` (§5.8.6).
 public enum UserVerificationRequirement: String, Sendable, Codable, CaseIterable {
+    /// `required`: a ceremony fails unless the UV flag is set (§7.1 step 15, §7.2 step 17).
+    /// `preferred`: ask for user verification, accept a response without it.
+    /// `discouraged`: do not ask for user verification.
     case required, preferred, discouraged
 }
 
 /// `AttestationConveyancePreference` (§5.4.7).
 public enum AttestationConveyancePreference: String, Sendable, Codable, CaseIterable {
+    /// `none`: no attestation wanted. `indirect`: the client may replace the statement with an
+    /// anonymized one. `direct`: the statement as the authenticator made it. `enterprise`: a statement
+    /// that may identify the individual authenticator, for managed deployments (§5.4.7).
     case none, indirect, direct, enterprise
 }
 
@@ -30,10 +36,14 @@ extension RelyingParty {
         /// Every origin accepted in clientDataJSON: web origins (`https://example.com`) and
         /// Android app origins (`android:apk-key-hash:…`). Exact string match.
         public var origins: [String]
+        /// The user verification each ceremony asks for unless `begin…` overrides it; `required` fails a
+        /// response without the UV flag (§7.1 step 15, §7.2 step 17).
         public var userVerification: UserVerificationRequirement
         /// Credential algorithms offered in `pubKeyCredParams`, in preference order, and accepted.
         public var algorithms: [COSEAlgorithmIdentifier]
+        /// The attestation conveyance sent in creation options (§5.4.7).
         public var attestation: AttestationConveyancePreference
+        /// How attestation statements are verified and trusted (§7.1 steps 21–24).
         public var attestationPolicy: AttestationPolicy
         /// How long a challenge lives; sent as `timeout` in the options.
         public var timeout: Duration
@@ -41,10 +51,14 @@ extension RelyingParty {
         public var allowCrossOrigin: Bool
         /// Top-level origins allowed to embed a cross-origin ceremony (clientData `topOrigin`).
         public var allowedTopOrigins: [String]
+        /// What a signature counter that did not increase does (§7.2 step 23).
         public var signCountPolicy: SignCountPolicy
         /// Require the UP flag. Only conditional create (automatic passkey upgrade) may clear it.
         public var requireUserPresence: Bool
 
+        /// Makes a configuration. The defaults suit local development (`localhost`, origin
+        /// `http://localhost:8080`): user verification required, ``RelyingParty/defaultAlgorithms``, no
+        /// attestation, 5-minute timeout, no cross-origin use, counter regressions rejected, UP required.
         public init(
             rpID: String = "localhost", rpName: String = "passkeyd", origins: [String] = ["http://localhost:8080"],
             userVerification: UserVerificationRequirement = .required,
