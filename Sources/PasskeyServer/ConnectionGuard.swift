@@ -78,18 +78,17 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-        if admitted {
-            admitted = false
-            limits.close(address)
-        }
+        release()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        release()
+    }
+
+    /// Stops the clock and gives the connection's place back (once).
+    private func release() {
+        disarm()
         if admitted {
             admitted = false
             limits.close(address)

@@ -35,8 +35,8 @@ public struct StoredCredential: Sendable {
     }
 }
 
-/// An assertion that passed every check of §7.2. Only
-/// ``RelyingParty/finishAuthentication(response:expectedChallenge:credential:allowCredentials:requireUserHandle:userVerification:)`` makes one.
+/// An assertion that passed every check of §7.2. Only the `finishAuthentication` methods of
+/// ``RelyingParty`` make one, such as ``RelyingParty/finishAuthentication(response:state:credential:)``.
 public struct VerifiedAuthentication: Sendable {
     /// The ID of the credential that signed, as raw bytes.
     public let credentialID: [UInt8]

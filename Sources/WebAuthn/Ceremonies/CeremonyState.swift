@@ -14,9 +14,8 @@ public struct CeremonyProfile: Codable, Sendable, Hashable {
     public static let standard = CeremonyProfile()
 }
 
-/// A registration between ``RelyingParty/beginRegistration(user:excludeCredentials:userVerification:authenticatorAttachment:hints:challenge:conditional:profile:)``
-/// and ``RelyingParty/finishRegistration(response:state:now:)``: everything the finish needs and
-/// nothing it may not trust. `Codable`: the caller keeps it (a database row, a session) as an
+/// A registration between `beginRegistration(user:…)` and ``RelyingParty/finishRegistration(response:state:now:)``:
+/// everything the finish needs and nothing it may not trust. `Codable`: the caller keeps it (a database row, a session) as an
 /// opaque value and hands it back; it holds no secret.
 ///
 /// ```swift
@@ -43,8 +42,7 @@ public struct RegistrationState: Codable, Sendable, Hashable {
     public var profile: CeremonyProfile
 
     /// Makes the state from raw bytes (`challenge`, `userHandle`, `excludeCredentials`); they encode as
-    /// unpadded base64url. ``RelyingParty/beginRegistration(user:excludeCredentials:userVerification:authenticatorAttachment:hints:challenge:conditional:profile:)``
-    /// makes one for you.
+    /// unpadded base64url. Usually made by ``RelyingParty``'s `beginRegistration(user:…)`.
     public init(
         challenge: [UInt8], userVerification: UserVerificationRequirement, conditional: Bool = false, userHandle: [UInt8] = [],
         excludeCredentials: [[UInt8]] = [], hints: [String] = [], profile: CeremonyProfile = .standard

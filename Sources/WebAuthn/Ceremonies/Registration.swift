@@ -45,7 +45,8 @@ public struct RegistrationBegin: Sendable {
 }
 
 /// A registration that passed every check of §7.1: everything the store keeps for a passkey.
-/// Only ``RelyingParty/finishRegistration(response:expectedChallenge:userVerification:now:conditionalCreate:unsafeToleratesRewrittenFlags:)`` makes one.
+/// Only the `finishRegistration` methods of ``RelyingParty`` make one, such as
+/// ``RelyingParty/finishRegistration(response:state:now:)``.
 public struct VerifiedRegistration: Sendable {
     /// The credential ID from the attested credential data (§6.5.1), as raw bytes; equal to `rawId`.
     public let credentialID: [UInt8]

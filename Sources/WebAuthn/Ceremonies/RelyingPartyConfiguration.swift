@@ -45,7 +45,8 @@ extension RelyingParty {
         public var attestation: AttestationConveyancePreference
         /// How attestation statements are verified and trusted (§7.1 steps 21–24).
         public var attestationPolicy: AttestationPolicy
-        /// How long a challenge lives; sent as `timeout` in the options.
+        /// How long a challenge lives, 1 second to 24 hours; sent as `timeout` (milliseconds) in the
+        /// options. The relying party keeps no state: the caller that keeps the ceremony state expires it.
         public var timeout: Duration
         /// Accept clientData with `crossOrigin: true` (the ceremony ran in a cross-origin iframe).
         public var allowCrossOrigin: Bool
