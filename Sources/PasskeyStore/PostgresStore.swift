@@ -233,56 +233,20 @@ public final class PostgresStore: PasskeyStore {
         Array(try cell.decode(ByteBuffer.self).readableBytesView)
     }
 
-    private static func optionalBytes(_ cell: PostgresCell) throws -> [UInt8]? {
-        try cell.decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
-    }
-
-    private static func account(_ row: PostgresRandomAccessRow, createdAt: String = "created_at") throws -> Account {
-        Account(
-            id: try row["id"].decode(UUID.self), username: try row["username"].decode(String.self),
-            displayName: try row["display_name"].decode(String.self), userHandle: try bytes(row["user_handle"]),
-            createdAt: StoreValues.date(try row[createdAt].decode(Int64.self)), disabled: try row["disabled"].decode(Bool.self),
-            lastSignInAt: try row["last_sign_in_at"].decode(Int64?.self).map(StoreValues.date),
-            passwordHash: try row["password_hash"].decode(String?.self))
-    }
-
-    private static func passkey(_ row: PostgresRandomAccessRow) throws -> Passkey {
-        Passkey(
-            credentialID: try bytes(row["credential_id"]), accountID: try row["account_id"].decode(UUID.self),
-            publicKey: try bytes(row["public_key"]), signCount: UInt32(clamping: try row["sign_count"].decode(Int64.self)),
-            aaguid: try row["aaguid"].decode(String.self), transports: StoreValues.decodeList(try row["transports"].decode(String.self)),
-            backupEligible: try row["backup_eligible"].decode(Bool.self), backedUp: try row["backed_up"].decode(Bool.self),
-            userVerified: try row["user_verified"].decode(Bool.self), attestationFormat: try row["attestation_format"].decode(String.self),
-            attestationTrusted: try row["attestation_trusted"].decode(Bool.self), name: try row["name"].decode(String.self),
-            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
-            lastUsedAt: try row["last_used_at"].decode(Int64?.self).map(StoreValues.date),
-            counterAnomalies: try row["counter_anomalies"].decode(Int.self))
-    }
-
-    private static func session(_ row: PostgresRandomAccessRow) throws -> SessionRecord {
-        SessionRecord(
-            tokenHash: try bytes(row["token_hash"]), accountID: try row["account_id"].decode(UUID.self),
-            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
-            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-            userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
-            method: try row["method"].decode(String?.self) ?? "unknown",
-            credentialID: try row["credential_id"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
-    }
-
     private static func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
 
     // MARK: Accounts
 
     public func account(id: UUID) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map { try Self.account($0) }
+        try await rows("SELECT * FROM accounts WHERE id = \(id)").first.map { try Account(row: $0) }
     }
 
     public func account(username: String) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").first.map { try Self.account($0) }
+        try await rows("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").first.map { try Account(row: $0) }
     }
 
     public func account(userHandle: [UInt8]) async throws -> Account? {
-        try await rows("SELECT * FROM accounts WHERE user_handle = \(Self.buffer(userHandle))").first.map { try Self.account($0) }
+        try await rows("SELECT * FROM accounts WHERE user_handle = \(Self.buffer(userHandle))").first.map { try Account(row: $0) }
     }
 
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
@@ -321,7 +285,7 @@ public final class PostgresStore: PasskeyStore {
     }
 
     public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
-        try await rows("SELECT * FROM passkeys WHERE credential_id = \(Self.buffer(credentialID))").first.map(Self.passkey)
+        try await rows("SELECT * FROM passkeys WHERE credential_id = \(Self.buffer(credentialID))").first.map { try Passkey(row: $0) }
     }
 
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
@@ -334,11 +298,13 @@ public final class PostgresStore: PasskeyStore {
                 """
             ).first
         else { return nil }
-        return (try Self.passkey(row), try Self.account(row, createdAt: "account_created_at"))
+        return (try Passkey(row: row), try Account(row: row, createdAt: "account_created_at"))
     }
 
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
-        try await rows("SELECT * FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id").map(Self.passkey)
+        try await rows("SELECT * FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id").map {
+            try Passkey(row: $0)
+        }
     }
 
     public func completeSignIn(
@@ -535,7 +501,7 @@ public final class PostgresStore: PasskeyStore {
             """
             SELECT * FROM accounts WHERE username_key > \(afterUsername.map(Account.key(for:)) ?? "") ORDER BY username_key LIMIT \(limit)
             """
-        ).map { try Self.account($0) }
+        ).map { try Account(row: $0) }
     }
 
     public func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int? {
@@ -561,7 +527,7 @@ public final class PostgresStore: PasskeyStore {
             """
             SELECT * FROM sessions WHERE account_id = \(accountID) AND expires_at > \(StoreValues.millis(now)) ORDER BY created_at DESC, token_hash
             """
-        ).map(Self.session)
+        ).map { try SessionRecord(row: $0) }
     }
 
     public func statistics(now: Date, activeSince: Date) async throws -> StoreStatistics {
@@ -617,19 +583,7 @@ public final class PostgresStore: PasskeyStore {
                 "DELETE FROM challenges WHERE challenge_hash = \(Self.buffer(ChallengeHash.of(challenge))) RETURNING *"
             ).first
         else { return nil }
-        return ChallengeRecord(
-            challenge: try Self.bytes(row["challenge"]),
-            ceremony: ChallengeRecord.Ceremony(rawValue: try row["ceremony"].decode(String.self)) ?? .authentication,
-            accountID: try row["account_id"].decode(UUID?.self),
-            pendingUsername: try row["pending_username"].decode(String?.self),
-            pendingDisplayName: try row["pending_display_name"].decode(String?.self),
-            pendingUserHandle: try Self.optionalBytes(row["pending_user_handle"]),
-            pendingAccountID: try row["pending_account_id"].decode(UUID?.self),
-            unknownUser: try row["unknown_user"].decode(Bool.self), api: try row["api"].decode(String.self),
-            userVerification: try row["user_verification"].decode(String.self), conditional: try row["conditional"].decode(Bool.self),
-            state: try Self.optionalBytes(row["state"]),
-            createdAt: StoreValues.date(try row["created_at"].decode(Int64.self)),
-            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)))
+        return try ChallengeRecord(row: row)
     }
 
     public func openChallengeCount(now: Date) async throws -> Int {
@@ -664,14 +618,9 @@ public final class PostgresStore: PasskeyStore {
                 """
             ).first
         else { return nil }
-        let session = SessionRecord(
-            tokenHash: tokenHash, accountID: try row["session_account"].decode(UUID.self),
-            createdAt: StoreValues.date(try row["session_created"].decode(Int64.self)),
-            expiresAt: StoreValues.date(try row["expires_at"].decode(Int64.self)),
-            userAgent: try row["user_agent"].decode(String?.self), ipAddress: try row["ip_address"].decode(String?.self),
-            method: try row["method"].decode(String?.self) ?? "unknown",
-            credentialID: try row["session_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) })
-        return (session, try Self.account(row))
+        let session = try SessionRecord(
+            row: row, accountIDColumn: "session_account", createdAtColumn: "session_created", credentialColumn: "session_credential")
+        return (session, try Account(row: row))
     }
 
     public func revokeSession(tokenHash: [UInt8]) async throws {
@@ -760,13 +709,7 @@ public final class PostgresStore: PasskeyStore {
             } else {
                 "SELECT * FROM audit_events ORDER BY id DESC LIMIT \(limit)"
             }
-        return try await rows(query).map { row in
-            AuditEvent(
-                time: StoreValues.date(try row["time"].decode(Int64.self)), kind: try row["kind"].decode(String.self),
-                accountID: try row["account_id"].decode(UUID?.self), credentialID: try Self.optionalBytes(row["credential_id"]),
-                ipAddress: try row["ip_address"].decode(String?.self), userAgent: try row["user_agent"].decode(String?.self),
-                detail: try row["detail"].decode(String?.self))
-        }
+        return try await rows(query).map { try AuditEvent(row: $0) }
     }
 
     public func sweepExpired(now: Date) async throws -> Int {
@@ -780,5 +723,22 @@ public final class PostgresStore: PasskeyStore {
             SELECT (SELECT COUNT(*) FROM c) + (SELECT COUNT(*) FROM s) + (SELECT COUNT(*) FROM r) + (SELECT COUNT(*) FROM t)
             """
         ).first.map { try $0[0].decode(Int.self) } ?? 0
+    }
+}
+
+/// postgres-nio's rows as ``StoreRow``.
+extension PostgresRandomAccessRow: StoreRow {
+    func optionalText(_ column: String) throws -> String? { try decoded(column, String?.self) }
+    func optionalInteger(_ column: String) throws -> Int64? { try decoded(column, Int64?.self) }
+    func optionalBytes(_ column: String) throws -> [UInt8]? { try decoded(column, ByteBuffer?.self).map { Array($0.readableBytesView) } }
+    func optionalFlag(_ column: String) throws -> Bool? { try decoded(column, Bool?.self) }
+    func optionalID(_ column: String) throws -> UUID? { try decoded(column, UUID?.self) }
+
+    private func decoded<T: PostgresDecodable>(_ column: String, _ type: T.Type) throws -> T {
+        do {
+            return try self[column].decode(T.self)
+        } catch {
+            throw StoreError(.corruptRow, "\(column) does not hold a \(T.self)")
+        }
     }
 }

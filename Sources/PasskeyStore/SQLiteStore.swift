@@ -76,44 +76,24 @@ public final class SQLiteStore: PasskeyStore {
 
     // MARK: Accounts
 
-    /// A column holding an ID or bytes that must be there; a malformed row throws `corrupt_row`.
-    private static func uuid(_ row: Row, _ column: String) throws -> UUID {
-        guard let text = row[column] as String?, let id = UUID(uuidString: text) else {
-            throw StoreError(.corruptRow, "\(column) is not a UUID")
-        }
-        return id
-    }
-
-    private static func bytes(_ row: Row, _ column: String) throws -> [UInt8] {
-        guard let data = row[column] as Data? else { throw StoreError(.corruptRow, "\(column) is missing") }
-        return [UInt8](data)
-    }
-
-    private static func account(_ row: Row) throws -> Account {
-        Account(
-            id: try uuid(row, "id"), username: row["username"], displayName: row["display_name"],
-            userHandle: try bytes(row, "user_handle"), createdAt: StoreValues.date(row["created_at"]),
-            disabled: (row["disabled"] as Int64? ?? 0) != 0, lastSignInAt: (row["last_sign_in_at"] as Int64?).map(StoreValues.date),
-            passwordHash: row["password_hash"])
-    }
-
     public func account(id: UUID) async throws -> Account? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id.uuidString]).map { try Self.account($0) }
+            try db.cachedRow(sql: "SELECT * FROM accounts WHERE id = ?", arguments: [id.uuidString]).map { try Account(row: $0) }
         }
     }
 
     public func account(username: String) async throws -> Account? {
         try await read { db in
-            try db.cachedRow(sql: "SELECT * FROM accounts WHERE username_key = ?", arguments: [Account.key(for: username)]).map(
-                Self.account)
+            try db.cachedRow(sql: "SELECT * FROM accounts WHERE username_key = ?", arguments: [Account.key(for: username)]).map {
+                try Account(row: $0)
+            }
         }
     }
 
     public func account(userHandle: [UInt8]) async throws -> Account? {
         try await read { db in
             try db.cachedRow(sql: "SELECT * FROM accounts WHERE user_handle = ?", arguments: [Data(userHandle)]).map {
-                try Self.account($0)
+                try Account(row: $0)
             }
         }
     }
@@ -153,16 +133,6 @@ public final class SQLiteStore: PasskeyStore {
             ])
     }
 
-    private static func passkey(_ row: Row) throws -> Passkey {
-        Passkey(
-            credentialID: try bytes(row, "credential_id"), accountID: try uuid(row, "account_id"),
-            publicKey: try bytes(row, "public_key"), signCount: UInt32(clamping: row["sign_count"] as Int64),
-            aaguid: row["aaguid"], transports: StoreValues.decodeList(row["transports"]), backupEligible: row["backup_eligible"],
-            backedUp: row["backed_up"], userVerified: row["user_verified"], attestationFormat: row["attestation_format"],
-            attestationTrusted: row["attestation_trusted"], name: row["name"], createdAt: StoreValues.date(row["created_at"]),
-            lastUsedAt: (row["last_used_at"] as Int64?).map(StoreValues.date), counterAnomalies: row["counter_anomalies"])
-    }
-
     public func addPasskey(_ passkey: Passkey) async throws {
         try await write { db in try Self.insert(passkey, db) }
     }
@@ -170,7 +140,7 @@ public final class SQLiteStore: PasskeyStore {
     public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
         try await read { db in
             try db.cachedRow(sql: "SELECT * FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)]).map {
-                try Self.passkey($0)
+                try Passkey(row: $0)
             }
         }
     }
@@ -185,10 +155,7 @@ public final class SQLiteStore: PasskeyStore {
                         FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = ?
                         """, arguments: [Data(credentialID)])
             else { return nil }
-            let passkey = try Self.passkey(row)
-            var account = try Self.account(row)
-            account.createdAt = StoreValues.date(row["account_created_at"])
-            return (passkey, account)
+            return (try Passkey(row: row), try Account(row: row, createdAt: "account_created_at"))
         }
     }
 
@@ -197,7 +164,7 @@ public final class SQLiteStore: PasskeyStore {
             try db.cachedRows(
                 sql: "SELECT * FROM passkeys WHERE account_id = ? ORDER BY created_at, credential_id",
                 arguments: [accountID.uuidString]
-            ).map { try Self.passkey($0) }
+            ).map { try Passkey(row: $0) }
         }
     }
 
@@ -335,7 +302,7 @@ public final class SQLiteStore: PasskeyStore {
             try db.cachedRows(
                 sql: "SELECT * FROM accounts WHERE username_key > ? ORDER BY username_key LIMIT ?",
                 arguments: [afterUsername.map(Account.key(for:)) ?? "", limit]
-            ).map { try Self.account($0) }
+            ).map { try Account(row: $0) }
         }
     }
 
@@ -358,13 +325,7 @@ public final class SQLiteStore: PasskeyStore {
             try db.cachedRows(
                 sql: "SELECT * FROM sessions WHERE account_id = ? AND expires_at > ? ORDER BY created_at DESC, token_hash",
                 arguments: [accountID.uuidString, StoreValues.millis(now)]
-            ).map { row in
-                SessionRecord(
-                    tokenHash: try Self.bytes(row, "token_hash"), accountID: accountID,
-                    createdAt: StoreValues.date(row["created_at"]), expiresAt: StoreValues.date(row["expires_at"]),
-                    userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
-                    credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) })
-            }
+            ).map { try SessionRecord(row: $0) }
         }
     }
 
@@ -458,17 +419,7 @@ public final class SQLiteStore: PasskeyStore {
                     sql: "DELETE FROM challenges WHERE challenge_hash = ? RETURNING *",
                     arguments: [Data(ChallengeHash.of(challenge))])
             else { return nil }
-            return ChallengeRecord(
-                challenge: try Self.bytes(row, "challenge"),
-                ceremony: ChallengeRecord.Ceremony(rawValue: row["ceremony"]) ?? .authentication,
-                accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
-                pendingUsername: row["pending_username"], pendingDisplayName: row["pending_display_name"],
-                pendingUserHandle: (row["pending_user_handle"] as Data?).map { [UInt8]($0) },
-                pendingAccountID: (row["pending_account_id"] as String?).flatMap(UUID.init(uuidString:)), unknownUser: row["unknown_user"],
-                api: row["api"], userVerification: row["user_verification"], conditional: row["conditional"] ?? false,
-                state: (row["state"] as Data?).map { [UInt8]($0) },
-                createdAt: StoreValues.date(row["created_at"]),
-                expiresAt: StoreValues.date(row["expires_at"]))
+            return try ChallengeRecord(row: row)
         }
     }
 
@@ -508,12 +459,9 @@ public final class SQLiteStore: PasskeyStore {
                         WHERE s.token_hash = ? AND s.expires_at > ? AND a.disabled = 0
                         """, arguments: [Data(tokenHash), StoreValues.millis(now)])
             else { return nil }
-            let session = SessionRecord(
-                tokenHash: tokenHash, accountID: try Self.uuid(row, "session_account"),
-                createdAt: StoreValues.date(row["session_created"]), expiresAt: StoreValues.date(row["expires_at"]),
-                userAgent: row["user_agent"], ipAddress: row["ip_address"], method: row["method"] ?? "unknown",
-                credentialID: (row["session_credential"] as Data?).map { [UInt8]($0) })
-            return (session, try Self.account(row))
+            let session = try SessionRecord(
+                row: row, accountIDColumn: "session_account", createdAtColumn: "session_created", credentialColumn: "session_credential")
+            return (session, try Account(row: row))
         }
     }
 
@@ -556,7 +504,7 @@ public final class SQLiteStore: PasskeyStore {
         try await write { db in
             let rows = try Row.fetchAll(db, sql: "SELECT id, username, username_key FROM accounts ORDER BY created_at, id")
             let accounts = try rows.map { row in
-                (id: try Self.uuid(row, "id"), username: row["username"] as String? ?? "", key: row["username_key"] as String? ?? "")
+                (id: try row.id("id"), username: try row.text("username"), key: try row.text("username_key"))
             }
             let plan = UsernameRekeying.plan(accounts)
             for change in plan.changes {
@@ -620,13 +568,7 @@ public final class SQLiteStore: PasskeyStore {
             } else {
                 rows = try db.cachedRows(sql: "SELECT * FROM audit_events ORDER BY id DESC LIMIT ?", arguments: [limit])
             }
-            return rows.map { row in
-                AuditEvent(
-                    time: StoreValues.date(row["time"]), kind: row["kind"],
-                    accountID: (row["account_id"] as String?).flatMap(UUID.init(uuidString:)),
-                    credentialID: (row["credential_id"] as Data?).map { [UInt8]($0) }, ipAddress: row["ip_address"],
-                    userAgent: row["user_agent"], detail: row["detail"])
-            }
+            return try rows.map { try AuditEvent(row: $0) }
         }
     }
 
@@ -667,5 +609,26 @@ private extension Database {
 
     func cachedData(sql: String, arguments: StatementArguments = StatementArguments()) throws -> Data? {
         try Data.fetchOne(cachedStatement(sql: sql), arguments: arguments)
+    }
+}
+
+/// GRDB's rows as ``StoreRow``: a value of the wrong type reads as malformed, never as a crash.
+extension Row: StoreRow {
+    func optionalText(_ column: String) throws -> String? { try value(column, String.self) }
+    func optionalInteger(_ column: String) throws -> Int64? { try value(column, Int64.self) }
+    func optionalBytes(_ column: String) throws -> [UInt8]? { try value(column, Data.self).map { [UInt8]($0) } }
+    func optionalFlag(_ column: String) throws -> Bool? { try value(column, Int64.self).map { $0 != 0 } }
+    func optionalID(_ column: String) throws -> UUID? {
+        guard let text = try value(column, String.self) else { return nil }
+        guard let id = UUID(uuidString: text) else { throw StoreError(.corruptRow, "\(column) is not a UUID") }
+        return id
+    }
+
+    /// nil for NULL; `corrupt_row` for a value that is not a `T`.
+    private func value<T: DatabaseValueConvertible>(_ column: String, _ type: T.Type) throws -> T? {
+        let stored: DatabaseValue = self[column] ?? .null
+        if stored.isNull { return nil }
+        guard let value = T.fromDatabaseValue(stored) else { throw StoreError(.corruptRow, "\(column) holds a value of the wrong type") }
+        return value
     }
 }

@@ -18,3 +18,89 @@ enum StoreValues {
     /// Largest values accepted for free-text fields, so a store row never grows unbounded.
     static let maxNameLength = 128
 }
+
+/// A row of either database, read by column name: GRDB's rows and postgres-nio's both satisfy
+/// it, so each model has one mapper. A value that is missing or of the wrong form throws
+/// `corrupt_row` (no store reads a row with invented values).
+protocol StoreRow {
+    func optionalText(_ column: String) throws -> String?
+    func optionalInteger(_ column: String) throws -> Int64?
+    func optionalBytes(_ column: String) throws -> [UInt8]?
+    func optionalFlag(_ column: String) throws -> Bool?
+    func optionalID(_ column: String) throws -> UUID?
+}
+
+extension StoreRow {
+    private func required<T>(_ value: T?, _ column: String) throws -> T {
+        guard let value else { throw StoreError(.corruptRow, "\(column) is missing or malformed") }
+        return value
+    }
+
+    func text(_ column: String) throws -> String { try required(optionalText(column), column) }
+    func integer(_ column: String) throws -> Int64 { try required(optionalInteger(column), column) }
+    func bytes(_ column: String) throws -> [UInt8] { try required(optionalBytes(column), column) }
+    func flag(_ column: String) throws -> Bool { try required(optionalFlag(column), column) }
+    func id(_ column: String) throws -> UUID { try required(optionalID(column), column) }
+    func date(_ column: String) throws -> Date { StoreValues.date(try integer(column)) }
+    func optionalDate(_ column: String) throws -> Date? { try optionalInteger(column).map(StoreValues.date) }
+}
+
+// One mapper per model.
+
+extension Account {
+    init(row: some StoreRow, createdAt: String = "created_at") throws {
+        self.init(
+            id: try row.id("id"), username: try row.text("username"), displayName: try row.text("display_name"),
+            userHandle: try row.bytes("user_handle"), createdAt: try row.date(createdAt), disabled: try row.flag("disabled"),
+            lastSignInAt: try row.optionalDate("last_sign_in_at"), passwordHash: try row.optionalText("password_hash"))
+    }
+}
+
+extension Passkey {
+    init(row: some StoreRow) throws {
+        self.init(
+            credentialID: try row.bytes("credential_id"), accountID: try row.id("account_id"), publicKey: try row.bytes("public_key"),
+            signCount: UInt32(clamping: try row.integer("sign_count")), aaguid: try row.text("aaguid"),
+            transports: StoreValues.decodeList(try row.optionalText("transports")), backupEligible: try row.flag("backup_eligible"),
+            backedUp: try row.flag("backed_up"), userVerified: try row.flag("user_verified"),
+            attestationFormat: try row.text("attestation_format"), attestationTrusted: try row.flag("attestation_trusted"),
+            name: try row.text("name"), createdAt: try row.date("created_at"), lastUsedAt: try row.optionalDate("last_used_at"),
+            counterAnomalies: Int(try row.integer("counter_anomalies")))
+    }
+}
+
+extension SessionRecord {
+    /// `prefix`: the column names of a join that renamed them (`session_created`, …).
+    init(
+        row: some StoreRow, accountIDColumn: String = "account_id", createdAtColumn: String = "created_at",
+        credentialColumn: String = "credential_id"
+    ) throws {
+        self.init(
+            tokenHash: try row.bytes("token_hash"), accountID: try row.id(accountIDColumn), createdAt: try row.date(createdAtColumn),
+            expiresAt: try row.date("expires_at"), userAgent: try row.optionalText("user_agent"),
+            ipAddress: try row.optionalText("ip_address"), method: try row.optionalText("method") ?? "unknown",
+            credentialID: try row.optionalBytes(credentialColumn))
+    }
+}
+
+extension ChallengeRecord {
+    init(row: some StoreRow) throws {
+        self.init(
+            challenge: try row.bytes("challenge"), ceremony: Ceremony(rawValue: try row.text("ceremony")) ?? .authentication,
+            accountID: try row.optionalID("account_id"), pendingUsername: try row.optionalText("pending_username"),
+            pendingDisplayName: try row.optionalText("pending_display_name"),
+            pendingUserHandle: try row.optionalBytes("pending_user_handle"),
+            pendingAccountID: try row.optionalID("pending_account_id"), unknownUser: try row.flag("unknown_user"), api: try row.text("api"),
+            userVerification: try row.text("user_verification"), conditional: try row.optionalFlag("conditional") ?? false,
+            state: try row.optionalBytes("state"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"))
+    }
+}
+
+extension AuditEvent {
+    init(row: some StoreRow) throws {
+        self.init(
+            time: try row.date("time"), kind: try row.text("kind"), accountID: try row.optionalID("account_id"),
+            credentialID: try row.optionalBytes("credential_id"), ipAddress: try row.optionalText("ip_address"),
+            userAgent: try row.optionalText("user_agent"), detail: try row.optionalText("detail"))
+    }
+}
