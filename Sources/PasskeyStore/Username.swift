@@ -156,7 +156,9 @@ public enum Username {
 
 /// Two accounts whose usernames have one comparison key under the current rules (made before
 /// the rules were): reported by `passkeyd migrate` and at start, never merged. The account
-/// that keeps its older key can still sign in by that spelling; an operator decides.
+/// that keeps its older key is no longer found by its username (the name now finds the other
+/// account); it still signs in with its passkeys (discoverable sign-in) until an operator
+/// renames or merges one of the two.
 public struct UsernameCollision: Sendable, Hashable, Codable {
     public var key: String
     /// The account that keeps its old comparison key.

@@ -173,44 +173,8 @@ struct ConfigurationLoader {
         let sameSite =
             try choice("PASSKEYD_COOKIE_SAMESITE", file.cookieSameSite, setting: "cookieSameSite", as: SameSiteChoice.self) ?? .lax
 
-        let limitsFile = file.rateLimits ?? RateLimitsFile()
-        let defaults = ServerConfiguration.RateLimits()
-        let rateLimits = ServerConfiguration.RateLimits(
-            enabled: try bool("PASSKEYD_RATE_LIMITS", limitsFile.enabled) ?? defaults.enabled,
-            windowSeconds: try int(
-                "PASSKEYD_RATE_LIMIT_WINDOW", limitsFile.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds")
-                ?? defaults.windowSeconds,
-            perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", limitsFile.perIP, range: 1...10_000_000, setting: "rateLimits.perIP")
-                ?? defaults.perIP,
-            perAccount: try int(
-                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT", limitsFile.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount")
-                ?? defaults.perAccount,
-            perAccountTotal: try int(
-                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT_TOTAL", limitsFile.perAccountTotal, range: 1...10_000_000,
-                setting: "rateLimits.perAccountTotal") ?? defaults.perAccountTotal,
-            slowdownSeconds: try int(
-                "PASSKEYD_RATE_LIMIT_SLOWDOWN", limitsFile.slowdownSeconds, range: 0...60, setting: "rateLimits.slowdownSeconds")
-                ?? defaults.slowdownSeconds,
-            maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", limitsFile.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys")
-                ?? defaults.maxKeys)
-        let connectionsFile = file.connections ?? ConnectionsFile()
-        let connectionDefaults = ServerConfiguration.Connections()
-        let connections = ServerConfiguration.Connections(
-            maxConnections: try int(
-                "PASSKEYD_MAX_CONNECTIONS", connectionsFile.maxConnections, range: 1...1_000_000,
-                setting: "connections.maxConnections") ?? connectionDefaults.maxConnections,
-            maxConnectionsPerAddress: try int(
-                "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS", connectionsFile.maxConnectionsPerAddress, range: 1...1_000_000,
-                setting: "connections.maxConnectionsPerAddress") ?? connectionDefaults.maxConnectionsPerAddress,
-            headerTimeoutSeconds: try int(
-                "PASSKEYD_HEADER_TIMEOUT", connectionsFile.headerTimeoutSeconds, range: 1...3600,
-                setting: "connections.headerTimeoutSeconds") ?? connectionDefaults.headerTimeoutSeconds,
-            bodyTimeoutSeconds: try int(
-                "PASSKEYD_BODY_TIMEOUT", connectionsFile.bodyTimeoutSeconds, range: 1...3600,
-                setting: "connections.bodyTimeoutSeconds") ?? connectionDefaults.bodyTimeoutSeconds,
-            idleTimeoutSeconds: try int(
-                "PASSKEYD_IDLE_TIMEOUT", connectionsFile.idleTimeoutSeconds, range: 1...86_400,
-                setting: "connections.idleTimeoutSeconds") ?? connectionDefaults.idleTimeoutSeconds)
+        let rateLimits = try rateLimits(file.rateLimits ?? RateLimitsFile())
+        let connections = try connections(file.connections ?? ConnectionsFile())
         let metricsToken = string("PASSKEYD_METRICS_TOKEN", file.metricsToken)
         if let metricsToken, metricsToken.count < 16 {
             throw ConfigurationError(setting: "metricsToken", problem: "use at least 16 characters")
@@ -266,6 +230,50 @@ struct ConfigurationLoader {
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
         return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port, logFormat: logFormat)
+    }
+
+    /// `rateLimits` (file) and `PASSKEYD_RATE_LIMIT*` (environment).
+    private func rateLimits(_ file: RateLimitsFile) throws(ConfigurationError) -> ServerConfiguration.RateLimits {
+        let defaults = ServerConfiguration.RateLimits()
+        return ServerConfiguration.RateLimits(
+            enabled: try bool("PASSKEYD_RATE_LIMITS", file.enabled) ?? defaults.enabled,
+            windowSeconds: try int(
+                "PASSKEYD_RATE_LIMIT_WINDOW", file.windowSeconds, range: 1...86_400, setting: "rateLimits.windowSeconds")
+                ?? defaults.windowSeconds,
+            perIP: try int("PASSKEYD_RATE_LIMIT_PER_IP", file.perIP, range: 1...10_000_000, setting: "rateLimits.perIP")
+                ?? defaults.perIP,
+            perAccount: try int(
+                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT", file.perAccount, range: 1...10_000_000, setting: "rateLimits.perAccount")
+                ?? defaults.perAccount,
+            perAccountTotal: try int(
+                "PASSKEYD_RATE_LIMIT_PER_ACCOUNT_TOTAL", file.perAccountTotal, range: 1...10_000_000,
+                setting: "rateLimits.perAccountTotal") ?? defaults.perAccountTotal,
+            slowdownSeconds: try int(
+                "PASSKEYD_RATE_LIMIT_SLOWDOWN", file.slowdownSeconds, range: 0...60, setting: "rateLimits.slowdownSeconds")
+                ?? defaults.slowdownSeconds,
+            maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", file.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys")
+                ?? defaults.maxKeys)
+    }
+
+    /// `connections` (file) and `PASSKEYD_*CONNECTIONS*` / `*_TIMEOUT` (environment).
+    private func connections(_ file: ConnectionsFile) throws(ConfigurationError) -> ServerConfiguration.Connections {
+        let connectionDefaults = ServerConfiguration.Connections()
+        return ServerConfiguration.Connections(
+            maxConnections: try int(
+                "PASSKEYD_MAX_CONNECTIONS", file.maxConnections, range: 1...1_000_000,
+                setting: "connections.maxConnections") ?? connectionDefaults.maxConnections,
+            maxConnectionsPerAddress: try int(
+                "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS", file.maxConnectionsPerAddress, range: 1...1_000_000,
+                setting: "connections.maxConnectionsPerAddress") ?? connectionDefaults.maxConnectionsPerAddress,
+            headerTimeoutSeconds: try int(
+                "PASSKEYD_HEADER_TIMEOUT", file.headerTimeoutSeconds, range: 1...3600,
+                setting: "connections.headerTimeoutSeconds") ?? connectionDefaults.headerTimeoutSeconds,
+            bodyTimeoutSeconds: try int(
+                "PASSKEYD_BODY_TIMEOUT", file.bodyTimeoutSeconds, range: 1...3600,
+                setting: "connections.bodyTimeoutSeconds") ?? connectionDefaults.bodyTimeoutSeconds,
+            idleTimeoutSeconds: try int(
+                "PASSKEYD_IDLE_TIMEOUT", file.idleTimeoutSeconds, range: 1...86_400,
+                setting: "connections.idleTimeoutSeconds") ?? connectionDefaults.idleTimeoutSeconds)
     }
 
     enum SameSiteChoice: String, CaseIterable {
