@@ -29,16 +29,16 @@ extension PasskeyService {
             throw PasskeyServiceError.invalid(.invalidPassword, "Enter a password (at most 1024 bytes).")
         }
         let key = Account.key(for: name)
-        try await throttleSecretAttempt(accountKey: key, client: client)
+        let attempt = try await reserveSecretAttempt(accountKey: key, client: client)
         let account = try await store.account(username: name)
         let hash = account?.passwordHash.flatMap(Bcrypt.init) ?? decoyPasswordHash()
         let matches = try await hashing { hash.verify(password) }
         // A disabled account answers a wrong password exactly as an unknown username does.
         guard let account, account.passwordHash != nil, matches else {
-            await recordSecretFailure(accountKey: key, client: client)
             await audit(.signInFailed, accountID: account?.id, client: client, detail: "invalid_credentials")
             throw PasskeyServiceError.invalidPassword
         }
+        await settleSecretAttempt(attempt, succeeded: true)
         guard !account.disabled else {
             await audit(.signInFailed, accountID: account.id, client: client, detail: "account_disabled")
             throw PasskeyServiceError.accountDisabled
@@ -117,7 +117,7 @@ extension PasskeyService {
         let name = try Self.validUsername(username)
         guard let code, code.utf8.count <= 64 else { throw PasskeyServiceError.invalidRecoveryCode }
         let key = Account.key(for: name)
-        try await throttleSecretAttempt(accountKey: key, client: client)
+        let attempt = try await reserveSecretAttempt(accountKey: key, client: client)
         let secret = try await serverSecret()
         let hash = Self.codeHash(code, secret: secret)
         let account = try await store.account(username: name)
@@ -125,12 +125,12 @@ extension PasskeyService {
         guard let account, !account.disabled,
             try await store.useRecoveryCode(accountID: account.id, hash: hash, at: now())
         else {
-            await recordSecretFailure(accountKey: key, client: client)
             await audit(
                 .recoveryFailed, accountID: account?.id, client: client,
                 detail: account?.disabled == true ? "account_disabled" : "invalid_recovery_code")
             throw PasskeyServiceError.invalidRecoveryCode
         }
+        await settleSecretAttempt(attempt, succeeded: true)
         return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
     }
 

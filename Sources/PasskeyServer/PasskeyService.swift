@@ -65,31 +65,43 @@ public struct PasskeyService: Sendable {
     /// Before a password or recovery-code check on the account `key` (its username comparison
     /// key, known or not): 429 when this address has failed too often on it; past the
     /// account-wide ceiling, a delay instead of a refusal, so the person can still get in.
-    func throttleSecretAttempt(accountKey key: String, client: Client) async throws {
+    ///
+    /// Every attempt is counted before the check, atomically, and handed back
+    /// (``settleSecretAttempt(_:succeeded:)``) when it succeeds: so many attempts sent at once
+    /// cannot all pass the limit before any failure is counted, and a person's own successful
+    /// sign-ins never count against them.
+    func reserveSecretAttempt(accountKey key: String, client: Client) async throws -> SecretAttempt? {
         let limits = configuration.rateLimits
-        guard limits.enabled else { return }
-        let time = now()
-        if case .limited(let retryAfter) = try await limiter.check(
-            "fail:\(key)|\(client.ipAddress ?? "-")", limit: limits.perAccount, now: time)
-        {
+        guard limits.enabled else { return nil }
+        let attempt = SecretAttempt(pair: "fail:\(key)|\(client.ipAddress ?? "-")", account: "fail:\(key)", time: now())
+        if case .limited(let retryAfter) = try await limiter.hit(attempt.pair, limit: limits.perAccount, now: attempt.time) {
             metrics.rateLimited(scope: "account_address")
             throw PasskeyServiceError.rateLimited(retryAfter: retryAfter)
         }
-        if case .limited = try await limiter.check("fail:\(key)", limit: limits.perAccountTotal, now: time), limits.slowdownSeconds > 0 {
+        if case .limited = try await limiter.hit(attempt.account, limit: limits.perAccountTotal, now: attempt.time),
+            limits.slowdownSeconds > 0
+        {
             metrics.rateLimited(scope: "account_slowdown")
             try await Task.sleep(for: .seconds(limits.slowdownSeconds))
         }
+        return attempt
     }
 
-    /// A wrong password or recovery code: counts for the (account, address) pair and the account.
-    func recordSecretFailure(accountKey key: String, client: Client) async {
-        guard configuration.rateLimits.enabled else { return }
-        let time = now()
+    /// A password or recovery-code attempt counted by ``reserveSecretAttempt(accountKey:client:)``.
+    struct SecretAttempt: Sendable {
+        let pair: String
+        let account: String
+        let time: Date
+    }
+
+    /// A successful attempt is handed back; a failed one stays counted.
+    func settleSecretAttempt(_ attempt: SecretAttempt?, succeeded: Bool) async {
+        guard let attempt, succeeded else { return }
         do {
-            try await limiter.record("fail:\(key)|\(client.ipAddress ?? "-")", now: time)
-            try await limiter.record("fail:\(key)", now: time)
+            try await limiter.refund(attempt.pair, now: attempt.time)
+            try await limiter.refund(attempt.account, now: attempt.time)
         } catch {
-            logger.warning("failure count not recorded", metadata: ["error": "\(error)"])
+            logger.warning("attempt count not handed back", metadata: ["error": "\(error)"])
         }
     }
 

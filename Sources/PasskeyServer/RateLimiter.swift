@@ -106,9 +106,20 @@ public final class RateLimiter: Sendable {
         return hits >= limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
     }
 
-    /// Counts one hit without deciding (a failure that counts toward later checks).
-    public func record(_ key: String, now: Date) async throws {
-        _ = try await add(key, start: window(now).start)
+    /// Hands back one hit counted at `now` (an attempt that turned out to be no failure).
+    public func refund(_ key: String, now: Date) async throws {
+        let start = window(now).start
+        switch backend {
+        case .memory:
+            let digest = Digest(key)
+            table.withLock { table in
+                guard var entry = table.entries[digest], entry.window == start, entry.hits > 0 else { return }
+                entry.hits -= 1
+                table.entries[digest] = entry
+            }
+        case .store(let store):
+            try await store.refundHit(key: Digest(key).hex, windowStart: Date(timeIntervalSince1970: Double(start) / 1000))
+        }
     }
 
     private func add(_ key: String, start: Int64) async throws -> Int {

@@ -115,6 +115,8 @@ public protocol PasskeyStore: Sendable {
     func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int
     /// The hits counted so far on `key` in the window starting at `windowStart` (0 when none).
     func rateLimitHits(key: String, windowStart: Date) async throws -> Int
+    /// Takes one hit back from `key` in that window (never below 0).
+    func refundHit(key: String, windowStart: Date) async throws
 
     /// Brings every account's username comparison key to the current ``Username`` rules;
     /// accounts whose new key another account holds keep their old one and are returned.

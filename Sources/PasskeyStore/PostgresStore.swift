@@ -672,6 +672,11 @@ public final class PostgresStore: PasskeyStore {
 
     // MARK: Abuse limits
 
+    public func refundHit(key: String, windowStart: Date) async throws {
+        _ = try await rows(
+            "UPDATE rate_limits SET hits = hits - 1 WHERE key = \(key) AND window_start = \(StoreValues.millis(windowStart)) AND hits > 0")
+    }
+
     public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
         try await rows("SELECT hits FROM rate_limits WHERE key = \(key) AND window_start = \(StoreValues.millis(windowStart))")
             .first.map { try $0[0].decode(Int.self) } ?? 0

@@ -550,6 +550,14 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
+    public func refundHit(key: String, windowStart: Date) async throws {
+        try await write { db in
+            try db.cached(
+                sql: "UPDATE rate_limits SET hits = hits - 1 WHERE key = ? AND window_start = ? AND hits > 0",
+                arguments: [key, StoreValues.millis(windowStart)])
+        }
+    }
+
     public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
         try await read { db in
             try db.cachedInt(

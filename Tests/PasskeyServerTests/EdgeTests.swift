@@ -196,6 +196,39 @@ struct EdgeTests {
         }
     }
 
+    @Test func attemptsSentAtOnceCannotOutrunTheLimitAndSuccessesDoNotCount() async throws {
+        let harness = try await ServerHarness {
+            $0.passwordHashCost = 4
+            $0.passwordHashConcurrency = 2
+            $0.trustedProxies = ["127.0.0.1", "::1"]
+            $0.rateLimits = .init(windowSeconds: 60, perIP: 10_000, perAccount: 10, perAccountTotal: 1000, slowdownSeconds: 1)
+        }
+        let account = Account(username: "ivy", displayName: "Ivy", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "ivy's password", cost: 4).text)]) == [true])
+        try await harness.run(live: true) { api in
+            func attempt(_ password: String, from address: String) async throws -> HTTPResponse.Status {
+                try await api.request(
+                    .post, "/api/auth/password/sign-in", body: Array(#"{"username":"ivy","password":"\#(password)"}"#.utf8),
+                    headers: [.xForwardedFor: address]
+                ).status
+            }
+            // 30 wrong passwords at once from one address: the limit holds (each is counted before its check).
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<30 { group.addTask { try await attempt("guess", from: "198.51.100.30") } }
+                var statuses: [HTTPResponse.Status] = []
+                for try await status in group { statuses.append(status) }
+                return statuses
+            }
+            #expect(statuses.filter { $0 == .unauthorized }.count == 10, "\(statuses)")
+            #expect(statuses.filter { $0 == .tooManyRequests }.count == 20)
+            // The person's own successes are handed back: 9 failures, 5 sign-ins, 1 more failure is still not limited.
+            for _ in 0..<9 { #expect(try await attempt("typo", from: "203.0.113.40") == .unauthorized) }
+            for _ in 0..<5 { #expect(try await attempt("ivy's password", from: "203.0.113.40") == .ok) }
+            #expect(try await attempt("typo", from: "203.0.113.40") == .unauthorized)
+            #expect(try await attempt("typo", from: "203.0.113.40") == .tooManyRequests)
+        }
+    }
+
     // MARK: 4. Sessions bound to how they were made
 
     @Test func deletingAPasskeyEndsTheSessionsItMade() async throws {

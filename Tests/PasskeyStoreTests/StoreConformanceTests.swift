@@ -115,6 +115,12 @@ struct StoreConformanceTests {
         _ = try await store.countHit(key: "k", windowStart: Self.t0, expiresAt: Self.t0.addingTimeInterval(60))
         #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0) == 2)
         #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0.addingTimeInterval(60)) == 0)
+        // A hit handed back (an attempt that succeeded); never below zero.
+        try await store.refundHit(key: "k", windowStart: Self.t0)
+        #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0) == 1)
+        try await store.refundHit(key: "k", windowStart: Self.t0)
+        try await store.refundHit(key: "k", windowStart: Self.t0)
+        #expect(try await store.rateLimitHits(key: "k", windowStart: Self.t0) == 0)
     }
 
     @Test(arguments: TestDatabase.kinds)
