@@ -67,7 +67,13 @@ struct ClientOptions: ParsableArguments {
         return text
     }
 
+    /// `$HOME` when it is set (as for any Unix tool), else the account's home directory.
+    static var home: URL {
+        if let home = ProcessInfo.processInfo.environment["HOME"], !home.isEmpty { return URL(fileURLWithPath: home) }
+        return FileManager.default.homeDirectoryForCurrentUser
+    }
+
     func keychain() -> Keychain {
-        Keychain(path: store ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".passkey/passkeys.json").path)
+        Keychain(path: store ?? Self.home.appendingPathComponent(".passkey/passkeys.json").path)
     }
 }

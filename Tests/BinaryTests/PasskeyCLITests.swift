@@ -58,6 +58,13 @@ struct PasskeyCLITests {
         let list = try Self.passkey(["list"] + common)
         #expect(list.status == 0 && list.stdout.contains("has 2 passkey(s)"), "\(list.stdout) \(list.stderr)")
 
+        // Without --store the vault lives under $HOME when it is set.
+        let home = directory.appendingPathComponent("home")
+        let atHome = try Self.run(
+            Self.binary, ["register", "--username", "bea", "--server", "http://localhost:\(port)"], environment: ["HOME": home.path])
+        #expect(atHome.status == 0, "\(atHome.stderr)")
+        #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".passkey/passkeys.json").path))
+
         // Clear messages and non-zero exits when things go wrong.
         let taken = try Self.passkey(["register", "--username", "ada"] + common)
         #expect(taken.status == 1 && taken.stderr.contains("username_taken"))

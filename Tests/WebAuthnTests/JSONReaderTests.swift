@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import WebAuthn
@@ -55,5 +56,21 @@ struct JSONReaderTests {
         }
         #expect(throws: WebAuthnError(.malformedJSON, "")) { try object.object("response").bytes("x") }
         #expect(throws: WebAuthnError(.malformedJSON, "")) { try object.object("response").bytes("missing") }
+    }
+
+    @Test func optionsJSONMayLeaveOutEveryMemberWithADefault() throws {
+        let creation = try JSONDecoder().decode(
+            PublicKeyCredentialCreationOptionsJSON.self,
+            from: Data(
+                #"{"rp":{"id":"example.com","name":"Example"},"user":{"id":"AAAA","name":"ada","displayName":"Ada"},"challenge":"AAAA","pubKeyCredParams":[{"type":"public-key","alg":-7}]}"#
+                    .utf8))
+        #expect(creation.hints.isEmpty && creation.excludeCredentials.isEmpty && creation.attestation == "none" && creation.timeout == nil)
+        let request = try JSONDecoder().decode(
+            PublicKeyCredentialRequestOptionsJSON.self, from: Data(#"{"challenge":"AAAA","rpId":"example.com"}"#.utf8))
+        #expect(request.allowCredentials.isEmpty && request.hints.isEmpty && request.userVerification == "preferred")
+        // What is required stays required.
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: Data(#"{"rpId":"example.com"}"#.utf8))
+        }
     }
 }

@@ -42,6 +42,26 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Sendable {
         self.attestation = attestation
         self.extensions = extensions
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case rp, user, challenge, pubKeyCredParams, timeout, excludeCredentials, authenticatorSelection, hints, attestation, extensions
+    }
+
+    /// Decodes any valid Level 3 JSON (§5.1.8): members with defaults may be absent
+    /// (`excludeCredentials` and `hints` default to `[]`, `attestation` to `"none"`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        rp = try container.decode(PublicKeyCredentialRpEntity.self, forKey: .rp)
+        user = try container.decode(PublicKeyCredentialUserEntityJSON.self, forKey: .user)
+        challenge = try container.decode(Base64URLBytes.self, forKey: .challenge)
+        pubKeyCredParams = try container.decode([PublicKeyCredentialParameters].self, forKey: .pubKeyCredParams)
+        timeout = try container.decodeIfPresent(Int.self, forKey: .timeout)
+        excludeCredentials = try container.decodeIfPresent([PublicKeyCredentialDescriptorJSON].self, forKey: .excludeCredentials) ?? []
+        authenticatorSelection = try container.decodeIfPresent(AuthenticatorSelectionCriteria.self, forKey: .authenticatorSelection)
+        hints = try container.decodeIfPresent([String].self, forKey: .hints) ?? []
+        attestation = try container.decodeIfPresent(String.self, forKey: .attestation) ?? "none"
+        extensions = try container.decodeIfPresent([String: JSONValue].self, forKey: .extensions)
+    }
 }
 
 /// `PublicKeyCredentialRpEntity` (Level 3 §5.4.2): the relying party named in registration options.
@@ -147,5 +167,23 @@ public struct PublicKeyCredentialRequestOptionsJSON: Codable, Sendable {
         self.userVerification = userVerification
         self.hints = hints
         self.extensions = extensions
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case challenge, timeout, rpId, allowCredentials, userVerification, hints, extensions
+    }
+
+    /// Decodes any valid Level 3 JSON (§5.1.9) whose `rpId` is given: members with defaults may be
+    /// absent (`allowCredentials` and `hints` default to `[]`, `userVerification` to
+    /// `"preferred"`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        challenge = try container.decode(Base64URLBytes.self, forKey: .challenge)
+        timeout = try container.decodeIfPresent(Int.self, forKey: .timeout)
+        rpId = try container.decode(String.self, forKey: .rpId)
+        allowCredentials = try container.decodeIfPresent([PublicKeyCredentialDescriptorJSON].self, forKey: .allowCredentials) ?? []
+        userVerification = try container.decodeIfPresent(String.self, forKey: .userVerification) ?? "preferred"
+        hints = try container.decodeIfPresent([String].self, forKey: .hints) ?? []
+        extensions = try container.decodeIfPresent([String: JSONValue].self, forKey: .extensions)
     }
 }
