@@ -73,4 +73,18 @@ struct JSONReaderTests {
             try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: Data(#"{"rpId":"example.com"}"#.utf8))
         }
     }
+
+    @Test func aTokenBindingStringFromOlderBrowsersIsToleratedAsAbsent() throws {
+        let old = try CollectedClientData(
+            bytes: Array(#"{"type":"webauthn.get","challenge":"AAAA","origin":"https://example.com","tokenBinding":"not-supported"}"#.utf8))
+        #expect(old.tokenBindingStatus == nil)
+        let current = try CollectedClientData(
+            bytes: Array(
+                #"{"type":"webauthn.get","challenge":"AAAA","origin":"https://example.com","tokenBinding":{"status":"supported"}}"#.utf8))
+        #expect(current.tokenBindingStatus == "supported")
+        #expect(throws: WebAuthnError.self) {
+            try CollectedClientData(
+                bytes: Array(#"{"type":"webauthn.get","challenge":"AAAA","origin":"https://example.com","tokenBinding":5}"#.utf8))
+        }
+    }
 }

@@ -43,7 +43,14 @@ public struct CollectedClientData: Sendable {
             self.origin = try json.string("origin")
             self.crossOrigin = try json.optionalBool("crossOrigin")
             self.topOrigin = try json.optionalString("topOrigin")
-            self.tokenBindingStatus = try json.optionalObject("tokenBinding")?.string("status")
+            // Level 2 §5.8.1 `tokenBinding` is an object with a `status`. Older Edge and Firefox
+            // builds sent a bare string here; it carries nothing to check (token binding is used
+            // by no current browser), so a string is tolerated as absent, as py_webauthn does.
+            if case .string? = json.node("tokenBinding") {
+                self.tokenBindingStatus = nil
+            } else {
+                self.tokenBindingStatus = try json.optionalObject("tokenBinding")?.string("status")
+            }
             self.bytes = bytes
         } catch {
             throw WebAuthnError(.malformedClientData, "clientDataJSON: \(error.reason)")
