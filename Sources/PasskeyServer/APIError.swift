@@ -58,7 +58,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidUsername: .badRequest, .invalidDisplayName: .badRequest, .invalidName: .badRequest, .invalidMediation: .badRequest,
         .invalidCredentials: .unauthorized, .invalidPassword: .badRequest, .noPassword: .conflict, .noPasskey: .conflict,
         .invalidRecoveryCode: .unauthorized, .invalidRecoveryLink: .unauthorized, .unknownUser: .badRequest,
-        .invalidUserID: .badRequest, .malformedJSON: .badRequest,
+        .invalidUserID: .badRequest, .malformedJSON: .badRequest, .invalidHints: .badRequest,
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server

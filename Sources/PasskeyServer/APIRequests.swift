@@ -20,16 +20,28 @@ extension Request {
     }
 }
 
+/// `hints` of an options request (§5.8.7), validated: known values, each at most once.
+private func requestedHints(in json: JSONObject) throws -> [String]? {
+    guard let hints = try json.optionalStringArray("hints") else { return nil }
+    guard hints.allSatisfy(ServerConfiguration.knownHints.contains), Set(hints).count == hints.count else {
+        throw PasskeyServiceError.invalid(.invalidHints, "hints are security-key, client-device or hybrid, each at most once")
+    }
+    return hints
+}
+
 /// `POST /api/auth/register/options`.
 struct RegisterOptionsBody: APIRequestBody {
     var username: String?
     var displayName: String?
+    /// Overrides the configured hints for this ceremony.
+    var hints: [String]?
     /// `"mediation": "conditional"`: options meant for automatic passkey creation.
     var conditional: Bool
 
     init(json: JSONObject) throws {
         username = try json.optionalString("username")
         displayName = try json.optionalString("displayName")
+        hints = try requestedHints(in: json)
         switch try json.optionalString("mediation") {
         case nil, "optional", "required", "silent": conditional = false
         case "conditional": conditional = true
@@ -67,7 +79,11 @@ struct RegisterVerifyBody: APIRequestBody {
 /// `POST /api/auth/authenticate/options`.
 struct AuthenticateOptionsBody: APIRequestBody {
     var username: String?
-    init(json: JSONObject) throws { username = try json.optionalString("username") }
+    var hints: [String]?
+    init(json: JSONObject) throws {
+        username = try json.optionalString("username")
+        hints = try requestedHints(in: json)
+    }
 }
 
 /// `POST /api/auth/authenticate/verify` (and the compatibility `POST /authenticate`).

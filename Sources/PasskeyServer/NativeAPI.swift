@@ -132,7 +132,7 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RegisterOptionsBody.self, limit: limit)
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
-            client: service.client(request, context))
+            hints: body.hints, client: service.client(request, context))
         return try HTTP.json(options)
     }
 
@@ -151,10 +151,14 @@ struct NativeAPI: Sendable {
 
     func authenticateOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         var username = request.uri.queryParameters.get("username")
+        var hints: [String]?
         if request.method == .post {
-            username = try await request.decode(AuthenticateOptionsBody.self, limit: limit).username ?? username
+            let body = try await request.decode(AuthenticateOptionsBody.self, limit: limit)
+            username = body.username ?? username
+            hints = body.hints
         }
-        return try HTTP.json(try await service.authenticationOptions(username: username, client: service.client(request, context)))
+        return try HTTP.json(
+            try await service.authenticationOptions(username: username, hints: hints, client: service.client(request, context)))
     }
 
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

@@ -117,7 +117,7 @@ public struct PasskeyService: Sendable {
     /// the signed-in account.
     public func registrationOptions(
         username: String?, displayName: String?, signedIn: SignedIn?, profile: Profile = .native,
-        conditional: Bool = false, client: Client = Client()
+        conditional: Bool = false, hints: [String]? = nil, client: Client = Client()
     ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
     {
@@ -138,8 +138,8 @@ public struct PasskeyService: Sendable {
             // Conditional create: the authenticator sets neither UP nor UV (WebAuthn L3 §5.1.3), so
             // this ceremony asks for UV only as "preferred" and §7.1 step 14 skips the UP check.
             let begin = relyingParty.beginRegistration(
-                user: user, excludeCredentials: exclude, userVerification: conditional ? .preferred : nil, challenge: challenge,
-                conditional: conditional, profile: profile.ceremony)
+                user: user, excludeCredentials: exclude, userVerification: conditional ? .preferred : nil,
+                hints: hints ?? configuration.hints, challenge: challenge, conditional: conditional, profile: profile.ceremony)
             try await store.saveChallenge(
                 ChallengeRecord(
                     challenge: challenge, ceremony: .registration, accountID: account.id, api: profile.api,
@@ -152,7 +152,8 @@ public struct PasskeyService: Sendable {
         let display = try Self.validDisplayName(displayName, default: name)
         if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
         let user = PublicKeyCredentialUserEntity(id: profile.userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
-        let begin = relyingParty.beginRegistration(user: user, challenge: challenge, profile: profile.ceremony)
+        let begin = relyingParty.beginRegistration(
+            user: user, hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
@@ -289,7 +290,7 @@ public struct PasskeyService: Sendable {
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
     public func authenticationOptions(
-        username: String?, profile: Profile = .native, client: Client = Client()
+        username: String?, profile: Profile = .native, hints: [String]? = nil, client: Client = Client()
     ) async throws
         -> PublicKeyCredentialRequestOptionsJSON
     {
@@ -317,7 +318,8 @@ public struct PasskeyService: Sendable {
             }
         }
         let begin = relyingParty.beginAuthentication(
-            allowCredentials: allow, challenge: profile.challenge ?? RelyingParty.makeChallenge(), profile: profile.ceremony)
+            allowCredentials: allow, hints: hints ?? configuration.hints, challenge: profile.challenge ?? RelyingParty.makeChallenge(),
+            profile: profile.ceremony)
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: begin.challenge, ceremony: .authentication, accountID: accountID, unknownUser: unknown, api: profile.api,

@@ -102,6 +102,7 @@ extension PasskeyServiceError.Code {
     public static let unknownUser = Self(rawValue: "unknown_user")
     public static let invalidUserID = Self(rawValue: "invalid_user_id")
     public static let malformedJSON = Self(rawValue: "malformed_json")
+    public static let invalidHints = Self(rawValue: "invalid_hints")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -109,7 +110,7 @@ extension PasskeyServiceError.Code {
         .credentialNotFound, .credentialNotAllowed, .credentialAlreadyRegistered, .usernameTaken, .lastPasskey, .passkeyNotFound,
         .sessionNotFound, .accountDisabled, .counterConflict, .tooManyCeremonies, .rateLimited, .busy, .invalidUsername,
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
-        .invalidRecoveryCode, .invalidRecoveryLink, .unknownUser, .invalidUserID, .malformedJSON,
+        .invalidRecoveryCode, .invalidRecoveryLink, .unknownUser, .invalidUserID, .malformedJSON, .invalidHints,
     ]
 }
 

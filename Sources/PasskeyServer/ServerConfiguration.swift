@@ -122,6 +122,9 @@ public struct ServerConfiguration: Sendable {
     /// Adding a passkey, removing the last-but-one way in, new recovery codes and a password
     /// change need a sign-in at most this long ago (else 403 `reauthentication_required`).
     public var reauthenticationWindow: Duration
+    /// `hints` sent in every options answer (§5.8.7: `security-key`, `client-device`, `hybrid`,
+    /// most preferred first), unless a request names its own.
+    public var hints: [String]
     /// bcrypt checks and hashes run at most this many at once, off the request threads; up to
     /// 64 more wait, past that a password request answers 503 `busy`.
     public var passwordHashConcurrency: Int
@@ -140,7 +143,7 @@ public struct ServerConfiguration: Sendable {
         publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
         trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
         connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
-        passwordHashConcurrency: Int? = nil
+        passwordHashConcurrency: Int? = nil, hints: [String] = []
     ) {
         self.rpID = rpID
         self.rpName = rpName
@@ -172,7 +175,11 @@ public struct ServerConfiguration: Sendable {
         self.connections = connections
         self.reauthenticationWindow = reauthenticationWindow
         self.passwordHashConcurrency = passwordHashConcurrency ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+        self.hints = hints
     }
+
+    /// The hint values of WebAuthn Level 3 §5.8.7.
+    public static let knownHints: Set<String> = ["security-key", "client-device", "hybrid"]
 
     /// The session cookie's name: `__Host-<cookieName>` when cookies are `Secure` (the browser
     /// then refuses it unless it is Secure, host-only and for `/`), else `cookieName`.
@@ -247,6 +254,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard reauthenticationWindow >= .seconds(10) else {
             throw ConfigurationError(setting: "reauthenticationSeconds", problem: "must be at least 10 seconds")
+        }
+        if let hint = hints.first(where: { !Self.knownHints.contains($0) }) ?? (Set(hints).count == hints.count ? nil : "a repeated hint") {
+            throw ConfigurationError(setting: "hints", problem: "\"\(hint)\" is not security-key, client-device or hybrid (each at most once)")
         }
         guard (1...64).contains(passwordHashConcurrency) else {
             throw ConfigurationError(setting: "passwordHashConcurrency", problem: "must be 1...64")

@@ -40,6 +40,7 @@ struct ConfigurationLoader {
         var passwordHashCost: Int?
         var passwordHashConcurrency: Int?
         var reauthenticationSeconds: Int?
+        var hints: [String]?
         var connections: ConnectionsFile?
     }
 
@@ -225,7 +226,8 @@ struct ConfigurationLoader {
                     setting: "reauthenticationSeconds") ?? 300),
             passwordHashConcurrency: try int(
                 "PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
-                setting: "passwordHashConcurrency"))
+                setting: "passwordHashConcurrency"),
+            hints: list("PASSKEYD_HINTS", file.hints) ?? [])
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)

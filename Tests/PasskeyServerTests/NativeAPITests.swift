@@ -174,4 +174,23 @@ struct NativeAPITests {
             #expect(loser.status == .conflict && loser.errorCode == "username_taken")
         }
     }
+
+    @Test func hintsComeFromTheConfigurationOrTheRequest() async throws {
+        let harness = try await ServerHarness { $0.hints = ["security-key"] }
+        try await harness.run { api in
+            let configured = try await api.post("/api/auth/authenticate/options", [String: String]())
+            #expect(configured.json["hints"] == .array([.string("security-key")]))
+            struct Body: Encodable {
+                var username: String?
+                var hints: [String]
+            }
+            let asked = try await api.post("/api/auth/register/options", Body(username: "hal", hints: ["hybrid", "client-device"]))
+            #expect(asked.json["hints"] == .array([.string("hybrid"), .string("client-device")]))
+            let bad = try await api.post("/api/auth/authenticate/options", Body(hints: ["usb"]))
+            #expect(bad.status == .badRequest && bad.errorCode == "invalid_hints")
+            let twice = try await api.post("/api/auth/authenticate/options", Body(hints: ["hybrid", "hybrid"]))
+            #expect(twice.errorCode == "invalid_hints")
+        }
+        #expect(throws: ConfigurationError.self) { try ServerConfiguration(hints: ["usb"]).relyingParty() }
+    }
 }
