@@ -256,7 +256,8 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(setting: "reauthenticationSeconds", problem: "must be at least 10 seconds")
         }
         if let hint = hints.first(where: { !Self.knownHints.contains($0) }) ?? (Set(hints).count == hints.count ? nil : "a repeated hint") {
-            throw ConfigurationError(setting: "hints", problem: "\"\(hint)\" is not security-key, client-device or hybrid (each at most once)")
+            throw ConfigurationError(
+                setting: "hints", problem: "\"\(hint)\" is not security-key, client-device or hybrid (each at most once)")
         }
         guard (1...64).contains(passwordHashConcurrency) else {
             throw ConfigurationError(setting: "passwordHashConcurrency", problem: "must be 1...64")
