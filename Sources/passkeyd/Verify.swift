@@ -47,6 +47,28 @@ struct Verify: ParsableCommand {
     @Flag(name: .customLong("unsafe-allow-sha1"), help: "Accept SHA-1 (RS1) attestation signatures and credential keys.")
     var unsafeAllowSHA1 = false
 
+    @Option(
+        name: .customLong("alg"),
+        help:
+            "An algorithm the options offered: a name (ES256, EdDSA, RS256, PS256, ML-DSA-65 …) or a COSE number as --alg=-7; repeatable. Default: every one this build can verify."
+    )
+    var offeredAlgorithms: [String] = []
+
+    /// Every algorithm the library can verify.
+    static let verifiable: [COSEAlgorithmIdentifier] =
+        RelyingParty.defaultAlgorithms + [.ed25519, .rs384, .rs512, .ps384, .ps512, .mlDSA65, .mlDSA87]
+
+    /// `--alg` values: a COSE number (`-7`) or a name (`ES256`, case ignored).
+    static func algorithm(_ text: String) -> COSEAlgorithmIdentifier? {
+        if let number = Int(text) { return COSEAlgorithmIdentifier(rawValue: number) }
+        let names: [(String, COSEAlgorithmIdentifier)] = [
+            ("ES256", .es256), ("ES384", .es384), ("ES512", .es512), ("EdDSA", .edDSA), ("Ed25519", .ed25519), ("RS256", .rs256),
+            ("RS384", .rs384), ("RS512", .rs512), ("PS256", .ps256), ("PS384", .ps384), ("PS512", .ps512), ("RS1", .rs1),
+            ("ML-DSA-44", .mlDSA44), ("ML-DSA-65", .mlDSA65), ("ML-DSA-87", .mlDSA87),
+        ]
+        return names.first { $0.0.lowercased() == text.lowercased() }?.1
+    }
+
     struct Verdict: Encodable {
         var ok: Bool
         var code: String?
@@ -84,8 +106,16 @@ struct Verify: ParsableCommand {
             }
         }
         policy.requireTrustedAttestation = !policy.trustAnchors.isEmpty
-        var algorithms = RelyingParty.defaultAlgorithms + [.ed25519, .rs384, .rs512, .ps384, .ps512]
-        if unsafeAllowSHA1 { algorithms.append(.rs1) }
+        // What the options offered (§7.1 step 19): as given, else everything verifiable here. An
+        // algorithm nobody here can verify (ML-DSA-44) still yields a verdict, `unsupported_algorithm`.
+        var algorithms = Self.verifiable
+        if !offeredAlgorithms.isEmpty {
+            algorithms = try offeredAlgorithms.map { text in
+                guard let algorithm = Self.algorithm(text) else { throw ValidationError("--alg \(text) is not a COSE algorithm") }
+                return algorithm
+            }
+        }
+        if unsafeAllowSHA1 && !algorithms.contains(.rs1) { algorithms.append(.rs1) }
         let rp: RelyingParty
         do {
             rp = try RelyingParty(

@@ -61,6 +61,22 @@ struct CLITests {
         #expect(try JSONDecoder().decode(Verdict.self, from: Data(result.stdout.utf8)).code == "unsupported_algorithm")
     }
 
+    @Test func verifyAcceptsEveryAlgorithmItCanCheckUnlessToldWhatWasOffered() throws {
+        let mldsa87 = try Self.vector("pywebauthn/none-mldsa87")
+        let accepted = try CLI.run(Self.arguments(for: mldsa87), stdin: try Self.response(mldsa87))
+        #expect(accepted.status == 0, "\(accepted.stdout) \(accepted.stderr)")
+        // Told the options offered only ES256 and EdDSA: a verdict, not a usage error.
+        let offered = try CLI.run(Self.arguments(for: mldsa87) + ["--alg", "ES256", "--alg=-8"], stdin: try Self.response(mldsa87))
+        #expect(offered.status == 1)
+        #expect(try JSONDecoder().decode(Verdict.self, from: Data(offered.stdout.utf8)).code == "unsupported_algorithm")
+        // ML-DSA-44 cannot be checked here: the JSON verdict says so, exit 1.
+        let mldsa44 = try Self.vector("pywebauthn/none-mldsa44")
+        let unsupported = try CLI.run(Self.arguments(for: mldsa44), stdin: try Self.response(mldsa44))
+        #expect(unsupported.status == 1, "\(unsupported.stderr)")
+        #expect(try JSONDecoder().decode(Verdict.self, from: Data(unsupported.stdout.utf8)).code == "unsupported_algorithm")
+        #expect(try CLI.run(Self.arguments(for: mldsa87) + ["--alg", "ES999"], stdin: try Self.response(mldsa87)).status == 2)
+    }
+
     @Test func verifyRejectsWithTheErrorCodeAndExitStatus1() throws {
         let vector = try Self.vector("simplewebauthn/reg/throw-an-error-if-origin-not-in-list-of-expected-origins")
         let result = try CLI.run(Self.arguments(for: vector), stdin: try Self.response(vector))
