@@ -121,7 +121,7 @@ struct Verify: ParsableCommand {
             rp = try RelyingParty(
                 .init(
                     rpID: rpID, rpName: rpID, origins: origins, userVerification: uv, algorithms: algorithms,
-                    attestation: .direct, attestationPolicy: policy, allowCrossOrigin: allowCrossOrigin || !topOrigins.isEmpty,
+                    attestation: .direct, attestationPolicy: policy, allowCrossOrigin: allowCrossOrigin,
                     allowedTopOrigins: topOrigins))
         } catch {
             throw ValidationError(error.reason)

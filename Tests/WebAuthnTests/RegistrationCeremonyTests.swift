@@ -98,8 +98,17 @@ struct RegistrationCeremonyTests {
             $0.allowCrossOrigin = true
             $0.allowedTopOrigins = ["https://shop.example"]
         }
-        #expect(throws: Never.self) { try permissive.register(overrides: .init(crossOrigin: true)) }
+        // With top origins listed, a cross-origin ceremony must name one.
+        #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) { try permissive.register(overrides: .init(crossOrigin: true)) }
         #expect(throws: Never.self) { try permissive.register(overrides: .init(crossOrigin: true, topOrigin: "https://shop.example")) }
+        // Listed top origins alone do not allow cross-origin use.
+        var listedOnly = try CeremonyHarness { $0.allowedTopOrigins = ["https://shop.example"] }
+        #expect(throws: WebAuthnError(.crossOriginNotAllowed, "")) {
+            try listedOnly.register(overrides: .init(crossOrigin: true, topOrigin: "https://shop.example"))
+        }
+        // Allowed without a list: Level 2 clients (no topOrigin) are accepted.
+        var anyTop = try CeremonyHarness { $0.allowCrossOrigin = true }
+        #expect(throws: Never.self) { try anyTop.register(overrides: .init(crossOrigin: true)) }
         #expect(throws: WebAuthnError(.topOriginNotAllowed, "")) {
             try permissive.register(overrides: .init(crossOrigin: true, topOrigin: "https://other.example"))
         }

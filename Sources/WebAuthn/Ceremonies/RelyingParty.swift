@@ -85,9 +85,17 @@ public struct RelyingParty: Sendable {
         // §7.1 step 10 / §7.2 step 14: If C.crossOrigin is present and set to true, verify that
         // the Relying Party expects this credential to be used within an iframe that is not
         // same-origin with its ancestors.
-        if clientData.crossOrigin == true && !configuration.allowCrossOrigin {
-            throw WebAuthnError(
-                .crossOriginNotAllowed, "the ceremony ran in a cross-origin iframe, which this relying party does not allow")
+        // Allowed top origins do not imply cross-origin use: it must be allowed explicitly, and
+        // when top origins are listed, a cross-origin ceremony must name one of them (go-webauthn's
+        // semantics; Level 2 clients that send no topOrigin are accepted only when none is listed).
+        if clientData.crossOrigin == true {
+            guard configuration.allowCrossOrigin else {
+                throw WebAuthnError(
+                    .crossOriginNotAllowed, "the ceremony ran in a cross-origin iframe, which this relying party does not allow")
+            }
+            if !configuration.allowedTopOrigins.isEmpty && clientData.topOrigin == nil {
+                throw WebAuthnError(.topOriginNotAllowed, "a cross-origin ceremony must name its top-level origin (clientData.topOrigin)")
+            }
         }
         // If C.topOrigin is present: verify that the Relying Party expects this credential to be
         // used within an iframe, and that C.topOrigin matches the origin of a page that the
