@@ -103,8 +103,13 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         case .body:
             break
         case .end:
-            // The request is in; the server answers without a clock running.
-            disarm()
+            // The request is in; the server answers without a clock running. If it already
+            // answered (early, before the body ended), the connection is idle: its clock runs.
+            if inFlight == 0 {
+                arm(context, seconds: limits.configuration.idleTimeoutSeconds, reason: "idle_timeout")
+            } else {
+                disarm()
+            }
         }
         context.fireChannelRead(data)
     }
