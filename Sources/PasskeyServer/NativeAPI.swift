@@ -60,7 +60,9 @@ struct NativeAPI: Sendable {
         account.get("passkeys") { _, context in try await listPasskeys(context) }
         account.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
         account.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
-        account.post("password") { request, context in try await changePassword(request, context) }
+        // A password change costs a bcrypt hash: counted per address like the sign-ins.
+        account.group().add(middleware: ClientRateLimitMiddleware(service: service))
+            .post("password") { request, context in try await changePassword(request, context) }
         account.delete("password") { request, context in try await removePassword(request, context) }
         account.post("recovery-codes") { request, context in try await recoveryCodes(request, context) }
         return api

@@ -229,6 +229,22 @@ struct EdgeTests {
         }
     }
 
+    @Test func passwordChangesAreCountedPerAddress() async throws {
+        let harness = try await ServerHarness {
+            $0.passwordHashCost = 4
+            $0.rateLimits.perIP = 3
+        }
+        let account = Account(username: "pam", displayName: "Pam", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "pam's password", cost: 4).text)]) == [true])
+        try await harness.run(live: true) { api in
+            let token = try #require(
+                try await api.post("/api/auth/password/sign-in", ["username": "pam", "password": "pam's password"]).string("token"))
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<3 { statuses.append(try await api.post("/api/auth/password", ["newPassword": "short"], token: token).status) }
+            #expect(statuses.last == .tooManyRequests, "\(statuses)")
+        }
+    }
+
     // MARK: 4. Sessions bound to how they were made
 
     @Test func deletingAPasskeyEndsTheSessionsItMade() async throws {
