@@ -41,7 +41,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     static let badHTTP = APIError(.badRequest, "bad_request", "The request is not valid HTTP.")
     static let unsupportedMediaType = APIError(
         .unsupportedMediaType, "unsupported_media_type", "Send the body as Content-Type: application/json.")
-    static let crossSite = APIError(.forbidden, "cross_site_request", "Cross-site requests cannot sign in here.")
+    static let crossSite = APIError(.forbidden, "cross_site_request", "Cross-site requests cannot start or finish a sign-in here.")
     static let metricsUnauthorized = APIError(.unauthorized, "not_signed_in", "Sign in first.")
 
     // MARK: Codes to statuses: the one table
@@ -53,11 +53,11 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .challengeUnknown: .badRequest, .challengeExpired: .badRequest, .ceremonyMismatch: .badRequest, .accountMismatch: .badRequest,
         .credentialNotFound: .unauthorized, .credentialNotAllowed: .unauthorized, .credentialAlreadyRegistered: .conflict,
         .usernameTaken: .conflict, .lastPasskey: .conflict, .passkeyNotFound: .notFound, .sessionNotFound: .notFound,
-        .accountDisabled: .forbidden, .counterConflict: .conflict, .tooManyCeremonies: .serviceUnavailable,
+        .accountDisabled: .forbidden, .counterConflict: .conflict,
         .rateLimited: .tooManyRequests, .busy: .serviceUnavailable,
         .invalidUsername: .badRequest, .invalidDisplayName: .badRequest, .invalidName: .badRequest, .invalidMediation: .badRequest,
         .invalidCredentials: .unauthorized, .invalidPassword: .badRequest, .noPassword: .conflict, .noPasskey: .conflict,
-        .invalidRecoveryCode: .unauthorized, .invalidRecoveryLink: .unauthorized, .unknownUser: .badRequest,
+        .invalidRecoveryCode: .unauthorized, .invalidRecoveryLink: .unauthorized,
         .invalidUserID: .badRequest, .malformedJSON: .badRequest, .invalidHints: .badRequest,
     ]
 

@@ -43,6 +43,7 @@ public enum PasskeyServer {
         router.add(middleware: CanonicalPathMiddleware())
         router.add(middleware: OriginCheckMiddleware(allowed: Set(configuration.webOrigins + configuration.relatedOrigins)))
         if let directory = configuration.publicDirectory {
+            router.add(middleware: WholeFilesMiddleware())
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
         }
 

@@ -10,7 +10,7 @@ import WebAuthn
 /// | --- | --- |
 /// | `GET /signup?username=U` | `{"challenge": {attestation, challenge, pubKeyCredParams, rp, timeout, user}, "userId": "<uuid>"}`; 409 when taken |
 /// | `POST /makeCredential?userId=<uuid>` | `{}` |
-/// | `GET /authenticate?username=U` | `{challenge, timeout, rpId, allowCredentials, userVerification}`; 400 for an unknown user |
+/// | `GET /authenticate?username=U` | `{challenge, timeout, rpId, allowCredentials, userVerification}`; an unknown user gets decoy options, as on the native API |
 /// | `POST /authenticate?username=U` | `{"verified": true, "token": …}` (the apps ignore extra fields) |
 ///
 /// Their quirks are accepted here and only here:
@@ -33,26 +33,26 @@ struct CompatibilityAPI: Sendable {
     var routes: RouteCollection<PasskeyRequestContext> {
         let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
         let collection = RouteCollection(context: PasskeyRequestContext.self)
+        // No cross-site browser request reaches them (a page's `<img src="/signup?…">` would
+        // spend its visitors' rate limit and write ceremonies), checked before anything counts.
         let routes = collection.group()
+            .add(middleware: CrossSiteRequestMiddleware(allowed: allowedOrigins))
             .add(middleware: ClientRateLimitMiddleware(service: service))
             .add(middleware: JSONRequestMiddleware())
         routes.get("signup") { request, _ in try await signup(request) }
         routes.get("authenticate") { request, _ in try await authenticateOptions(request) }
-        // Both create something a browser could be tricked into: no cross-site requests.
-        let verify = routes.group()
-            .add(middleware: JSONRequestMiddleware(bodyRequired: true))
-            .add(middleware: SessionIssuingMiddleware(allowed: allowedOrigins))
+        let verify = routes.group().add(middleware: JSONRequestMiddleware(bodyRequired: true))
         verify.post("makeCredential") { request, context in try await makeCredential(request, context) }
         verify.post("authenticate") { request, context in try await authenticate(request, context) }
         return collection
     }
 
     /// This API's ceremonies: its own name (the native API cannot finish them), the challenge and
-    /// user handle as the UTF-8 bytes of strings, unknown usernames as errors, and the Android
+    /// user handle as the UTF-8 bytes of strings, and the Android
     /// app's rewritten registration flags tolerated (kept in the ceremony's state at its start).
     static func profile(challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil) -> PasskeyService.Profile {
         PasskeyService.Profile(
-            api: api, challenge: challenge, userHandle: userHandle, accountID: accountID, unknownUserIsAnError: true,
+            api: api, challenge: challenge, userHandle: userHandle, accountID: accountID,
             ceremony: CeremonyProfile(unsafeToleratesRewrittenFlags: true))
     }
 

@@ -35,7 +35,7 @@ struct CanonicalPathMiddleware: RouterMiddleware {
                 }
                 let decoded = high << 4 | low
                 if decoded < 0x20 || decoded == 0x7F || decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\")
-                    || decoded == UInt8(ascii: ".") || decoded == UInt8(ascii: "%")
+                    || decoded == UInt8(ascii: "%") || isUnreserved(decoded)
                 {
                     return false
                 }
@@ -47,6 +47,16 @@ struct CanonicalPathMiddleware: RouterMiddleware {
         return true
     }
 
+    /// RFC 3986 §2.3: an encoded unreserved character (`%65` for `e`, `%2E` for `.`) is a second
+    /// spelling of the same path; the canonical one has it plain.
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
@@ -54,6 +64,27 @@ struct CanonicalPathMiddleware: RouterMiddleware {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil
         }
+    }
+}
+
+/// Static files are served whole: `Range` and `If-Range` are dropped before the file middleware
+/// sees them (RFC 9110 §14.2 lets a server ignore `Range`), and no `Accept-Ranges` is offered.
+/// The files are small, and Hummingbird's range handling answered an out-of-bounds range with a
+/// 206 and a negative `Content-Length`.
+struct WholeFilesMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var request = request
+        if request.headers[.range] != nil || request.headers[.ifRange] != nil {
+            var head = request.head
+            head.headerFields[.range] = nil
+            head.headerFields[.ifRange] = nil
+            request = Request(head: head, body: request.body)
+        }
+        var response = try await next(request, context)
+        response.headers[.acceptRanges] = nil
+        return response
     }
 }
 
@@ -109,10 +140,16 @@ struct JSONRequestMiddleware: RouterMiddleware {
     }
 }
 
-/// Routes that issue a session (sign-up, sign-in by passkey, password or recovery) refuse a
-/// browser's `Sec-Fetch-Site: cross-site` request unless its Origin is an allowed one: no login
-/// CSRF (signing a victim's browser into the attacker's account).
-struct SessionIssuingMiddleware: RouterMiddleware {
+/// Ceremony routes refuse a browser's `Sec-Fetch-Site: cross-site` request unless its Origin is
+/// an allowed one, before anything is counted or written:
+/// - on the routes that issue a session (sign-up, sign-in by passkey, password or recovery): no
+///   login CSRF (signing a victim's browser into the attacker's account);
+/// - on the options routes a browser can reach with a plain GET (`<img src>`, no CORS, no
+///   Origin): another site cannot make its visitors spend their own address's rate limit or
+///   write ceremonies into the database.
+/// Native apps send no `Sec-Fetch-Site`; a cross-origin fetch from a related origin sends its
+/// Origin and passes.
+struct CrossSiteRequestMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
     let allowed: Set<String>
 

@@ -24,8 +24,10 @@ struct NativeAPI: Sendable {
         let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
         let api = RouteCollection(context: PasskeyRequestContext.self)
 
-        // Ceremonies: per-address limit, JSON bodies only. Signed in, registration adds a passkey.
+        // Ceremonies: no cross-site browser requests (checked before anything is counted),
+        // per-address limit, JSON bodies only. Signed in, registration adds a passkey.
         let ceremonies = api.group()
+            .add(middleware: CrossSiteRequestMiddleware(allowed: allowedOrigins))
             .add(middleware: ClientRateLimitMiddleware(service: service))
             .add(middleware: JSONRequestMiddleware())
         ceremonies.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .optional))
@@ -34,12 +36,12 @@ struct NativeAPI: Sendable {
         signInOptions.post("authenticate/options") { request, context in try await authenticateOptions(request, context) }
         signInOptions.get("authenticate/options") { request, context in try await authenticateOptions(request, context) }
 
-        // The routes that issue a session: a JSON body is required and no cross-site browser
-        // request may reach them (no login CSRF).
+        // The routes that issue a session: no cross-site browser request may reach them (no
+        // login CSRF), and a JSON body is required.
         let signIns = api.group()
+            .add(middleware: CrossSiteRequestMiddleware(allowed: allowedOrigins))
             .add(middleware: ClientRateLimitMiddleware(service: service))
             .add(middleware: JSONRequestMiddleware(bodyRequired: true))
-            .add(middleware: SessionIssuingMiddleware(allowed: allowedOrigins))
         signIns.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .optional))
             .post("register/verify") { request, context in try await registerVerify(request, context) }
         let otherSignIns = signIns.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))

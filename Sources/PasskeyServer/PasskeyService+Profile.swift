@@ -16,21 +16,17 @@ extension PasskeyService {
         /// Sign-up: the ID the account will get; finishing: the ID the request names (`userId`),
         /// which must be the ceremony's.
         public var accountID: UUID?
-        /// Username-first options for an unknown username answer 400 `unknown_user` (what the
-        /// reference server did) instead of decoy options.
-        public var unknownUserIsAnError: Bool
         /// What the `WebAuthn` library loosens for these clients (kept in the ceremony's state).
         public var ceremony: CeremonyProfile
 
         public init(
-            api: String, challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil, unknownUserIsAnError: Bool = false,
+            api: String, challenge: [UInt8]? = nil, userHandle: [UInt8]? = nil, accountID: UUID? = nil,
             ceremony: CeremonyProfile = .standard
         ) {
             self.api = api
             self.challenge = challenge
             self.userHandle = userHandle
             self.accountID = accountID
-            self.unknownUserIsAnError = unknownUserIsAnError
             self.ceremony = ceremony
         }
 

@@ -310,9 +310,9 @@ public struct PasskeyService: Sendable {
                 allow = passkeys.map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
             } else {
                 // Unknown, disabled and password-only accounts answer alike: one stable decoy
-                // credential, so the options reveal nothing sign-up does not.
-                // The reference apps' server answered 400 here; only its compatibility routes do.
-                if profile.unknownUserIsAnError { throw PasskeyServiceError.invalid(.unknownUser, "No account has that username.") }
+                // credential, so the options reveal nothing sign-up does not (on every API: the
+                // reference apps' server answered 400 here, an oracle for which accounts have
+                // passkeys that its apps do not need).
                 unknown = true
                 allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
             }
@@ -551,6 +551,13 @@ public struct PasskeyService: Sendable {
     /// Bounded challenge creation: a flood of options requests cannot fill the database. The
     /// open count is read from the store at most once a second (plus what this process issued
     /// since), not on every request.
+    ///
+    /// At the cap the ceremonies that expire first (a tenth of the cap) are deleted to make room,
+    /// rather than refusing every new one: a refusal would be a switch anyone able to send
+    /// `maxOpenChallenges` options requests within a challenge's lifetime could hold down for
+    /// everyone. Deleting the oldest keeps storage bounded and makes a flood cost the people
+    /// signing in only if it is fast enough to push out a ceremony while someone is still
+    /// answering its prompt (a tenth of the cap within that time).
     private func checkCeremonyCapacity() async throws {
         let time = now()
         let open: Int
@@ -560,7 +567,16 @@ public struct PasskeyService: Sendable {
             open = try await store.openChallengeCount(now: time)
             capacity.refreshed(open, now: time)
         }
-        if open >= configuration.maxOpenChallenges { throw PasskeyServiceError.tooManyCeremonies }
+        let cap = configuration.maxOpenChallenges
+        guard open >= cap, capacity.startReclaiming() else { return }
+        defer { capacity.finishedReclaiming() }
+        let discarded = try await store.discardOldestChallenges(count: open - cap + max(1, cap / 10))
+        let left = try await store.openChallengeCount(now: time)
+        capacity.refreshed(left, now: time)
+        metrics.ceremoniesDiscarded(discarded)
+        logger.warning(
+            "open ceremonies reached maxOpenChallenges; the oldest were deleted",
+            metadata: ["discarded": "\(discarded)", "open": "\(left)", "maxOpenChallenges": "\(cap)"])
     }
 
     /// A credential ID that looks real and is the same every time for one unknown username.
@@ -609,21 +625,32 @@ public struct PasskeyService: Sendable {
         }
     }
 
+    /// Most bytes of a display or passkey name: 64 characters, but a character can be a long
+    /// cluster of combining marks (64 of them made a 20 KB name), so bytes are bounded too.
+    public static let maxNameBytes = 256
+
     public static func validDisplayName(_ raw: String?, default fallback: String) throws -> String {
+        let refused = PasskeyServiceError.invalid(
+            .invalidDisplayName, "Display names have at most 64 characters (\(maxNameBytes) bytes) and no control characters.")
+        guard (raw?.utf8.count ?? 0) <= 4 * maxNameBytes else { throw refused }
         let name = (raw ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         if name.isEmpty { return fallback }
-        guard name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
-            throw PasskeyServiceError.invalid(.invalidDisplayName, "Display names have at most 64 characters and no control characters.")
-        }
+        guard isValidName(name) else { throw refused }
         return name
     }
 
     static func validPasskeyName(_ raw: String) throws -> String {
+        let refused = PasskeyServiceError.invalid(
+            .invalidName, "Passkey names have 1 to 64 characters (at most \(maxNameBytes) bytes) and no control characters.")
+        guard raw.utf8.count <= 4 * maxNameBytes else { throw refused }
         let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty, name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
-            throw PasskeyServiceError.invalid(.invalidName, "Passkey names have 1 to 64 characters and no control characters.")
-        }
+        guard !name.isEmpty, isValidName(name) else { throw refused }
         return name
+    }
+
+    private static func isValidName(_ name: String) -> Bool {
+        name.utf8.count <= maxNameBytes && name.count <= 64
+            && !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) })
     }
 }
 
@@ -650,4 +677,17 @@ final class CeremonyCapacity: Sendable {
 
     func refreshed(_ count: Int, now: Date) { state.withLock { $0 = (count, now, 0) } }
     func issued() { state.withLock { $0.issued += 1 } }
+
+    /// One request at a time makes room; the others go on meanwhile (the cap is overshot by at
+    /// most the requests in flight).
+    func startReclaiming() -> Bool {
+        reclaiming.withLock { busy in
+            if busy { return false }
+            busy = true
+            return true
+        }
+    }
+
+    func finishedReclaiming() { reclaiming.withLock { $0 = false } }
+    private let reclaiming = Mutex(false)
 }

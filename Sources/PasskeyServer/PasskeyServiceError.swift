@@ -86,7 +86,6 @@ extension PasskeyServiceError.Code {
     public static let sessionNotFound = Self(rawValue: "session_not_found")
     public static let accountDisabled = Self(rawValue: "account_disabled")
     public static let counterConflict = Self(rawValue: "counter_conflict")
-    public static let tooManyCeremonies = Self(rawValue: "too_many_ceremonies")
     public static let rateLimited = Self(rawValue: "rate_limited")
     public static let busy = Self(rawValue: "busy")
     public static let invalidUsername = Self(rawValue: "invalid_username")
@@ -99,7 +98,6 @@ extension PasskeyServiceError.Code {
     public static let noPasskey = Self(rawValue: "no_passkey")
     public static let invalidRecoveryCode = Self(rawValue: "invalid_recovery_code")
     public static let invalidRecoveryLink = Self(rawValue: "invalid_recovery_link")
-    public static let unknownUser = Self(rawValue: "unknown_user")
     public static let invalidUserID = Self(rawValue: "invalid_user_id")
     public static let malformedJSON = Self(rawValue: "malformed_json")
     public static let invalidHints = Self(rawValue: "invalid_hints")
@@ -108,9 +106,9 @@ extension PasskeyServiceError.Code {
     public static let all: [Self] = [
         .notSignedIn, .reauthenticationRequired, .challengeUnknown, .challengeExpired, .ceremonyMismatch, .accountMismatch,
         .credentialNotFound, .credentialNotAllowed, .credentialAlreadyRegistered, .usernameTaken, .lastPasskey, .passkeyNotFound,
-        .sessionNotFound, .accountDisabled, .counterConflict, .tooManyCeremonies, .rateLimited, .busy, .invalidUsername,
+        .sessionNotFound, .accountDisabled, .counterConflict, .rateLimited, .busy, .invalidUsername,
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
-        .invalidRecoveryCode, .invalidRecoveryLink, .unknownUser, .invalidUserID, .malformedJSON, .invalidHints,
+        .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
     ]
 }
 
@@ -132,7 +130,6 @@ extension PasskeyServiceError {
     static let sessionNotFound = Self(.sessionNotFound, "No such session on this account.")
     static let accountDisabled = Self(.accountDisabled, "This account is disabled.")
     static let counterRace = Self(.counterConflict, "This passkey was used twice at once; try again.")
-    static let tooManyCeremonies = Self(.tooManyCeremonies, "Too many sign-ins in progress; try again shortly.")
     static let busy = Self(.busy, "The server is busy checking passwords; try again shortly.", retryAfter: 2)
     static let invalidPassword = Self(.invalidCredentials, "Wrong username or password.")
     static let invalidRecoveryCode = Self(.invalidRecoveryCode, "That recovery code is wrong or was already used.")

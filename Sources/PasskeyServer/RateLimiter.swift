@@ -11,8 +11,9 @@ import Synchronization
 /// what a short one does), at most ``maxKeys`` are held, windows that ended are pruned by the
 /// expiry sweeper, and when the table is full the key that was first counted longest ago is
 /// evicted. Eviction forgets that key's count, so a key's limit holds as long as fewer than
-/// `maxKeys` keys are counted in one window; reaching that takes `maxKeys / perIP` addresses
-/// (the per-address limit bounds how many new keys one address can make).
+/// `maxKeys` keys are counted in one window. One address makes at most `2 × perIP + 1` keys a
+/// window (its own, and for each password or recovery attempt an account-and-address key and an
+/// account key), so reaching that takes `maxKeys / (2 × perIP + 1)` addresses.
 public final class RateLimiter: Sendable {
     public enum Decision: Sendable, Equatable {
         case allowed

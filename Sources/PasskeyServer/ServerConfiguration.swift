@@ -39,8 +39,19 @@ public struct ServerConfiguration: Sendable {
         /// password or recovery-code attempt on it waits ``slowdownSeconds`` first.
         public var perAccountTotal: Int
         public var slowdownSeconds: Int
-        /// Most counters kept in memory (single instance); the oldest is evicted past it.
+        /// Most counters kept in memory (single instance); the oldest is evicted past it. Should
+        /// be more than `2 × perIP + 1`, the keys one address can make in a window (see
+        /// ``oneAddressCanEvict``).
         public var maxKeys: Int
+
+        /// One address makes at most `2 × perIP + 1` keys a window (its own, and per password or
+        /// recovery attempt an account-and-address key and an account key): when the table
+        /// holds no more, one address alone can evict the counts meant to stop it. `serve`
+        /// warns (a load test may want exactly that: a huge perIP to switch the address limit off).
+        public var oneAddressCanEvict: Bool {
+            let (twice, overflow) = perIP.multipliedReportingOverflow(by: 2)
+            return enabled && (overflow || maxKeys <= twice + 1)
+        }
         public init(
             enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 10, perAccountTotal: Int = 100,
             slowdownSeconds: Int = 2, maxKeys: Int = 100_000
@@ -239,14 +250,16 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
         }
         guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
-            rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000
+            rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000,
+            rateLimits.perIP <= 100_000_000
         else {
             throw ConfigurationError(
                 setting: "rateLimits",
                 problem:
-                    "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1, slowdownSeconds 0...60, maxKeys at least 1000"
+                    "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1 (perIP at most 100000000), slowdownSeconds 0...60, maxKeys at least 1000"
             )
         }
+
         guard connections.maxConnections >= 1, connections.maxConnectionsPerAddress >= 1, connections.headerTimeoutSeconds >= 1,
             connections.bodyTimeoutSeconds >= 1, connections.idleTimeoutSeconds >= 1
         else {

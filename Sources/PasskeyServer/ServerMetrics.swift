@@ -71,6 +71,11 @@ public final class ServerMetrics: Sendable {
         Counter(label: "passkeyd_rate_limited_total", dimensions: [("scope", scope)], factory: factory).increment()
     }
 
+    /// Open ceremonies deleted to keep their number under `maxOpenChallenges`.
+    func ceremoniesDiscarded(_ count: Int) {
+        Counter(label: "passkeyd_ceremonies_discarded_total", factory: factory).increment(by: count)
+    }
+
     /// A request whose client closed the connection before the answer.
     func requestAborted() {
         Counter(label: "passkeyd_requests_aborted_total", factory: factory).increment()

@@ -70,6 +70,9 @@ public protocol PasskeyStore: Sendable {
     func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord?
     /// How many ceremonies are open (for flood limits and metrics).
     func openChallengeCount(now: Date) async throws -> Int
+    /// Deletes the `count` open ceremonies that expire first (the oldest): the ceremony cap makes
+    /// room this way instead of refusing everyone. Returns how many were deleted.
+    @discardableResult func discardOldestChallenges(count: Int) async throws -> Int
 
     // Sessions
     func createSession(_ session: SessionRecord) async throws

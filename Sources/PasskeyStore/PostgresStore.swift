@@ -590,6 +590,17 @@ public final class PostgresStore: PasskeyStore {
         try await count("SELECT COUNT(*) FROM challenges WHERE expires_at > \(StoreValues.millis(now))")
     }
 
+    public func discardOldestChallenges(count: Int) async throws -> Int {
+        guard count > 0 else { return 0 }
+        return try await self.count(
+            """
+            WITH d AS (
+                DELETE FROM challenges WHERE challenge_hash IN (SELECT challenge_hash FROM challenges ORDER BY expires_at LIMIT \(count))
+                RETURNING 1)
+            SELECT COUNT(*) FROM d
+            """)
+    }
+
     // MARK: Sessions
 
     private static func insert(_ session: SessionRecord, _ connection: PostgresConnection, _ logger: Logger) async throws {

@@ -429,6 +429,16 @@ public final class SQLiteStore: PasskeyStore {
         }
     }
 
+    public func discardOldestChallenges(count: Int) async throws -> Int {
+        guard count > 0 else { return 0 }
+        return try await write { db in
+            try db.cached(
+                sql: "DELETE FROM challenges WHERE challenge_hash IN (SELECT challenge_hash FROM challenges ORDER BY expires_at LIMIT ?)",
+                arguments: [count])
+            return db.changesCount
+        }
+    }
+
     // MARK: Sessions
 
     public func createSession(_ session: SessionRecord) async throws {

@@ -10,8 +10,11 @@ import Foundation
 ///
 /// Refused: control, format, private-use, unassigned and space characters, symbols and
 /// punctuation other than `. _ - @ +`, characters with a compatibility decomposition (`ﬁ`, `²`),
-/// a combining mark first, letters from two scripts that are not used together (`аlice` with a
-/// Cyrillic `а`), more than 64 characters or 256 bytes.
+/// default-ignorable code points (variation selectors like the `U+FE0F` in `mallory\u{FE0F}`,
+/// the combining grapheme joiner, Hangul fillers: invisible, so a second account that looks like
+/// the first), conjoining Hangul jamo left after NFC (PRECIS OldHangulJamo), a combining mark
+/// first, letters from two scripts that are not used together (`аlice` with a Cyrillic `а`),
+/// more than 64 characters or 256 bytes.
 public enum Username {
     /// Why a username is refused (the server turns it into `invalid_username`).
     public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -54,6 +57,11 @@ public enum Username {
                 if isASCIILetter(scalar) { scripts.insert(.latin) }
                 continue
             }
+            // RFC 8264 §9.13 (DefaultIgnorableCodePoint) and §9.9 (OldHangulJamo): invisible or
+            // left-over pieces that would make a name look like another one.
+            if scalar.properties.isDefaultIgnorableCodePoint || isConjoiningJamo(scalar) {
+                throw .disallowedCharacter(describe(scalar))
+            }
             switch scalar.properties.generalCategory {
             case .lowercaseLetter, .uppercaseLetter, .otherLetter, .modifierLetter, .decimalNumber:
                 scripts.insert(Script.of(scalar))
@@ -95,6 +103,13 @@ public enum Username {
 
     private static func allowedASCII(_ scalar: Unicode.Scalar) -> Bool {
         isASCIILetter(scalar) || ("0"..."9").contains(scalar) || ["." as Unicode.Scalar, "_", "-", "@", "+"].contains(scalar)
+    }
+
+    /// Conjoining jamo (U+1100–11FF, A960–A97F, D7B0–D7FF): NFC composes modern ones into
+    /// syllables, so any left after NFC are old or stray pieces (fillers included).
+    private static func isConjoiningJamo(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return (0x1100...0x11FF).contains(value) || (0xA960...0xA97F).contains(value) || (0xD7B0...0xD7FF).contains(value)
     }
 
     private static func isASCIILetter(_ scalar: Unicode.Scalar) -> Bool {

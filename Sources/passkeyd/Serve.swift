@@ -69,6 +69,11 @@ struct Serve: AsyncParsableCommand {
                 "session cookies are not Secure (plain-http development origins); serve https origins in production",
                 metadata: ["cookie": "\(server.sessionCookieName)"])
         }
+        if server.rateLimits.oneAddressCanEvict {
+            logger.warning(
+                "rateLimits.maxKeys is at most 2 × perIP + 1: one address can make enough keys to evict the counters meant to stop it",
+                metadata: ["maxKeys": "\(server.rateLimits.maxKeys)", "perIP": "\(server.rateLimits.perIP)"])
+        }
         if server.metricsToken == nil && !server.metricsPublic {
             logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
         }

@@ -35,7 +35,10 @@ struct EdgeTests {
         }
     }
 
-    @Test(arguments: ["/index.html%00", "/./index.html", "/../index.html", "/%2e%2e/etc/passwd", "/app.js/", "//app.js"])
+    @Test(arguments: [
+        "/index.html%00", "/./index.html", "/../index.html", "/%2e%2e/etc/passwd", "/app.js/", "//app.js", "/%61pp.js", "/app%2Ejs",
+        "/api/auth/authenticate/%6Fptions",
+    ])
     func staticPathsWithNULOrDotSegmentsAreRefused(_ path: String) async throws {
         let harness = try await ServerHarness { $0.publicDirectory = ServerHarness.publicDirectory }
         try await harness.run(live: true) { api in
@@ -45,6 +48,22 @@ struct EdgeTests {
         try await harness.run(live: true) { api in
             let script = try await api.request(.get, "/app.js")
             #expect(script.status == .ok)
+        }
+    }
+
+    @Test func staticFilesAreServedWholeWhateverRangeIsAsked() async throws {
+        let harness = try await ServerHarness { $0.publicDirectory = ServerHarness.publicDirectory }
+        try await harness.run(live: true) { api in
+            let whole = try await api.request(.get, "/app.js")
+            #expect(whole.status == .ok && !whole.bytes.isEmpty)
+            // Out of bounds, reversed, inside, and several ranges: always the whole file, with its
+            // true length (an out-of-bounds range was a 206 with a negative Content-Length).
+            for range in ["bytes=100000000-200000000", "bytes=50-10", "bytes=0-10", "bytes=-5", "bytes=0-1,5-9", "bytes=x"] {
+                let response = try await api.request(.get, "/app.js", headers: [.range: range])
+                #expect(response.status == .ok && response.bytes == whole.bytes, "\(range): \(response.status)")
+                #expect(response.headers[.contentLength] == String(whole.bytes.count), "\(range)")
+                #expect(response.headers[.acceptRanges] == nil && response.headers[.contentRange] == nil, "\(range)")
+            }
         }
     }
 
@@ -417,6 +436,43 @@ struct EdgeTests {
         }
     }
 
+    static let crossSiteReachable = [
+        "/api/auth/authenticate/options", "/api/auth/authenticate/options?username=ada", "/signup?username=bea",
+        "/authenticate?username=ada",
+    ]
+
+    /// `<img src="https://passkeyd.example/api/auth/authenticate/options">` on another site: a
+    /// GET with no CORS and no Origin. It must neither write a ceremony nor spend the visitor's
+    /// per-address budget.
+    @Test(arguments: crossSiteReachable)
+    func crossSiteGetsAreRefusedBeforeTheyCountOrWrite(_ path: String) async throws {
+        let harness = try await ServerHarness { $0.rateLimits.perIP = 3 }
+        try await harness.run(live: true) { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("img".utf8))
+            _ = try await api.signUp("ada", authenticator: &authenticator)
+            let before = try await harness.store.openChallengeCount(now: harness.clock.now)
+            for mode in ["no-cors", "navigate", "cors"] {
+                let response = try await api.request(
+                    .get, path, origin: nil,
+                    headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site", HTTPField.Name("Sec-Fetch-Mode")!: mode])
+                #expect(response.status == .forbidden && response.errorCode == "cross_site_request", "\(path) \(mode)")
+            }
+            for _ in 0..<5 {
+                let evil = try await api.request(
+                    .get, path, origin: "https://evil.example", headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+                #expect(evil.status == .forbidden, "\(path)")
+            }
+            #expect(try await harness.store.openChallengeCount(now: harness.clock.now) == before, "\(path)")
+            // The address's budget is untouched (sign-up spent 2 of 3 in this window): the app
+            // (no Sec-Fetch-Site) and a CORS fetch from the site's own origin still get through.
+            let app = try await api.request(.get, path, origin: nil)
+            #expect(app.status == .ok, "\(path): \(app.status)")
+            harness.clock.advance(61)
+            let site = try await api.request(.get, path, headers: [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"])
+            #expect(site.status == .ok, "\(path): \(site.status)")
+        }
+    }
+
     @Test func cookiesAreHostPrefixedAndSecureOnHTTPS() async throws {
         let harness = try await ServerHarness { $0 = ServerConfiguration(rpID: "example.com", webOrigins: ["https://example.com"]) }
         try await harness.run { api in
@@ -451,12 +507,21 @@ struct EdgeTests {
             for bad in [
                 "аlice", "ali\u{200B}ce", "ﬁle", "a b", String(repeating: "a", count: 65), String(repeating: "é", count: 200),
                 "\u{301}abc", "tab\there", String(repeating: "x", count: 40_000),
+                // Invisible (default-ignorable) code points and Hangul fillers: a second account
+                // that looks like the first.
+                "ada\u{FE0F}", "a\u{34F}da", "ad\u{E0100}a", "a\u{180B}da", "ada\u{17B4}", "\u{115F}ada", "ada\u{1160}",
+                "\u{3164}ada", "\u{FFA0}ada", "ada\u{AD}", "ada\u{2060}",
+                // Conjoining jamo NFC cannot compose (old Hangul), and a compatibility jamo.
+                "\u{1100}\u{1100}\u{1161}", "\u{3131}",
             ] {
                 let response = try await api.registrationOptions(username: bad)
                 #expect(response.status == .badRequest && response.errorCode == "invalid_username", "\(bad.prefix(20))")
             }
             #expect(try await api.registrationOptions(username: "山田たろう").status == .ok)
             #expect(try await api.registrationOptions(username: "Ελένη").status == .ok)
+            // Modern jamo compose to syllables under NFC and are one name with the syllables.
+            #expect(try await api.registrationOptions(username: "\u{1112}\u{1161}\u{11AB}\u{1100}\u{1173}\u{11AF}").status == .ok)
+            #expect(try await api.registrationOptions(username: "한글").status == .ok)
         }
     }
 
@@ -597,7 +662,97 @@ struct EdgeTests {
         }
     }
 
+    /// The compatibility `GET /authenticate?username=` answered 400 `unknown_user` for unknown,
+    /// password-only and disabled accounts and real options for passkey accounts: an oracle
+    /// beyond what sign-up reveals. It now answers like the native API.
+    @Test func compatibilityOptionsLookTheSameForEveryKindOfAccount() async throws {
+        let harness = try await ServerHarness { $0.passwordHashCost = 4 }
+        let password = Account(username: "pat", displayName: "Pat", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        let disabled = Account(username: "dan", displayName: "Dan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
+        #expect(
+            try await harness.store.importAccounts([
+                (password, Bcrypt(hashing: "pat's password", cost: 4).text),
+                (disabled, Bcrypt(hashing: "dan's password", cost: 4).text),
+            ]) == [true, true])
+        _ = try await harness.store.setDisabled(accountID: disabled.id, disabled: true)
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("compat-oracle".utf8))
+            _ = try await api.signUp("kay", authenticator: &authenticator)
+            func shape(_ username: String) async throws -> [String] {
+                let response = try await api.request(.get, "/authenticate?username=\(username)", origin: nil)
+                #expect(response.status == .ok, "\(username): \(response.status)")
+                guard case .object(let object) = response.json, case .array(let allow)? = object["allowCredentials"] else { return [] }
+                let entry: [String] =
+                    allow.first.flatMap { if case .object(let e) = $0 { return e.keys.sorted() } else { return nil } } ?? []
+                return object.keys.sorted() + ["allow:\(allow.count)"] + entry
+            }
+            let known = try await shape("kay")
+            for other in ["nobody", "pat", "dan"] { #expect(try await shape(other) == known, "\(other)") }
+            // The decoy is stable, like a real account's list.
+            let first = try await api.request(.get, "/authenticate?username=nobody", origin: nil).json["allowCredentials"]
+            let again = try await api.request(.get, "/authenticate?username=nobody", origin: nil).json["allowCredentials"]
+            #expect(first == again)
+        }
+    }
+
     // MARK: 11. Costly work
+
+    /// `maxOpenChallenges` bounds storage without being a switch: at the cap the oldest
+    /// ceremonies make room, and new ones are never refused.
+    @Test func theCeremonyCapMakesRoomInsteadOfRefusing() async throws {
+        let harness = try await ServerHarness { $0.maxOpenChallenges = 10 }
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("cap".utf8))
+            var (_, credential, _) = try await api.signUp("cap", authenticator: &authenticator)
+            let oldest = try await api.post("/api/auth/authenticate/options", [String: String]())
+            for index in 0..<40 {
+                harness.clock.advance(0.01)
+                let response = try await api.post("/api/auth/authenticate/options", [String: String]())
+                #expect(response.status == .ok, "\(index): \(response.status)")
+            }
+            let open = try await harness.store.openChallengeCount(now: harness.clock.now)
+            #expect(open <= 11, "\(open) open")
+            // The oldest ceremony was deleted to make room; a fresh one completes.
+            let stale = try authenticator.authenticate(
+                options: try oldest.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: ServerHarness.origin,
+                credential: &credential)
+            let refused = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: stale))
+            #expect(refused.errorCode == "challenge_unknown")
+            #expect(try await api.signIn(credential: &credential, authenticator: authenticator).status == .ok)
+        }
+    }
+
+    @Test func namesAreBoundedInBytesToo() async throws {
+        // One character, ~600 bytes: a letter with 300 combining marks.
+        let heavy = "e" + String(repeating: "\u{301}", count: 300)
+        #expect(heavy.count == 1)
+        #expect(throws: PasskeyServiceError.self) { try PasskeyService.validDisplayName(heavy, default: "x") }
+        #expect(throws: PasskeyServiceError.self) { try PasskeyService.validPasskeyName(heavy) }
+        #expect(throws: PasskeyServiceError.self) { try PasskeyService.validPasskeyName(String(repeating: "a", count: 40_000)) }
+        #expect(try PasskeyService.validPasskeyName(" Work laptop ") == "Work laptop")
+        #expect(try PasskeyService.validDisplayName(String(repeating: "é", count: 64), default: "x").count == 64)
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            let refused = try await api.registrationOptions(username: "heavy", displayName: heavy)
+            #expect(refused.status == .badRequest && refused.errorCode == "invalid_display_name")
+            var authenticator = SoftwareAuthenticator(seed: Array("heavy".utf8))
+            let (token, credential, _) = try await api.signUp("light", authenticator: &authenticator)
+            let id = Base64URLBytes(credential.id).base64URL
+            let rename = try await api.request(
+                .patch, "/api/auth/passkeys/\(id)", body: Array(try JSONEncoder().encode(["name": heavy])), token: token)
+            #expect(rename.status == .badRequest && rename.errorCode == "invalid_name")
+        }
+    }
+
+    @Test func aLimiterTableOneAddressCanFillIsFlagged() throws {
+        var limits = ServerConfiguration.RateLimits()
+        #expect(!limits.oneAddressCanEvict)
+        limits.perIP = 600
+        limits.maxKeys = 1201
+        #expect(limits.oneAddressCanEvict)
+        limits.maxKeys = 1202
+        #expect(!limits.oneAddressCanEvict)
+    }
 
     @Test func thePasswordPoolRunsABoundedNumberAndRefusesPastItsQueue() async throws {
         let pool = BoundedWorkPool(width: 1, maxWaiting: 2)

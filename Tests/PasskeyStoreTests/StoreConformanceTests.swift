@@ -271,6 +271,24 @@ struct StoreConformanceTests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func theOldestChallengesAreDiscardedFirst(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        for index in 0..<10 {
+            try await store.saveChallenge(
+                ChallengeRecord(
+                    challenge: [UInt8(index)], ceremony: .authentication, userVerification: "preferred",
+                    createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300 + Double(index))))
+        }
+        #expect(try await store.discardOldestChallenges(count: 0) == 0)
+        #expect(try await store.discardOldestChallenges(count: 4) == 4)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 6)
+        for index in 0..<4 { #expect(try await store.takeChallenge([UInt8(index)]) == nil) }
+        #expect(try await store.takeChallenge([4]) != nil)
+        #expect(try await store.discardOldestChallenges(count: 100) == 5)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 0)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func passkeysAreRenamedDeletedButNeverTheLast(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
         let ada = Self.account("ada"), bob = Self.account("bob")
