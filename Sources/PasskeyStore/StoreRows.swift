@@ -22,7 +22,7 @@ enum StoreValues {
 /// A row of either database, read by column name: GRDB's rows and postgres-nio's both satisfy
 /// it, so each model has one mapper. A value that is missing or of the wrong form throws
 /// `corrupt_row` (no store reads a row with invented values).
-protocol StoreRow {
+protocol StoreRow: Sendable {
     func optionalText(_ column: String) throws -> String?
     func optionalInteger(_ column: String) throws -> Int64?
     func optionalBytes(_ column: String) throws -> [UInt8]?

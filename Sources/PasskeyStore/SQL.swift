@@ -1,0 +1,150 @@
+import Foundation
+
+/// A statement written once for both databases: SQL text with its values kept apart, built by
+/// string interpolation (`"SELECT * FROM accounts WHERE id = \(id)"` binds `id`, never splices
+/// it into the text). Each database renders the placeholders its own way (`?` for SQLite, `$1`,
+/// `$2`, … for PostgreSQL).
+struct SQL: Sendable, ExpressibleByStringInterpolation {
+    /// The text around the values: always one more piece than there are values.
+    let pieces: [String]
+    let values: [SQLValue]
+
+    init(stringLiteral text: String) {
+        pieces = [text]
+        values = []
+    }
+
+    init(stringInterpolation: StringInterpolation) {
+        pieces = stringInterpolation.pieces
+        values = stringInterpolation.values
+    }
+
+    /// A statement with no values (schema migrations).
+    init(unsafeText text: String) {
+        pieces = [text]
+        values = []
+    }
+
+    /// The text with each value's placeholder in the dialect's spelling.
+    func text(_ dialect: SQLDialect) -> String {
+        guard pieces.count > 1 else { return pieces[0] }
+        var text = pieces[0]
+        for index in 1..<pieces.count {
+            switch dialect {
+            case .sqlite: text += "?"
+            case .postgres: text += "$\(index)"
+            }
+            text += pieces[index]
+        }
+        return text
+    }
+
+    struct StringInterpolation: StringInterpolationProtocol {
+        var pieces: [String] = [""]
+        var values: [SQLValue] = []
+
+        init(literalCapacity: Int, interpolationCount: Int) {
+            pieces.reserveCapacity(interpolationCount + 1)
+            values.reserveCapacity(interpolationCount)
+        }
+
+        mutating func appendLiteral(_ literal: String) { pieces[pieces.count - 1] += literal }
+
+        mutating func appendInterpolation(_ value: some SQLBindable) {
+            values.append(value.sqlValue)
+            pieces.append("")
+        }
+
+        mutating func appendInterpolation(_ value: (some SQLBindable)?) {
+            values.append(value?.sqlValue ?? .null)
+            pieces.append("")
+        }
+
+        /// Text of the statement itself (a dialect's keyword), never a value.
+        mutating func appendInterpolation(sql fragment: SQLFragment) { pieces[pieces.count - 1] += fragment.text }
+    }
+}
+
+/// Text that is part of a statement, chosen by the code (never from input).
+struct SQLFragment: Sendable {
+    let text: String
+}
+
+/// A value bound to a placeholder. Both databases store the same values the same way: times as
+/// integer Unix milliseconds, IDs as UUIDs (text in SQLite), bytes as binary, flags as booleans
+/// (0/1 in SQLite).
+enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case text(String)
+    case bytes([UInt8])
+    case flag(Bool)
+    case id(UUID)
+}
+
+protocol SQLBindable: Sendable {
+    var sqlValue: SQLValue { get }
+}
+
+extension Int64: SQLBindable { var sqlValue: SQLValue { .integer(self) } }
+extension Int: SQLBindable { var sqlValue: SQLValue { .integer(Int64(self)) } }
+extension String: SQLBindable { var sqlValue: SQLValue { .text(self) } }
+extension Bool: SQLBindable { var sqlValue: SQLValue { .flag(self) } }
+extension UUID: SQLBindable { var sqlValue: SQLValue { .id(self) } }
+extension Date: SQLBindable { var sqlValue: SQLValue { .integer(StoreValues.millis(self)) } }
+extension Array: SQLBindable where Element == UInt8 { var sqlValue: SQLValue { .bytes(self) } }
+
+/// Where the two databases' SQL truly differs.
+enum SQLDialect: Sendable {
+    case sqlite
+    case postgres
+
+    /// Row locks: PostgreSQL's `FOR UPDATE`; SQLite has one writer and needs none.
+    var forUpdate: SQLFragment { SQLFragment(text: self == .postgres ? " FOR UPDATE" : "") }
+
+    /// Counts the rows of `schema_migrations` if the table exists (0 or 1).
+    var migrationsTableExists: SQL {
+        switch self {
+        case .sqlite: "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        case .postgres:
+            "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
+        }
+    }
+
+    var migrations: [SQLiteSchema.Migration] {
+        switch self {
+        case .sqlite: SQLiteSchema.migrations
+        case .postgres: PostgresSchema.migrations
+        }
+    }
+}
+
+/// One database connection as the store core uses it: a statement in, its rows out.
+protocol SQLConnection: Sendable {
+    /// Runs `sql` and returns its rows (none for a statement without `RETURNING`).
+    func rows(_ sql: SQL) async throws -> [any StoreRow]
+}
+
+extension SQLConnection {
+    /// Runs `sql`; the number of rows it returned (a write with `RETURNING 1`: the rows it changed).
+    @discardableResult func run(_ sql: SQL) async throws -> Int { try await rows(sql).count }
+
+    func first(_ sql: SQL) async throws -> (any StoreRow)? { try await rows(sql).first }
+
+    /// The integer column `n` of the first row (`SELECT COUNT(*) AS n …`), 0 without one.
+    func count(_ sql: SQL) async throws -> Int { Int(try await first(sql)?.integer("n") ?? 0) }
+}
+
+/// What a SQL database gives the one store core (``SQLStore``): a dialect, connections for
+/// single statements, and transactions. SQLite and PostgreSQL are this and nothing more; every
+/// store method is written once, in `SQLStore.swift`.
+protocol SQLEngine: Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs statements that only read (SQLite: on a reader, concurrently with the writer).
+    var reader: any SQLConnection { get }
+    /// Runs single writing statements, each committed on its own.
+    var writer: any SQLConnection { get }
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    /// `timeout` overrides the database's deadline for one operation (migrations).
+    func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T
+}

@@ -1,0 +1,472 @@
+import Foundation
+
+/// The store's logic, written once for both databases: every statement below runs on SQLite
+/// and on PostgreSQL (`SQLiteStore` and `PostgresStore` only supply an ``SQLEngine``). Each
+/// method is one statement or one transaction; counters move by compare-and-set and challenges
+/// are taken with `DELETE … RETURNING`, so racing requests (and racing instances) stay correct.
+/// Where the dialects differ the statement says so (`dialect.forUpdate`); the schemas are the
+/// one place written twice (`SQLiteSchema`, `PostgresSchema`).
+public class SQLStore: PasskeyStore, @unchecked Sendable {
+    let engine: any SQLEngine
+    /// Most time a migration may take (several instances starting together wait for the one
+    /// that migrates); nil: the engine's ordinary deadline.
+    let migrationTimeout: Duration?
+
+    init(engine: any SQLEngine, migrationTimeout: Duration? = nil) {
+        self.engine = engine
+        self.migrationTimeout = migrationTimeout
+    }
+
+    private var reader: any SQLConnection { engine.reader }
+    private var writer: any SQLConnection { engine.writer }
+    private var dialect: SQLDialect { engine.dialect }
+
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
+        try await engine.transaction(timeout: nil, body)
+    }
+
+    // MARK: Schema
+
+    public func migrate() async throws -> [Int] {
+        let dialect = self.dialect
+        return try await engine.transaction(timeout: migrationTimeout) { db in
+            // Several instances may start at once: one migrates, the others wait and find it done.
+            if dialect == .postgres { try await db.run("SELECT pg_advisory_xact_lock(7270417)") }
+            try await db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
+            let applied = Set(try await db.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
+            var done: [Int] = []
+            for migration in dialect.migrations where !applied.contains(migration.version) {
+                for statement in migration.statements { try await db.run(SQL(unsafeText: statement)) }
+                try await db.run("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(Date()))")
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+
+    public func schemaVersion() async throws -> Int {
+        guard try await reader.count(dialect.migrationsTableExists) > 0 else { return 0 }
+        return try await reader.count("SELECT COALESCE(MAX(version), 0) AS n FROM schema_migrations")
+    }
+
+    public func ping() async throws {
+        try await reader.run("SELECT 1")
+    }
+
+    // MARK: Accounts
+
+    public func account(id: UUID) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE id = \(id)").map { try Account(row: $0) }
+    }
+
+    public func account(username: String) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").map { try Account(row: $0) }
+    }
+
+    public func account(userHandle: [UInt8]) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE user_handle = \(userHandle)").map { try Account(row: $0) }
+    }
+
+    public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
+        try await transaction { db in
+            try await db.run(
+                """
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+                VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                        \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash))
+                """)
+            try await db.run(Self.insert(passkey))
+            if let session { try await db.run(Self.insert(session)) }
+            for event in audit { try await db.run(Self.insert(event)) }
+        }
+    }
+
+    public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
+        try await reader.rows(
+            "SELECT * FROM accounts WHERE username_key > \(afterUsername.map(Account.key(for:)) ?? "") ORDER BY username_key LIMIT \(limit)"
+        ).map { try Account(row: $0) }
+    }
+
+    public func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int? {
+        try await transaction { db in
+            guard try await db.run("UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1") == 1 else {
+                return nil
+            }
+            // Disabling ends every session at once.
+            let revoked = disabled ? try await db.run("DELETE FROM sessions WHERE account_id = \(accountID) RETURNING 1") : 0
+            for event in audit { try await db.run(Self.insert(event)) }
+            return revoked
+        }
+    }
+
+    public func rekeyUsernames() async throws -> [UsernameCollision] {
+        let dialect = self.dialect
+        return try await transaction { db in
+            // No sign-up may slip in between the read and the updates.
+            if dialect == .postgres { try await db.run("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE") }
+            let accounts = try await db.rows("SELECT id, username, username_key FROM accounts ORDER BY created_at, id").map { row in
+                (id: try row.id("id"), username: try row.text("username"), key: try row.text("username_key"))
+            }
+            let plan = UsernameRekeying.plan(accounts)
+            for change in plan.changes { try await db.run("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)") }
+            return plan.collisions
+        }
+    }
+
+    public func statistics(now: Date, activeSince: Date) async throws -> StoreStatistics {
+        var stats = StoreStatistics()
+        if let row = try await reader.first(
+            """
+            SELECT (SELECT COUNT(*) FROM accounts) AS accounts,
+                   (SELECT COUNT(*) FROM accounts WHERE disabled = \(true)) AS disabled,
+                   (SELECT COUNT(*) FROM sessions WHERE expires_at > \(now)) AS sessions,
+                   (SELECT COUNT(*) FROM challenges WHERE expires_at > \(now)) AS challenges,
+                   (SELECT COUNT(DISTINCT account_id) FROM passkeys) AS with_passkey,
+                   (SELECT COUNT(*) FROM accounts WHERE last_sign_in_at >= \(activeSince)) AS active,
+                   (SELECT COUNT(*) FROM accounts a WHERE a.last_sign_in_at >= \(activeSince)
+                        AND EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)) AS active_with_passkey
+            """)
+        {
+            stats.accounts = Int(try row.integer("accounts"))
+            stats.disabledAccounts = Int(try row.integer("disabled"))
+            stats.liveSessions = Int(try row.integer("sessions"))
+            stats.openChallenges = Int(try row.integer("challenges"))
+            stats.accountsWithPasskey = Int(try row.integer("with_passkey"))
+            stats.activeAccounts = Int(try row.integer("active"))
+            stats.activeAccountsWithPasskey = Int(try row.integer("active_with_passkey"))
+        }
+        for row in try await reader.rows("SELECT aaguid, COUNT(*) AS n FROM passkeys GROUP BY aaguid") {
+            let count = Int(try row.integer("n"))
+            stats.passkeysByAAGUID[try row.text("aaguid")] = count
+            stats.passkeys += count
+        }
+        return stats
+    }
+
+    // MARK: Passkeys
+
+    private static func insert(_ passkey: Passkey) -> SQL {
+        """
+        INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                              user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+        VALUES (\(passkey.credentialID), \(passkey.accountID), \(passkey.publicKey), \(Int64(passkey.signCount)), \(passkey.aaguid),
+                \(StoreValues.encodeList(passkey.transports)), \(passkey.backupEligible), \(passkey.backedUp), \(passkey.userVerified),
+                \(passkey.attestationFormat), \(passkey.attestationTrusted), \(passkey.name), \(passkey.createdAt), \(passkey.lastUsedAt),
+                \(passkey.counterAnomalies))
+        """
+    }
+
+    public func addPasskey(_ passkey: Passkey) async throws {
+        try await writer.run(Self.insert(passkey))
+    }
+
+    public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
+        try await reader.first("SELECT * FROM passkeys WHERE credential_id = \(credentialID)").map { try Passkey(row: $0) }
+    }
+
+    public func passkeys(accountID: UUID) async throws -> [Passkey] {
+        try await reader.rows("SELECT * FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id").map {
+            try Passkey(row: $0)
+        }
+    }
+
+    public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
+        guard
+            let row = try await reader.first(
+                """
+                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
+                       a.password_hash
+                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(credentialID)
+                """)
+        else { return nil }
+        return (try Passkey(row: row), try Account(row: row, createdAt: "account_created_at"))
+    }
+
+    public func completeSignIn(
+        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> Bool {
+        try await transaction { db in
+            // Compare-and-set: of two sign-ins racing with one counter value, one moves it.
+            let moved = try await db.run(
+                """
+                UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
+                       counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
+                WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
+                RETURNING 1
+                """)
+            guard moved == 1 else { return false }
+            try await db.run("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
+            try await db.run(Self.insert(session))
+            for event in audit { try await db.run(Self.insert(event)) }
+            return true
+        }
+    }
+
+    public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
+        try await writer.run(
+            "UPDATE passkeys SET name = \(name) WHERE account_id = \(accountID) AND credential_id = \(credentialID) RETURNING 1") == 1
+    }
+
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // Hold the account row (PostgreSQL; SQLite has one writer): a concurrent password
+            // removal takes the same lock, so the two cannot both remove a way in.
+            try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            let ids = try await db.rows("SELECT credential_id FROM passkeys WHERE account_id = \(accountID)\(sql: forUpdate)").map {
+                try $0.bytes("credential_id")
+            }
+            guard ids.contains(credentialID) else { return .notFound }
+            let hasPassword = try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL") == 1
+            guard ids.count > 1 || hasPassword else { return .lastPasskey }
+            try await db.run("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
+            // The sessions this passkey made end with it (but the one deleting it).
+            try await db.run("DELETE FROM sessions WHERE credential_id = \(credentialID) AND token_hash <> \(keepSession ?? [])")
+            try await db.run("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(credentialID)")
+            return .deleted
+        }
+    }
+
+    public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
+        try await transaction { db in
+            guard try await db.run("DELETE FROM passkeys WHERE credential_id = \(credentialID) RETURNING 1") == 1 else { return false }
+            try await db.run("DELETE FROM sessions WHERE credential_id = \(credentialID)")
+            for event in audit { try await db.run(Self.insert(event)) }
+            return true
+        }
+    }
+
+    // MARK: Passwords and recovery
+
+    public func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool] {
+        try await transaction { db in
+            var inserted: [Bool] = []
+            for (account, hash) in rows {
+                let added = try await db.run(
+                    """
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                    VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                            \(account.userHandle), \(account.createdAt), \(false), \(hash))
+                    ON CONFLICT (username_key) DO NOTHING RETURNING 1
+                    """)
+                inserted.append(added == 1)
+            }
+            return inserted
+        }
+    }
+
+    public func removePassword(accountID: UUID) async throws -> Bool {
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // The same account lock as deletePasskey: the EXISTS below then sees committed passkeys only.
+            try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            return try await db.run(
+                """
+                UPDATE accounts SET password_hash = NULL
+                WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
+                RETURNING 1
+                """) == 1
+        }
+    }
+
+    public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
+        try await transaction { db in
+            let changed = try await db.run(
+                "UPDATE accounts SET password_hash = \(hash) WHERE id = \(accountID) AND password_hash IS NOT NULL RETURNING 1")
+            guard changed == 1 else { return false }
+            try await db.run("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? [])")
+            return true
+        }
+    }
+
+    public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
+        try await transaction { db in
+            if revokeOtherSessions { try await db.run("DELETE FROM sessions WHERE account_id = \(accountID)") }
+            try await db.run("UPDATE accounts SET last_sign_in_at = \(session.createdAt) WHERE id = \(accountID)")
+            try await db.run(Self.insert(session))
+            for event in audit { try await db.run(Self.insert(event)) }
+        }
+    }
+
+    public func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws {
+        try await transaction { db in
+            try await db.run("DELETE FROM recovery_codes WHERE account_id = \(accountID)")
+            for hash in hashes {
+                try await db.run("INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(hash), \(time))")
+            }
+        }
+    }
+
+    public func useRecoveryCode(accountID: UUID, hash: [UInt8], at time: Date) async throws -> Bool {
+        try await writer.run(
+            """
+            UPDATE recovery_codes SET used_at = \(time)
+            WHERE account_id = \(accountID) AND code_hash = \(hash) AND used_at IS NULL RETURNING 1
+            """) == 1
+    }
+
+    public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
+        try await reader.count("SELECT COUNT(*) AS n FROM recovery_codes WHERE account_id = \(accountID) AND used_at IS NULL")
+    }
+
+    public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
+        try await writer.run(
+            "INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at) VALUES (\(hash), \(accountID), \(createdAt), \(expiresAt))"
+        )
+    }
+
+    public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
+        guard let row = try await writer.first("DELETE FROM recovery_tokens WHERE token_hash = \(hash) RETURNING account_id, expires_at")
+        else { return nil }
+        guard try row.date("expires_at") > now else { return nil }
+        return try row.id("account_id")
+    }
+
+    // MARK: Ceremonies
+
+    public func saveChallenge(_ record: ChallengeRecord) async throws {
+        try await writer.run(
+            """
+            INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
+                                    pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
+                                    created_at, expires_at)
+            VALUES (\(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
+                    \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle), \(record.pendingAccountID),
+                    \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional), \(record.state),
+                    \(record.createdAt), \(record.expiresAt))
+            """)
+    }
+
+    public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
+        try await writer.first("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING *").map {
+            try ChallengeRecord(row: $0)
+        }
+    }
+
+    public func openChallengeCount(now: Date) async throws -> Int {
+        try await reader.count("SELECT COUNT(*) AS n FROM challenges WHERE expires_at > \(now)")
+    }
+
+    public func discardOldestChallenges(count: Int) async throws -> Int {
+        guard count > 0 else { return 0 }
+        return try await writer.run(
+            """
+            DELETE FROM challenges WHERE challenge_hash IN (SELECT challenge_hash FROM challenges ORDER BY expires_at LIMIT \(count))
+            RETURNING 1
+            """)
+    }
+
+    // MARK: Sessions
+
+    private static func insert(_ session: SessionRecord) -> SQL {
+        """
+        INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
+        VALUES (\(session.tokenHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.userAgent),
+                \(session.ipAddress), \(session.method), \(session.credentialID))
+        """
+    }
+
+    public func createSession(_ session: SessionRecord) async throws {
+        try await writer.run(Self.insert(session))
+    }
+
+    public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
+        guard
+            let row = try await reader.first(
+                """
+                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                       s.method, s.credential_id AS session_credential, a.*
+                FROM sessions s JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now) AND a.disabled = \(false)
+                """)
+        else { return nil }
+        let session = try SessionRecord(
+            row: row, accountIDColumn: "session_account", createdAtColumn: "session_created", credentialColumn: "session_credential")
+        return (session, try Account(row: row))
+    }
+
+    public func sessions(accountID: UUID, now: Date) async throws -> [SessionRecord] {
+        try await reader.rows(
+            "SELECT * FROM sessions WHERE account_id = \(accountID) AND expires_at > \(now) ORDER BY created_at DESC, token_hash"
+        ).map { try SessionRecord(row: $0) }
+    }
+
+    public func revokeSession(tokenHash: [UInt8]) async throws {
+        try await writer.run("DELETE FROM sessions WHERE token_hash = \(tokenHash)")
+    }
+
+    public func rebindSession(tokenHash: [UInt8], credentialID: [UInt8]) async throws {
+        try await writer.run("UPDATE sessions SET credential_id = \(credentialID) WHERE token_hash = \(tokenHash)")
+    }
+
+    public func revokeSessions(accountID: UUID, except tokenHash: [UInt8]?, audit: [AuditEvent]) async throws -> Int {
+        try await transaction { db in
+            let revoked = try await db.run(
+                "DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? []) RETURNING 1")
+            for event in audit { try await db.run(Self.insert(event)) }
+            return revoked
+        }
+    }
+
+    public func serverSecret() async throws -> [UInt8] {
+        let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
+        // The first instance to get here writes it; everyone reads the one that won.
+        try await writer.run("INSERT INTO settings (name, value) VALUES ('server_secret', \(fresh)) ON CONFLICT (name) DO NOTHING")
+        return try await writer.first("SELECT value FROM settings WHERE name = 'server_secret'").map { try $0.bytes("value") } ?? fresh
+    }
+
+    // MARK: Abuse limits
+
+    public func countHit(key: String, windowStart: Date, expiresAt: Date) async throws -> Int {
+        Int(
+            try await writer.first(
+                """
+                INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (\(key), \(windowStart), 1, \(expiresAt))
+                ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1 RETURNING hits
+                """)?.integer("hits") ?? 1)
+    }
+
+    public func refundHit(key: String, windowStart: Date) async throws {
+        try await writer.run("UPDATE rate_limits SET hits = hits - 1 WHERE key = \(key) AND window_start = \(windowStart) AND hits > 0")
+    }
+
+    public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
+        Int(
+            try await reader.first("SELECT hits FROM rate_limits WHERE key = \(key) AND window_start = \(windowStart)")?.integer("hits")
+                ?? 0)
+    }
+
+    // MARK: Audit and upkeep
+
+    private static func insert(_ event: AuditEvent) -> SQL {
+        """
+        INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+        VALUES (\(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail))
+        """
+    }
+
+    public func appendAudit(_ event: AuditEvent) async throws {
+        try await writer.run(Self.insert(event))
+    }
+
+    public func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent] {
+        let sql: SQL =
+            if let accountID {
+                "SELECT * FROM audit_events WHERE account_id = \(accountID) ORDER BY id DESC LIMIT \(limit)"
+            } else {
+                "SELECT * FROM audit_events ORDER BY id DESC LIMIT \(limit)"
+            }
+        return try await reader.rows(sql).map { try AuditEvent(row: $0) }
+    }
+
+    public func sweepExpired(now: Date) async throws -> Int {
+        try await transaction { db in
+            var removed = 0
+            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens"] {
+                removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
+            }
+            return removed
+        }
+    }
+}
