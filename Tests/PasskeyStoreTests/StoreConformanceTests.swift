@@ -270,6 +270,40 @@ struct StoreConformanceTests {
         #expect(try await store.openChallengeCount(now: Self.t0) == 0)
     }
 
+    /// A transaction whose task is cancelled half-way, or whose body throws, leaves nothing
+    /// behind and nothing open: the next writes run on their own, not inside it.
+    @Test(arguments: TestDatabase.kinds)
+    func anInterruptedTransactionIsRolledBackAndLeavesTheWriterFree(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        let started = AsyncStream<Void>.makeStream()
+        let stuck = Task {
+            try await store.engine.transaction(timeout: nil) { db in
+                try await db.run("INSERT INTO settings (name, value) VALUES ('half-way', \([UInt8]([1])))")
+                started.continuation.yield()
+                try await Task.sleep(for: .seconds(600))
+            }
+        }
+        for await _ in started.stream { break }
+        stuck.cancel()
+        _ = await stuck.result
+        struct Refused: Error {}
+        await #expect(throws: StoreError.self) {
+            try await store.engine.transaction(timeout: nil) { db in
+                try await db.run("INSERT INTO settings (name, value) VALUES ('thrown', \([UInt8]([2])))")
+                throw Refused()
+            }
+        }
+        // Both were rolled back, and the writer takes new work (in and out of transactions).
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: [9], ceremony: .authentication, userVerification: "preferred", createdAt: Self.t0, expiresAt: Self.t0))
+        #expect(try await store.engine.reader.count("SELECT COUNT(*) AS n FROM settings WHERE name IN ('half-way', 'thrown')") == 0)
+        #expect(try await store.takeChallenge([9]) != nil)
+        let account = Self.account("after")
+        try await store.createAccount(account, passkey: Self.passkey(for: account), session: nil, audit: [])
+        #expect(try await store.account(username: "after") != nil)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func theOldestChallengesAreDiscardedFirst(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
