@@ -59,6 +59,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidCredentials: .unauthorized, .invalidPassword: .badRequest, .noPassword: .conflict, .noPasskey: .conflict,
         .invalidRecoveryCode: .unauthorized, .invalidRecoveryLink: .unauthorized,
         .invalidUserID: .badRequest, .malformedJSON: .badRequest, .invalidHints: .badRequest,
+        .invalidExternalID: .badRequest, .invalidRegistrationToken: .unauthorized, .invalidAPIKey: .unauthorized,
+        .insufficientScope: .forbidden, .accountNotFound: .notFound,
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server

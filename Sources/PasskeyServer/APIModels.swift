@@ -9,11 +9,25 @@ struct UserJSON: Encodable, Sendable {
     let displayName: String
     /// The WebAuthn user handle (base64url), for the browser's signal methods.
     let userHandle: String
+    /// The integrating app's own id for this person, when it set one (server API).
+    let externalId: String?
     init(_ account: Account) {
         id = account.id.uuidString.lowercased()
         username = account.username
         displayName = account.displayName
         userHandle = Base64URLBytes(account.userHandle).base64URL
+        externalId = account.externalID
+    }
+}
+
+/// A short-lived signed access token (JWT) for the app's own backend (docs/integration.md).
+struct AccessTokenJSON: Encodable, Sendable {
+    let accessToken: String
+    let accessTokenExpiresAt: Date
+    let tokenType = "Bearer"
+    init(_ minted: AccessTokens.Minted) {
+        accessToken = minted.token
+        accessTokenExpiresAt = minted.expiresAt
     }
 }
 
@@ -55,6 +69,8 @@ struct RegisterVerifyJSON: Encodable, Sendable {
     let user: UserJSON
     let passkey: PasskeyJSON
     let token: String?
+    let accessToken: String?
+    let accessTokenExpiresAt: Date?
 }
 
 struct SignInJSON: Encodable, Sendable {
@@ -62,6 +78,8 @@ struct SignInJSON: Encodable, Sendable {
     let user: UserJSON
     let token: String
     let expiresAt: Date
+    let accessToken: String
+    let accessTokenExpiresAt: Date
 }
 
 struct SessionJSON: Encodable, Sendable {
@@ -86,6 +104,8 @@ struct OtherSignInJSON: Encodable, Sendable {
     let canCreatePasskey: Bool
     /// Signed in by recovery: other sessions were revoked; register a new passkey next.
     let recovery: Bool
+    let accessToken: String
+    let accessTokenExpiresAt: Date
 }
 
 struct RecoveryCodesJSON: Encodable, Sendable {

@@ -37,8 +37,12 @@ struct RegisterOptionsBody: APIRequestBody {
     var hints: [String]?
     /// `"mediation": "conditional"`: options meant for automatic passkey creation.
     var conditional: Bool
+    /// From the app's server (`POST /api/admin/users/{id}/registration-token`): enrol a passkey
+    /// for that account without a session.
+    var registrationToken: String?
 
     init(json: JSONObject) throws {
+        registrationToken = try json.optionalString("registrationToken")
         username = try json.optionalString("username")
         displayName = try json.optionalString("displayName")
         hints = try requestedHints(in: json)

@@ -1,10 +1,13 @@
+import Crypto
 import Foundation
 import PasskeyStore
 import WebAuthn
 
-/// What an operator does to accounts: look one up, disable or re-enable it, revoke a passkey or
-/// every session. Each change and its `admin_*` audit line are one store transaction: either both
-/// happen or neither. `passkeyd admin` uses it (and any server API for operators must too).
+/// What an operator or an app's server does to accounts, keys and webhooks: look an account up,
+/// create one, disable or re-enable it, rename or revoke a passkey, revoke sessions, issue a
+/// registration token; API keys, signing keys and webhook endpoints. Each change and its audit
+/// line are one store transaction: either both happen or neither. `passkeyd admin` and the
+/// server API (`/api/admin`) both use it.
 public struct AdminService: Sendable {
     public let store: any PasskeyStore
     let now: @Sendable () -> Date
@@ -68,5 +71,119 @@ public struct AdminService: Sendable {
     /// Signs the account out everywhere; returns how many sessions ended.
     public func revokeSessions(of account: Account, by operatorName: String) async throws -> Int {
         try await store.revokeSessions(accountID: account.id, except: nil, audit: [event(.adminSessionsRevoked, account, by: operatorName)])
+    }
+
+    // MARK: Accounts for apps that already have users
+
+    /// The account with the app's `externalID`, or a new one (no way in yet: hand its person a
+    /// registration token). `created` is false when it existed; a username held by another
+    /// account is `username_taken`.
+    public func findOrCreate(
+        username rawUsername: String, displayName: String?, externalID: String?, by operatorName: String
+    ) async throws -> (account: Account, created: Bool) {
+        if let externalID {
+            guard !externalID.isEmpty, externalID.utf8.count <= 256, !externalID.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+                throw PasskeyServiceError.invalid(.invalidExternalID, "externalId must have 1 to 256 bytes and no control characters.")
+            }
+            if let existing = try await store.account(externalID: externalID) { return (existing, false) }
+        }
+        let username = try PasskeyService.validUsername(rawUsername)
+        let display = try PasskeyService.validDisplayName(displayName, default: username)
+        let account = Account(
+            username: username, displayName: display, userHandle: RelyingParty.makeUserHandle(), createdAt: now(), externalID: externalID)
+        do {
+            try await store.createAccount(account, audit: [event(.accountCreated, account, by: operatorName)])
+        } catch let error as StoreError where error.code == .conflict {
+            // Created meanwhile by the same external id (a retried call), or the username is taken.
+            if let externalID, let existing = try await store.account(externalID: externalID) { return (existing, false) }
+            throw PasskeyServiceError.usernameTaken
+        }
+        return (account, true)
+    }
+
+    /// Renames one of the account's passkeys.
+    public func renamePasskey(_ credentialID: [UInt8], of account: Account, to rawName: String, by operatorName: String) async throws
+        -> Passkey
+    {
+        let name = try PasskeyService.validPasskeyName(rawName)
+        guard try await store.renamePasskey(accountID: account.id, credentialID: credentialID, name: name),
+            let passkey = try await store.passkey(credentialID: credentialID)
+        else { throw PasskeyServiceError.passkeyNotFound }
+        try await store.appendAudit(event(.adminPasskeyRenamed, account, by: operatorName, credentialID: credentialID, detail: name))
+        return passkey
+    }
+
+    /// Ends one session of the account (by its id, the base64url token hash).
+    public func revokeSession(_ tokenHash: [UInt8], of account: Account, by operatorName: String) async throws {
+        guard try await store.sessions(accountID: account.id, now: now()).contains(where: { $0.tokenHash == tokenHash }) else {
+            throw PasskeyServiceError.sessionNotFound
+        }
+        try await store.revokeSession(tokenHash: tokenHash)
+        try await store.appendAudit(event(.adminSessionsRevoked, account, by: operatorName, detail: "one"))
+    }
+
+    /// A single-use token that lets the account's person register a passkey without being
+    /// signed in (`registrationToken` in `POST /api/auth/register/options`), valid `lifetime`.
+    public func registrationToken(for account: Account, lifetime: TimeInterval, by operatorName: String) async throws -> (
+        token: String, expiresAt: Date
+    ) {
+        guard !account.disabled else { throw PasskeyServiceError.accountDisabled }
+        let token = RelyingParty.randomBytes(32)
+        let time = now()
+        let expires = time.addingTimeInterval(lifetime)
+        try await store.saveRegistrationToken(hash: Self.hash(token), accountID: account.id, createdAt: time, expiresAt: expires)
+        try await store.appendAudit(event(.adminRegistrationToken, account, by: operatorName, detail: "expires in \(Int(lifetime))s"))
+        return ("prt_" + Base64URLBytes(token).base64URL, expires)
+    }
+
+    static func hash(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+
+    // MARK: API keys
+
+    public static let scopes = ["introspect", "users:read", "users:write", "webhooks"]
+
+    /// A new API key: the key itself (shown once) and its record (only its hash is stored).
+    public func createAPIKey(name: String, scopes: [String], by operatorName: String) async throws -> (key: String, record: APIKey) {
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else { throw Refusal(description: "an API key needs a name of 1 to 128 bytes") }
+        guard !scopes.isEmpty, scopes.allSatisfy(Self.scopes.contains) else {
+            throw Refusal(description: "scopes must be among \(Self.scopes.joined(separator: ", "))")
+        }
+        let key = "pkd_" + Base64URLBytes(RelyingParty.randomBytes(32)).base64URL
+        let record = APIKey(name: trimmed, keyHash: Self.hash(Array(key.utf8)), scopes: Array(Set(scopes)).sorted(), createdAt: now())
+        try await store.createAPIKey(
+            record,
+            audit: [AuditEvent(time: now(), kind: .apiKeyCreated, userAgent: operatorName, detail: "\(record.id) \(trimmed)")])
+        return (key, record)
+    }
+
+    public func revokeAPIKey(_ id: UUID, by operatorName: String) async throws {
+        guard
+            try await store.revokeAPIKey(
+                id: id, at: now(), audit: [AuditEvent(time: now(), kind: .apiKeyRevoked, userAgent: operatorName, detail: "\(id)")])
+        else { throw Refusal(description: "no live API key \(id)") }
+    }
+
+    // MARK: Webhooks
+
+    /// Adds an endpoint; returns it and its signing secret (`whsec_…`, shown once).
+    public func addWebhook(url: String, events: [String], secret: String? = nil) async throws -> (endpoint: WebhookEndpoint, secret: String)
+    {
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+            throw Refusal(description: "\"\(url)\" is not an http(s) URL")
+        }
+        let known = Set(AuditEvent.Kind.allCases.map(\.rawValue))
+        let kinds = events.isEmpty ? ["*"] : events
+        guard kinds == ["*"] || kinds.allSatisfy(known.contains) else {
+            throw Refusal(description: "events must be * or among \(known.sorted().joined(separator: ", "))")
+        }
+        let secretText = secret ?? "whsec_" + Data(RelyingParty.randomBytes(32)).base64EncodedString()
+        let endpoint = WebhookEndpoint(url: url, secret: WebhookSigner.key(secretText), events: kinds, createdAt: now())
+        try await store.addWebhookEndpoint(endpoint)
+        return (endpoint, secretText)
+    }
+
+    public func removeWebhook(_ id: UUID) async throws {
+        guard try await store.removeWebhookEndpoint(id: id) else { throw Refusal(description: "no webhook endpoint \(id)") }
     }
 }

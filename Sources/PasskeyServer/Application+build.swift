@@ -26,8 +26,12 @@ public enum PasskeyServer {
             server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
             configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
         for extra in services { app.addServices(extra) }
-        if let beforeServerStarts { app.beforeServerStarts(perform: beforeServerStarts) }
+        app.beforeServerStarts {
+            try await beforeServerStarts?()
+            try await service.prepareIntegrations()
+        }
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
+        app.addServices(WebhookDispatcher(store: service.store, metrics: service.metrics, logger: logger, now: service.now))
         return app
     }
 
@@ -39,9 +43,10 @@ public enum PasskeyServer {
         // headers; then one spelling per path, then no cross-site writes.
         router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
         router.add(middleware: SecurityHeadersMiddleware())
+        router.add(middleware: CORSMiddleware(origins: Set(configuration.corsOrigins)))
         router.add(middleware: ErrorMiddleware())
         router.add(middleware: CanonicalPathMiddleware())
-        router.add(middleware: OriginCheckMiddleware(allowed: Set(configuration.webOrigins + configuration.relatedOrigins)))
+        router.add(middleware: OriginCheckMiddleware(allowed: configuration.allowedRequestOrigins))
         if let directory = configuration.publicDirectory {
             router.add(middleware: WholeFilesMiddleware())
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
@@ -50,6 +55,18 @@ public enum PasskeyServer {
         router.addRoutes(NativeAPI(service: service).routes, atPath: "/api/auth")
         if configuration.compatibilityRoutes {
             router.addRoutes(CompatibilityAPI(service: service).routes)
+        }
+        router.addRoutes(ServerAPI(service: service).routes, atPath: "/api/admin")
+        router.group("api/auth/introspect").add(middleware: APIKeyMiddleware(service: service, scope: "introspect"))
+            .post { request, _ in
+                try HTTP.json(try await service.introspect(try await introspectionToken(request, limit: configuration.maxBodySize)))
+            }
+        router.get(".well-known/jwks.json") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/jwk-set+json"
+            // A verifier caches the set at most as long as a new key waits before it signs.
+            headers[.cacheControl] = "public, max-age=\(configuration.tokens.publishSeconds)"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try await service.tokens.jwks())))
         }
         WellKnown(configuration: configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }

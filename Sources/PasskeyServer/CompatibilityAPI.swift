@@ -31,7 +31,7 @@ struct CompatibilityAPI: Sendable {
 
     /// The routes (added at `/`).
     var routes: RouteCollection<PasskeyRequestContext> {
-        let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
+        let allowedOrigins = service.configuration.allowedRequestOrigins
         let collection = RouteCollection(context: PasskeyRequestContext.self)
         // No cross-site browser request reaches them (a page's `<img src="/signup?…">` would
         // spend its visitors' rate limit and write ceremonies), checked before anything counts.

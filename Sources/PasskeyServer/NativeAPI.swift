@@ -21,7 +21,7 @@ struct NativeAPI: Sendable {
     /// The routes (added at `/api/auth`), by what guards them. Limits, content-type and session
     /// checks are attached to route groups, so every request that reaches a handler passed them.
     var routes: RouteCollection<PasskeyRequestContext> {
-        let allowedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
+        let allowedOrigins = service.configuration.allowedRequestOrigins
         let api = RouteCollection(context: PasskeyRequestContext.self)
 
         // Ceremonies: no cross-site browser requests (checked before anything is counted),
@@ -55,6 +55,7 @@ struct NativeAPI: Sendable {
             .add(middleware: JSONRequestMiddleware())
             .add(middleware: SessionMiddleware(sessions: sessions, mode: .required))
         account.get("session") { _, context in try await session(context) }
+        account.post("token") { _, context in try await accessToken(context) }
         account.delete("session") { request, context in try await signOut(request, context) }
         account.get("sessions") { _, context in try await listSessions(context) }
         account.post("sessions/revoke-others") { request, context in try await revokeOtherSessions(request, context) }
@@ -88,7 +89,7 @@ struct NativeAPI: Sendable {
         let result = try await service.passwordSignIn(
             username: body.username, password: body.password, client: service.client(request, context))
         try await retirePreviousSession(context)
-        return try signedIn(result, method: "password")
+        return try await signedIn(result, method: "password")
     }
 
     func removePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
@@ -113,30 +114,38 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RecoverySignInBody.self, limit: limit)
         let result = try await service.recoverySignIn(username: body.username, code: body.code, client: service.client(request, context))
         try await retirePreviousSession(context)
-        return try signedIn(result, method: "recovery_code")
+        return try await signedIn(result, method: "recovery_code")
     }
 
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoveryLinkBody.self, limit: limit)
         let result = try await service.recoveryLinkSignIn(token: body.token, client: service.client(request, context))
         try await retirePreviousSession(context)
-        return try signedIn(result, method: "recovery_link")
+        return try await signedIn(result, method: "recovery_link")
     }
 
-    private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) throws -> Response {
+    private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) async throws -> Response {
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        let access = try await service.tokens.mint(account: result.account, session: result.session)
         return try HTTP.json(
             OtherSignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
-                method: method, canCreatePasskey: result.canUpgrade, recovery: result.recovery), headers: headers)
+                method: method, canCreatePasskey: result.canUpgrade, recovery: result.recovery, accessToken: access.token,
+                accessTokenExpiresAt: access.expiresAt), headers: headers)
+    }
+
+    /// `POST /api/auth/token`: a fresh access token for the live session the request carries.
+    func accessToken(_ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
+        return try HTTP.json(AccessTokenJSON(try await service.tokens.mint(account: signedIn.account, session: signedIn.session)))
     }
 
     func registerOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RegisterOptionsBody.self, limit: limit)
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
-            hints: body.hints, client: service.client(request, context))
+            hints: body.hints, registrationToken: body.registrationToken, client: service.client(request, context))
         return try HTTP.json(options)
     }
 
@@ -145,11 +154,15 @@ struct NativeAPI: Sendable {
         let result = try await service.finishRegistration(
             body.credential, name: body.name, signedIn: context.signedIn, client: service.client(request, context), replaces: body.replaces)
         var headers = HTTPFields()
-        if let token = result.token {
+        var access: AccessTokens.Minted?
+        if let token = result.token, let session = result.session {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
+            access = try await service.tokens.mint(account: result.account, session: session)
         }
         return try HTTP.json(
-            RegisterVerifyJSON(user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token),
+            RegisterVerifyJSON(
+                user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token, accessToken: access?.token,
+                accessTokenExpiresAt: access?.expiresAt),
             headers: headers)
     }
 
@@ -171,8 +184,11 @@ struct NativeAPI: Sendable {
         try await retirePreviousSession(context)
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        let access = try await service.tokens.mint(account: result.account, session: result.session)
         return try HTTP.json(
-            SignInJSON(user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt), headers: headers)
+            SignInJSON(
+                user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt, accessToken: access.token,
+                accessTokenExpiresAt: access.expiresAt), headers: headers)
     }
 
     func session(_ context: PasskeyRequestContext) async throws -> Response {

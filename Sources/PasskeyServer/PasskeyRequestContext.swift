@@ -15,6 +15,8 @@ public struct PasskeyRequestContext: RequestContext {
     let channelWasActive: Bool
     /// The session the request carries, when a route resolved it.
     public var signedIn: PasskeyService.SignedIn?
+    /// The API key a server route was called with.
+    public var apiKey: APIKeyCaller?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

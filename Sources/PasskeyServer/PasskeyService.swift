@@ -18,6 +18,8 @@ public struct PasskeyService: Sendable {
     let secret: CachedSecret
     let now: @Sendable () -> Date
     let logger: Logger
+    /// Signing keys and access tokens.
+    public let tokens: AccessTokens
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
@@ -37,6 +39,7 @@ public struct PasskeyService: Sendable {
         capacity = CeremonyCapacity()
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
         secret = CachedSecret()
+        tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
     }
 
     /// Who sent a request, for the audit log, rate limits and metrics.
@@ -113,15 +116,19 @@ public struct PasskeyService: Sendable {
 
     // MARK: Registration
 
-    /// Creation options: sign-up of `username` when nobody is signed in, or a new passkey for
-    /// the signed-in account.
+    /// Creation options: sign-up of `username` when nobody is signed in, a new passkey for the
+    /// signed-in account, or (with a registration token from the server API) a passkey for the
+    /// account the token was issued for.
     public func registrationOptions(
         username: String?, displayName: String?, signedIn: SignedIn?, profile: Profile = .native,
-        conditional: Bool = false, hints: [String]? = nil, client: Client = Client()
+        conditional: Bool = false, hints: [String]? = nil, registrationToken: String? = nil, client: Client = Client()
     ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
     {
         try await checkCeremonyCapacity()
+        if signedIn == nil, let registrationToken {
+            return try await enrolmentOptions(token: registrationToken, hints: hints, profile: profile, client: client)
+        }
         // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
         if conditional && signedIn == nil { throw PasskeyServiceError.notSignedIn }
         if let signedIn { try requireRecentSignIn(signedIn) }
@@ -160,6 +167,35 @@ public struct PasskeyService: Sendable {
                 pendingUserHandle: user.id, pendingAccountID: profile.accountID, api: profile.api,
                 userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state), createdAt: time,
                 expiresAt: expiry))
+        capacity.issued()
+        return begin.options
+    }
+
+    /// Options for the account a registration token names (single use: the token is spent here).
+    private func enrolmentOptions(token: String, hints: [String]?, profile: Profile, client: Client) async throws
+        -> PublicKeyCredentialCreationOptionsJSON
+    {
+        let text = token.hasPrefix("prt_") ? String(token.dropFirst(4)) : token
+        guard let bytes = Base64URLBytes(encoded: text)?.bytes, bytes.count == 32,
+            let accountID = try await store.takeRegistrationToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
+            let account = try await store.account(id: accountID), !account.disabled
+        else { throw PasskeyServiceError.invalidRegistrationToken }
+        metrics.ceremonyStarted("registration", client: client.kind)
+        let time = now()
+        let challenge = profile.challenge ?? RelyingParty.makeChallenge()
+        let user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
+        let exclude = try await store.passkeys(accountID: account.id).map {
+            CredentialDescriptor(id: $0.credentialID, transports: $0.transports)
+        }
+        let begin = relyingParty.beginRegistration(
+            user: user, excludeCredentials: exclude, hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
+        // No `accountID` (nobody is signed in) and no pending username: the ceremony enrols
+        // `pendingAccountID`, and finishing it signs its person in.
+        try await store.saveChallenge(
+            ChallengeRecord(
+                challenge: challenge, ceremony: .registration, pendingUserHandle: account.userHandle, pendingAccountID: account.id,
+                api: profile.api, userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state),
+                createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime))))
         capacity.issued()
         return begin.options
     }
@@ -244,6 +280,9 @@ public struct PasskeyService: Sendable {
             return Registered(account: account, passkey: passkey, token: nil, session: nil)
         }
 
+        if record.pendingUsername == nil, let enrolled = record.pendingAccountID {
+            return try await finishEnrolment(verified, accountID: enrolled, name: passkeyName, client: client)
+        }
         guard let username = record.pendingUsername, let handle = record.pendingUserHandle else {
             throw PasskeyServiceError.unknownChallenge
         }
@@ -263,6 +302,32 @@ public struct PasskeyService: Sendable {
             if try await store.account(username: username) != nil { throw PasskeyServiceError.usernameTaken }
             throw PasskeyServiceError.credentialExists
         }
+        return Registered(account: account, passkey: passkey, token: token, session: session)
+    }
+
+    /// A passkey registered with a registration token: stored on its account, and its person
+    /// signed in (a session made by that passkey).
+    private func finishEnrolment(_ verified: VerifiedRegistration, accountID: UUID, name: String?, client: Client) async throws
+        -> Registered
+    {
+        guard let account = try await store.account(id: accountID), !account.disabled else { throw PasskeyServiceError.unknownChallenge }
+        let time = now()
+        let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
+        var passkey = makePasskey(verified, accountID: accountID, name: name, at: time)
+        if name == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
+        do {
+            try await store.addPasskey(passkey)
+        } catch let error as StoreError where error.code == .conflict {
+            throw PasskeyServiceError.credentialExists
+        }
+        let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
+        try await store.recordSignIn(
+            accountID: accountID, session: session,
+            audit: [
+                auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name),
+                auditEvent(.signIn, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: "registration_token"),
+            ], revokeOtherSessions: false)
+        metrics.signedIn(method: "registration_token")
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
 
@@ -440,7 +505,12 @@ public struct PasskeyService: Sendable {
     /// The account behind a session token, if the session is live.
     public func signedIn(token: String) async throws -> SignedIn? {
         guard let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32 else { return nil }
-        guard let (session, account) = try await store.session(tokenHash: Array(SHA256.hash(data: bytes)), now: now()) else { return nil }
+        let time = now()
+        guard let (session, account) = try await store.session(tokenHash: Array(SHA256.hash(data: bytes)), now: time) else { return nil }
+        // "Last seen", kept to the minute: a write at most once a minute per session.
+        if session.lastSeenAt.map({ time.timeIntervalSince($0) >= 60 }) ?? true {
+            try await store.touchSession(tokenHash: session.tokenHash, at: time)
+        }
         return SignedIn(account: account, session: session)
     }
 

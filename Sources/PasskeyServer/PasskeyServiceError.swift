@@ -101,6 +101,11 @@ extension PasskeyServiceError.Code {
     public static let invalidUserID = Self(rawValue: "invalid_user_id")
     public static let malformedJSON = Self(rawValue: "malformed_json")
     public static let invalidHints = Self(rawValue: "invalid_hints")
+    public static let invalidExternalID = Self(rawValue: "invalid_external_id")
+    public static let invalidRegistrationToken = Self(rawValue: "invalid_registration_token")
+    public static let invalidAPIKey = Self(rawValue: "invalid_api_key")
+    public static let insufficientScope = Self(rawValue: "insufficient_scope")
+    public static let accountNotFound = Self(rawValue: "account_not_found")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -109,6 +114,7 @@ extension PasskeyServiceError.Code {
         .sessionNotFound, .accountDisabled, .counterConflict, .rateLimited, .busy, .invalidUsername,
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
+        .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound,
     ]
 }
 
@@ -135,6 +141,11 @@ extension PasskeyServiceError {
     static let invalidRecoveryCode = Self(.invalidRecoveryCode, "That recovery code is wrong or was already used.")
     static let invalidRecoveryLink = Self(.invalidRecoveryLink, "This recovery link is unknown, expired or already used.")
     static let noPassword = Self(.noPassword, "This account has no password.")
+    static let invalidRegistrationToken = Self(
+        .invalidRegistrationToken, "This registration token is unknown, expired or already used; ask the app for a new one.")
+    static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key: Authorization: Bearer pkd_….")
+    static let accountNotFound = Self(.accountNotFound, "No such account.")
+    static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
     static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
 
     static func rateLimited(retryAfter: Int) -> Self {

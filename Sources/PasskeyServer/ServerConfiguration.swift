@@ -90,6 +90,63 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
+    /// Access tokens (JWT) for apps that trust passkeyd's sign-ins (docs/integration.md).
+    public struct Tokens: Sendable, Hashable, Codable {
+        /// `iss`; nil: the first web origin.
+        public var issuer: String?
+        /// `aud`; empty: the issuer.
+        public var audiences: [String]
+        /// How long an access token lives (at most 3600 s, and never past its session).
+        public var lifetimeSeconds: Int
+        /// `ES256` (default), `EdDSA` or `RS256`: the algorithm of new signing keys.
+        public var algorithm: String
+        /// The JWKS cache lifetime, and how long a new key is published before it signs.
+        public var publishSeconds: Int
+        /// How long a registration token (server API) can be used.
+        public var registrationTokenSeconds: Int
+        public init(
+            issuer: String? = nil, audiences: [String] = [], lifetimeSeconds: Int = 300, algorithm: String = "ES256",
+            publishSeconds: Int = 300, registrationTokenSeconds: Int = 900
+        ) {
+            self.issuer = issuer
+            self.audiences = audiences
+            self.lifetimeSeconds = lifetimeSeconds
+            self.algorithm = algorithm
+            self.publishSeconds = publishSeconds
+            self.registrationTokenSeconds = registrationTokenSeconds
+        }
+    }
+
+    /// A webhook endpoint named in the configuration file (others are added with
+    /// `passkeyd admin webhooks add`).
+    public struct Webhook: Sendable, Hashable, Codable {
+        public var url: String
+        /// The signing secret (`whsec_…` base64, or any text of 24 bytes or more).
+        public var secret: String
+        /// Audit kinds to deliver; empty or `["*"]`: all.
+        public var events: [String]
+        public init(url: String, secret: String, events: [String] = ["*"]) {
+            self.url = url
+            self.secret = secret
+            self.events = events
+        }
+    }
+
+    public var tokens = Tokens()
+    /// Origins of single-page apps allowed to call the API from the browser (CORS, with
+    /// credentials). Never `*`.
+    public var corsOrigins: [String] = []
+    public var webhooks: [Webhook] = []
+    /// Requests per API key per rate-limit window.
+    public var apiKeyRequestsPerWindow = 6000
+
+    /// `iss` of access tokens.
+    public var issuer: String { tokens.issuer ?? webOrigins.first ?? "http://localhost:8080" }
+
+    /// Origins whose browser requests may change state or sign in: the web origins, related
+    /// origins and CORS origins.
+    public var allowedRequestOrigins: Set<String> { Set(webOrigins + relatedOrigins + corsOrigins) }
+
     public var rpID: String
     public var rpName: String
     /// Web origins allowed in clientDataJSON (Android app origins are derived from `androidApps`).
@@ -189,6 +246,14 @@ public struct ServerConfiguration: Sendable {
         self.hints = hints
     }
 
+    /// `scheme://host[:port]` with nothing after it.
+    static func isOrigin(_ text: String) -> Bool {
+        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), let host = url.host, !host.isEmpty,
+            url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil
+        else { return false }
+        return text == "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
     /// The hint values of WebAuthn Level 3 §5.8.7.
     public static let knownHints: Set<String> = ["security-key", "client-device", "hybrid"]
 
@@ -245,6 +310,30 @@ public struct ServerConfiguration: Sendable {
         }
         guard maxBodySize >= 4096, maxBodySize <= 16 * 1024 * 1024 else {
             throw ConfigurationError(setting: "maxBodySize", problem: "must be between 4096 and 16777216 bytes")
+        }
+        guard (30...3600).contains(tokens.lifetimeSeconds) else {
+            throw ConfigurationError(setting: "tokens.lifetimeSeconds", problem: "must be 30...3600")
+        }
+        guard ["ES256", "EdDSA", "RS256"].contains(tokens.algorithm) else {
+            throw ConfigurationError(setting: "tokens.algorithm", problem: "must be ES256, EdDSA or RS256")
+        }
+        guard (0...86_400).contains(tokens.publishSeconds), (60...86_400).contains(tokens.registrationTokenSeconds) else {
+            throw ConfigurationError(setting: "tokens", problem: "publishSeconds must be 0...86400, registrationTokenSeconds 60...86400")
+        }
+        for origin in corsOrigins where !Self.isOrigin(origin) {
+            throw ConfigurationError(
+                setting: "corsOrigins", problem: "\"\(origin)\" is not an origin (scheme://host[:port]); * is never allowed")
+        }
+        for hook in webhooks {
+            guard let url = URL(string: hook.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError(setting: "webhooks", problem: "\"\(hook.url)\" is not an http(s) URL")
+            }
+            guard hook.secret.utf8.count >= 24 else {
+                throw ConfigurationError(setting: "webhooks", problem: "the secret of \(hook.url) must have at least 24 bytes")
+            }
+        }
+        guard apiKeyRequestsPerWindow >= 1 else {
+            throw ConfigurationError(setting: "apiKeyRequestsPerWindow", problem: "must be at least 1")
         }
         guard (4...16).contains(passwordHashCost) else {
             throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")

@@ -76,6 +76,12 @@ public final class ServerMetrics: Sendable {
         Counter(label: "passkeyd_ceremonies_discarded_total", factory: factory).increment(by: count)
     }
 
+    /// A webhook delivery attempt (`result`: `delivered` or `failed`).
+    func webhookDelivery(succeeded: Bool) {
+        Counter(label: "passkeyd_webhook_deliveries_total", dimensions: [("result", succeeded ? "delivered" : "failed")], factory: factory)
+            .increment()
+    }
+
     /// A request whose client closed the connection before the answer.
     func requestAborted() {
         Counter(label: "passkeyd_requests_aborted_total", factory: factory).increment()

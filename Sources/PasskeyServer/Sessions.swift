@@ -11,7 +11,7 @@ struct SessionResolver: Sendable {
 
     init(service: PasskeyService) {
         self.service = service
-        trustedOrigins = Set(service.configuration.webOrigins + service.configuration.relatedOrigins)
+        trustedOrigins = service.configuration.allowedRequestOrigins
     }
 
     /// The session, or nil when the request carries none. A bearer token that is not a live

@@ -16,11 +16,14 @@ public struct Account: Sendable, Hashable, Codable {
     /// A bcrypt hash (`$2b$…`) for accounts moving from passwords to passkeys; nil when the
     /// account has no password (or turned it off).
     public var passwordHash: String?
+    /// The integrating app's own id for this person (server API), unique when set.
+    public var externalID: String?
 
     public init(
         id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
-        lastSignInAt: Date? = nil, passwordHash: String? = nil
+        lastSignInAt: Date? = nil, passwordHash: String? = nil, externalID: String? = nil
     ) {
+        self.externalID = externalID
         self.id = id
         self.username = username
         self.displayName = displayName
@@ -146,11 +149,14 @@ public struct SessionRecord: Sendable, Hashable {
     /// The passkey that made it (passkey sign-in or sign-up): deleting or replacing that passkey
     /// ends the session.
     public var credentialID: [UInt8]?
+    /// When the session was last used (kept to the minute); nil before its first use.
+    public var lastSeenAt: Date?
 
     public init(
         tokenHash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date, userAgent: String? = nil, ipAddress: String? = nil,
-        method: String = "unknown", credentialID: [UInt8]? = nil
+        method: String = "unknown", credentialID: [UInt8]? = nil, lastSeenAt: Date? = nil
     ) {
+        self.lastSeenAt = lastSeenAt
         self.tokenHash = tokenHash
         self.accountID = accountID
         self.createdAt = createdAt
@@ -187,8 +193,18 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         case adminPasskeyRevoked = "admin_passkey_revoked"
         case adminSessionsRevoked = "admin_sessions_revoked"
         case importRun = "import"
+        case accountCreated = "account_created"
+        case adminPasskeyRenamed = "admin_passkey_renamed"
+        case adminRegistrationToken = "admin_registration_token"
+        case apiKeyCreated = "api_key_created"
+        case apiKeyRevoked = "api_key_revoked"
+        /// A server used an API key (introspection, the server API). Delivered to webhooks only
+        /// when an endpoint names it.
+        case apiKeyUsed = "api_key_used"
     }
 
+    /// The line's number (ascending in the order lines were written); nil before it is stored.
+    public var id: Int64?
     public var time: Date
     public var kind: String
     public var accountID: UUID?
@@ -219,5 +235,99 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         self.ipAddress = ipAddress
         self.userAgent = userAgent
         self.detail = detail
+    }
+}
+
+/// A key passkeyd signs access tokens with. Published in the JWKS from creation until
+/// `retiresAt`; used for signing from `activatesAt` until a newer key activates.
+public struct SigningKey: Sendable, Hashable {
+    public var kid: String
+    /// `ES256`, `EdDSA` or `RS256`.
+    public var algorithm: String
+    /// The private key (PKCS#8 DER for ES256 and RS256, the 32-byte seed for EdDSA). Never
+    /// logged, never in an API answer.
+    public var privateKey: [UInt8]
+    public var createdAt: Date
+    public var activatesAt: Date
+    public var retiresAt: Date?
+
+    public init(kid: String, algorithm: String, privateKey: [UInt8], createdAt: Date, activatesAt: Date, retiresAt: Date? = nil) {
+        self.kid = kid
+        self.algorithm = algorithm
+        self.privateKey = privateKey
+        self.createdAt = createdAt
+        self.activatesAt = activatesAt
+        self.retiresAt = retiresAt
+    }
+}
+
+/// A key a server uses to call passkeyd (introspection, the server API), stored only as a hash.
+public struct APIKey: Sendable, Hashable {
+    public var id: UUID
+    public var name: String
+    public var keyHash: [UInt8]
+    public var scopes: [String]
+    public var createdAt: Date
+    public var lastUsedAt: Date?
+    public var revokedAt: Date?
+
+    public init(
+        id: UUID = UUID(), name: String, keyHash: [UInt8], scopes: [String], createdAt: Date, lastUsedAt: Date? = nil,
+        revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.keyHash = keyHash
+        self.scopes = scopes
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Where events are delivered.
+public struct WebhookEndpoint: Sendable, Hashable {
+    public var id: UUID
+    public var url: String
+    /// The HMAC key of the signature header (shown once, when the endpoint is added).
+    public var secret: [UInt8]
+    /// Audit kinds delivered (`sign_in`, `passkey_added`, …); `["*"]` for all.
+    public var events: [String]
+    public var createdAt: Date
+    public var disabled: Bool
+
+    public init(id: UUID = UUID(), url: String, secret: [UInt8], events: [String], createdAt: Date, disabled: Bool = false) {
+        self.id = id
+        self.url = url
+        self.secret = secret
+        self.events = events
+        self.createdAt = createdAt
+        self.disabled = disabled
+    }
+}
+
+/// One event's delivery to one endpoint (the outbox row).
+public struct WebhookDelivery: Sendable, Hashable {
+    public var eventID: Int64
+    public var endpointID: UUID
+    public var accountID: UUID?
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var deliveredAt: Date?
+    public var lastStatus: Int?
+    public var lastError: String?
+
+    public init(
+        eventID: Int64, endpointID: UUID, accountID: UUID?, attempts: Int, nextAttemptAt: Date, deliveredAt: Date? = nil,
+        lastStatus: Int? = nil, lastError: String? = nil
+    ) {
+        self.eventID = eventID
+        self.endpointID = endpointID
+        self.accountID = accountID
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.deliveredAt = deliveredAt
+        self.lastStatus = lastStatus
+        self.lastError = lastError
     }
 }

@@ -130,6 +130,47 @@ public protocol PasskeyStore: Sendable {
     func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent]
     /// Deletes expired challenges, sessions and rate-limit windows; returns how many rows went.
     @discardableResult func sweepExpired(now: Date) async throws -> Int
+
+    // Apps that trust passkeyd (issue 17)
+    func account(externalID: String) async throws -> Account?
+    /// Creates an account with no way in yet (the server API); a registration token then lets
+    /// its person add a passkey. Throws `conflict` for a username or external id in use.
+    func createAccount(_ account: Account, audit: [AuditEvent]) async throws
+    /// Sets or clears the account's external id; false when there is no such account.
+    func setExternalID(accountID: UUID, externalID: String?) async throws -> Bool
+    /// Records that a session was used, at most once a minute per session.
+    func touchSession(tokenHash: [UInt8], at time: Date) async throws
+
+    func saveRegistrationToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws
+    /// Takes (deletes) a registration token: its account while it was live, else nil.
+    func takeRegistrationToken(hash: [UInt8], now: Date) async throws -> UUID?
+
+    /// Every signing key not yet retired at `now`, oldest first.
+    func signingKeys(now: Date) async throws -> [SigningKey]
+    /// Adds a key; with `retiringOthersAt`, every key not yet retiring gets that retirement time.
+    func addSigningKey(_ key: SigningKey, retiringOthersAt: Date?) async throws
+    /// Adds `key` only when no key is live (the first start); true when it was added.
+    func addFirstSigningKey(_ key: SigningKey, now: Date) async throws -> Bool
+
+    func createAPIKey(_ key: APIKey, audit: [AuditEvent]) async throws
+    func apiKey(hash: [UInt8]) async throws -> APIKey?
+    func apiKeys() async throws -> [APIKey]
+    /// Revokes a key; false when there is no such live key.
+    func revokeAPIKey(id: UUID, at time: Date, audit: [AuditEvent]) async throws -> Bool
+    /// Records a use, at most once a minute per key.
+    func touchAPIKey(id: UUID, at time: Date) async throws
+
+    func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    func webhookEndpoints() async throws -> [WebhookEndpoint]
+    func removeWebhookEndpoint(id: UUID) async throws -> Bool
+    /// Claims up to `limit` deliveries that are due, each the oldest undelivered one of its
+    /// (endpoint, account), leased until `leaseUntil` so no other instance takes them.
+    func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)]
+    /// Settles a claimed delivery: delivered, or tried once more and due again at `retryAt`.
+    func settleWebhookDelivery(
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date) async throws
+    /// The newest deliveries (for an endpoint, or all), newest first.
+    func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery]
 }
 
 public enum PasskeyDeletion: Sendable, Equatable {

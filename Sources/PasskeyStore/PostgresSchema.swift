@@ -138,5 +138,85 @@ enum PostgresSchema {
                 // The ceremony's state as the WebAuthn library made it, kept opaquely.
                 "ALTER TABLE challenges ADD COLUMN state BYTEA"
             ]),
+        .init(
+            version: 7,
+            statements: [
+                // Apps that trust passkeyd: their own user id on an account, signing keys for
+                // access tokens, API keys for servers, webhooks with a durable outbox.
+                "ALTER TABLE accounts ADD COLUMN external_id TEXT",
+                "CREATE UNIQUE INDEX accounts_external_id ON accounts(external_id) WHERE external_id IS NOT NULL",
+                "ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    algorithm TEXT NOT NULL,
+                    private_key BYTEA NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    activates_at BIGINT NOT NULL,
+                    retires_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE api_keys (
+                    id UUID PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    key_hash BYTEA NOT NULL UNIQUE,
+                    scopes TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    last_used_at BIGINT,
+                    revoked_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE registration_tokens (
+                    token_hash BYTEA PRIMARY KEY,
+                    account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE webhook_endpoints (
+                    id UUID PRIMARY KEY,
+                    url TEXT NOT NULL,
+                    secret BYTEA NOT NULL,
+                    events TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    disabled BOOLEAN NOT NULL DEFAULT FALSE
+                )
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    event_id BIGINT NOT NULL REFERENCES audit_events(id) ON DELETE CASCADE,
+                    endpoint_id UUID NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+                    account_id UUID,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at BIGINT NOT NULL,
+                    delivered_at BIGINT,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    lease_until BIGINT,
+                    PRIMARY KEY (event_id, endpoint_id)
+                )
+                """,
+                "CREATE INDEX webhook_deliveries_due ON webhook_deliveries(delivered_at, next_attempt_at)",
+                "CREATE INDEX webhook_deliveries_order ON webhook_deliveries(endpoint_id, account_id, event_id)",
+                // The outbox is filled in the same transaction as the audit line (and so as the
+                // change it records): one delivery per enabled endpoint that wants the kind.
+                """
+                CREATE FUNCTION audit_events_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO webhook_deliveries (event_id, endpoint_id, account_id, next_attempt_at)
+                    SELECT NEW.id, e.id, NEW.account_id, NEW.time FROM webhook_endpoints e
+                    WHERE NOT e.disabled AND ((e.events = '*' AND NEW.kind <> 'api_key_used') OR position(',' || NEW.kind || ',' IN ',' || e.events || ',') > 0);
+                    RETURN NEW;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER audit_events_outbox AFTER INSERT ON audit_events
+                FOR EACH ROW EXECUTE FUNCTION audit_events_outbox()
+                """,
+            ]),
     ]
 }

@@ -175,7 +175,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let row = try await reader.first(
                 """
                 SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
-                       a.password_hash
+                       a.password_hash, a.external_id
                 FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(credentialID)
                 """)
         else { return nil }
@@ -376,7 +376,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let row = try await reader.first(
                 """
                 SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
-                       s.method, s.credential_id AS session_credential, a.*
+                       s.method, s.credential_id AS session_credential, s.last_seen_at, a.*
                 FROM sessions s JOIN accounts a ON a.id = s.account_id
                 WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now) AND a.disabled = \(false)
                 """)
@@ -463,10 +463,202 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func sweepExpired(now: Date) async throws -> Int {
         try await transaction { db in
             var removed = 0
-            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens"] {
+            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens"] {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
+            removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
             return removed
         }
+    }
+
+    // MARK: Apps that trust passkeyd
+
+    public func account(externalID: String) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE external_id = \(externalID)").map { try Account(row: $0) }
+    }
+
+    public func createAccount(_ account: Account, audit: [AuditEvent]) async throws {
+        try await transaction { db in
+            try await db.run(
+                """
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash, external_id)
+                VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                        \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.passwordHash), \(account.externalID))
+                """)
+            for event in audit { try await db.run(Self.insert(event)) }
+        }
+    }
+
+    public func setExternalID(accountID: UUID, externalID: String?) async throws -> Bool {
+        try await writer.run("UPDATE accounts SET external_id = \(externalID) WHERE id = \(accountID) RETURNING 1") == 1
+    }
+
+    public func touchSession(tokenHash: [UInt8], at time: Date) async throws {
+        try await writer.run(
+            """
+            UPDATE sessions SET last_seen_at = \(time)
+            WHERE token_hash = \(tokenHash) AND (last_seen_at IS NULL OR last_seen_at < \(time.addingTimeInterval(-60)))
+            """)
+    }
+
+    public func saveRegistrationToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
+        try await writer.run(
+            """
+            INSERT INTO registration_tokens (token_hash, account_id, created_at, expires_at)
+            VALUES (\(hash), \(accountID), \(createdAt), \(expiresAt))
+            """)
+    }
+
+    public func takeRegistrationToken(hash: [UInt8], now: Date) async throws -> UUID? {
+        guard
+            let row = try await writer.first("DELETE FROM registration_tokens WHERE token_hash = \(hash) RETURNING account_id, expires_at")
+        else { return nil }
+        guard try row.date("expires_at") > now else { return nil }
+        return try row.id("account_id")
+    }
+
+    public func signingKeys(now: Date) async throws -> [SigningKey] {
+        try await reader.rows(
+            "SELECT * FROM signing_keys WHERE retires_at IS NULL OR retires_at > \(now) ORDER BY activates_at, created_at, kid"
+        ).map { try SigningKey(row: $0) }
+    }
+
+    private static func insert(_ key: SigningKey) -> SQL {
+        """
+        INSERT INTO signing_keys (kid, algorithm, private_key, created_at, activates_at, retires_at)
+        VALUES (\(key.kid), \(key.algorithm), \(key.privateKey), \(key.createdAt), \(key.activatesAt), \(key.retiresAt))
+        """
+    }
+
+    public func addSigningKey(_ key: SigningKey, retiringOthersAt retirement: Date?) async throws {
+        try await transaction { db in
+            if let retirement { try await db.run("UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL") }
+            try await db.run(Self.insert(key))
+        }
+    }
+
+    public func addFirstSigningKey(_ key: SigningKey, now: Date) async throws -> Bool {
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // PostgreSQL: instances starting together queue on the settings row (SQLite has one
+            // writer), so exactly one adds the first key.
+            try await db.run("INSERT INTO settings (name, value) VALUES ('signing_keys', \([UInt8]())) ON CONFLICT (name) DO NOTHING")
+            try await db.run("SELECT 1 FROM settings WHERE name = 'signing_keys'\(sql: forUpdate)")
+            let live = try await db.count("SELECT COUNT(*) AS n FROM signing_keys WHERE retires_at IS NULL OR retires_at > \(now)")
+            guard live == 0 else { return false }
+            try await db.run(Self.insert(key))
+            return true
+        }
+    }
+
+    public func createAPIKey(_ key: APIKey, audit: [AuditEvent]) async throws {
+        try await transaction { db in
+            try await db.run(
+                """
+                INSERT INTO api_keys (id, name, key_hash, scopes, created_at)
+                VALUES (\(key.id), \(key.name), \(key.keyHash), \(StoreValues.encodeList(key.scopes)), \(key.createdAt))
+                """)
+            for event in audit { try await db.run(Self.insert(event)) }
+        }
+    }
+
+    public func apiKey(hash: [UInt8]) async throws -> APIKey? {
+        try await reader.first("SELECT * FROM api_keys WHERE key_hash = \(hash)").map { try APIKey(row: $0) }
+    }
+
+    public func apiKeys() async throws -> [APIKey] {
+        try await reader.rows("SELECT * FROM api_keys ORDER BY created_at, id").map { try APIKey(row: $0) }
+    }
+
+    public func revokeAPIKey(id: UUID, at time: Date, audit: [AuditEvent]) async throws -> Bool {
+        try await transaction { db in
+            guard try await db.run("UPDATE api_keys SET revoked_at = \(time) WHERE id = \(id) AND revoked_at IS NULL RETURNING 1") == 1
+            else { return false }
+            for event in audit { try await db.run(Self.insert(event)) }
+            return true
+        }
+    }
+
+    public func touchAPIKey(id: UUID, at time: Date) async throws {
+        try await writer.run(
+            """
+            UPDATE api_keys SET last_used_at = \(time)
+            WHERE id = \(id) AND (last_used_at IS NULL OR last_used_at < \(time.addingTimeInterval(-60)))
+            """)
+    }
+
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        try await writer.run(
+            """
+            INSERT INTO webhook_endpoints (id, url, secret, events, created_at, disabled)
+            VALUES (\(endpoint.id), \(endpoint.url), \(endpoint.secret), \(endpoint.events.joined(separator: ",")), \(endpoint.createdAt),
+                    \(endpoint.disabled))
+            """)
+    }
+
+    public func webhookEndpoints() async throws -> [WebhookEndpoint] {
+        try await reader.rows("SELECT * FROM webhook_endpoints ORDER BY created_at, id").map { try WebhookEndpoint(row: $0) }
+    }
+
+    public func removeWebhookEndpoint(id: UUID) async throws -> Bool {
+        try await writer.run("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING 1") == 1
+    }
+
+    public func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)] {
+        try await transaction { db in
+            // Due, not leased, and the oldest undelivered one of its (endpoint, account): events
+            // of one account reach an endpoint in order. The lease is taken by the same
+            // statement, so two instances never claim one delivery.
+            let claimed = try await db.rows(
+                """
+                UPDATE webhook_deliveries SET lease_until = \(leaseUntil)
+                WHERE (lease_until IS NULL OR lease_until <= \(now))
+                  AND (event_id, endpoint_id) IN (
+                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+                    WHERE d.delivered_at IS NULL AND d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                      AND NOT EXISTS (
+                        SELECT 1 FROM webhook_deliveries p
+                        WHERE p.endpoint_id = d.endpoint_id AND p.delivered_at IS NULL AND p.event_id < d.event_id
+                          AND (p.account_id = d.account_id OR (p.account_id IS NULL AND d.account_id IS NULL)))
+                    ORDER BY d.event_id LIMIT \(limit))
+                RETURNING event_id, endpoint_id
+                """)
+            var result: [(WebhookDelivery, AuditEvent)] = []
+            for row in claimed {
+                let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
+                guard
+                    let joined = try await db.first(
+                        """
+                        SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
+                        FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
+                        WHERE d.event_id = \(eventID) AND d.endpoint_id = \(endpointID)
+                        """)
+                else { continue }
+                result.append((try WebhookDelivery(row: joined), try AuditEvent(row: joined, idColumn: "audit_id")))
+            }
+            return result.sorted { $0.0.eventID < $1.0.eventID }
+        }
+    }
+
+    public func settleWebhookDelivery(
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date
+    ) async throws {
+        try await writer.run(
+            """
+            UPDATE webhook_deliveries
+            SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
+                next_attempt_at = \(retryAt), lease_until = NULL
+            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)
+            """)
+    }
+
+    public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {
+        let sql: SQL =
+            if let endpointID {
+                "SELECT * FROM webhook_deliveries WHERE endpoint_id = \(endpointID) ORDER BY event_id DESC LIMIT \(limit)"
+            } else {
+                "SELECT * FROM webhook_deliveries ORDER BY event_id DESC LIMIT \(limit)"
+            }
+        return try await reader.rows(sql).map { try WebhookDelivery(row: $0) }
     }
 }

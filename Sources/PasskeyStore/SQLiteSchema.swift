@@ -143,5 +143,79 @@ enum SQLiteSchema {
                 // The ceremony's state as the WebAuthn library made it, kept opaquely.
                 "ALTER TABLE challenges ADD COLUMN state BLOB"
             ]),
+        Migration(
+            version: 7,
+            statements: [
+                // Apps that trust passkeyd: their own user id on an account, signing keys for
+                // access tokens, API keys for servers, webhooks with a durable outbox.
+                "ALTER TABLE accounts ADD COLUMN external_id TEXT",
+                "CREATE UNIQUE INDEX accounts_external_id ON accounts(external_id) WHERE external_id IS NOT NULL",
+                "ALTER TABLE sessions ADD COLUMN last_seen_at INTEGER",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    algorithm TEXT NOT NULL,
+                    private_key BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    activates_at INTEGER NOT NULL,
+                    retires_at INTEGER
+                )
+                """,
+                """
+                CREATE TABLE api_keys (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    key_hash BLOB NOT NULL UNIQUE,
+                    scopes TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_used_at INTEGER,
+                    revoked_at INTEGER
+                )
+                """,
+                """
+                CREATE TABLE registration_tokens (
+                    token_hash BLOB PRIMARY KEY,
+                    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE webhook_endpoints (
+                    id TEXT PRIMARY KEY,
+                    url TEXT NOT NULL,
+                    secret BLOB NOT NULL,
+                    events TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    disabled INTEGER NOT NULL DEFAULT 0
+                )
+                """,
+                """
+                CREATE TABLE webhook_deliveries (
+                    event_id INTEGER NOT NULL REFERENCES audit_events(id) ON DELETE CASCADE,
+                    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+                    account_id TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL,
+                    delivered_at INTEGER,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    lease_until INTEGER,
+                    PRIMARY KEY (event_id, endpoint_id)
+                )
+                """,
+                "CREATE INDEX webhook_deliveries_due ON webhook_deliveries(delivered_at, next_attempt_at)",
+                "CREATE INDEX webhook_deliveries_order ON webhook_deliveries(endpoint_id, account_id, event_id)",
+                // The outbox is filled in the same transaction as the audit line (and so as the
+                // change it records): one delivery per enabled endpoint that wants the kind.
+                """
+                CREATE TRIGGER audit_events_outbox AFTER INSERT ON audit_events
+                BEGIN
+                    INSERT INTO webhook_deliveries (event_id, endpoint_id, account_id, next_attempt_at)
+                    SELECT NEW.id, e.id, NEW.account_id, NEW.time FROM webhook_endpoints e
+                    WHERE e.disabled = 0 AND ((e.events = '*' AND NEW.kind <> 'api_key_used') OR instr(',' || e.events || ',', ',' || NEW.kind || ',') > 0);
+                END
+                """,
+            ]),
     ]
 }

@@ -52,7 +52,8 @@ extension Account {
         self.init(
             id: try row.id("id"), username: try row.text("username"), displayName: try row.text("display_name"),
             userHandle: try row.bytes("user_handle"), createdAt: try row.date(createdAt), disabled: try row.flag("disabled"),
-            lastSignInAt: try row.optionalDate("last_sign_in_at"), passwordHash: try row.optionalText("password_hash"))
+            lastSignInAt: try row.optionalDate("last_sign_in_at"), passwordHash: try row.optionalText("password_hash"),
+            externalID: try row.optionalText("external_id"))
     }
 }
 
@@ -79,7 +80,7 @@ extension SessionRecord {
             tokenHash: try row.bytes("token_hash"), accountID: try row.id(accountIDColumn), createdAt: try row.date(createdAtColumn),
             expiresAt: try row.date("expires_at"), userAgent: try row.optionalText("user_agent"),
             ipAddress: try row.optionalText("ip_address"), method: try row.optionalText("method") ?? "unknown",
-            credentialID: try row.optionalBytes(credentialColumn))
+            credentialID: try row.optionalBytes(credentialColumn), lastSeenAt: try row.optionalDate("last_seen_at"))
     }
 }
 
@@ -97,10 +98,48 @@ extension ChallengeRecord {
 }
 
 extension AuditEvent {
-    init(row: some StoreRow) throws {
+    init(row: some StoreRow, idColumn: String = "id", timeColumn: String = "time") throws {
         self.init(
-            time: try row.date("time"), kind: try row.text("kind"), accountID: try row.optionalID("account_id"),
+            time: try row.date(timeColumn), kind: try row.text("kind"), accountID: try row.optionalID("account_id"),
             credentialID: try row.optionalBytes("credential_id"), ipAddress: try row.optionalText("ip_address"),
             userAgent: try row.optionalText("user_agent"), detail: try row.optionalText("detail"))
+        id = try row.optionalInteger(idColumn)
+    }
+}
+
+extension SigningKey {
+    init(row: some StoreRow) throws {
+        self.init(
+            kid: try row.text("kid"), algorithm: try row.text("algorithm"), privateKey: try row.bytes("private_key"),
+            createdAt: try row.date("created_at"), activatesAt: try row.date("activates_at"), retiresAt: try row.optionalDate("retires_at"))
+    }
+}
+
+extension APIKey {
+    init(row: some StoreRow) throws {
+        self.init(
+            id: try row.id("id"), name: try row.text("name"), keyHash: try row.bytes("key_hash"),
+            scopes: StoreValues.decodeList(try row.optionalText("scopes")), createdAt: try row.date("created_at"),
+            lastUsedAt: try row.optionalDate("last_used_at"), revokedAt: try row.optionalDate("revoked_at"))
+    }
+}
+
+extension WebhookEndpoint {
+    init(row: some StoreRow) throws {
+        let events = try row.text("events")
+        self.init(
+            id: try row.id("id"), url: try row.text("url"), secret: try row.bytes("secret"),
+            events: events.split(separator: ",").map(String.init), createdAt: try row.date("created_at"), disabled: try row.flag("disabled")
+        )
+    }
+}
+
+extension WebhookDelivery {
+    init(row: some StoreRow) throws {
+        self.init(
+            eventID: try row.integer("event_id"), endpointID: try row.id("endpoint_id"), accountID: try row.optionalID("account_id"),
+            attempts: Int(try row.integer("attempts")), nextAttemptAt: try row.date("next_attempt_at"),
+            deliveredAt: try row.optionalDate("delivered_at"), lastStatus: try row.optionalInteger("last_status").map { Int($0) },
+            lastError: try row.optionalText("last_error"))
     }
 }

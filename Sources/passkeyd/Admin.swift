@@ -9,10 +9,11 @@ import WebAuthn
 /// database, SQLite or PostgreSQL). Every change is written to the audit log as `admin_*`.
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Look after accounts: list, show, disable, revoke passkeys or sessions, audit log, export, adoption.",
+        abstract:
+            "Look after accounts (list, show, disable, revoke passkeys or sessions, audit log, export, adoption), signing keys, API keys and webhooks.",
         subcommands: [
             Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
-            Audit.self, Export.self, Adoption.self,
+            Audit.self, Export.self, Adoption.self, Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self,
         ])
 }
 

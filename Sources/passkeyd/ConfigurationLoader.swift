@@ -42,6 +42,19 @@ struct ConfigurationLoader {
         var reauthenticationSeconds: Int?
         var hints: [String]?
         var connections: ConnectionsFile?
+        var tokens: TokensFile?
+        var corsOrigins: [String]?
+        var webhooks: [ServerConfiguration.Webhook]?
+        var apiKeyRequestsPerWindow: Int?
+    }
+
+    struct TokensFile: Decodable {
+        var issuer: String?
+        var audiences: [String]?
+        var lifetimeSeconds: Int?
+        var algorithm: String?
+        var publishSeconds: Int?
+        var registrationTokenSeconds: Int?
     }
 
     struct ConnectionsFile: Decodable {
@@ -181,7 +194,7 @@ struct ConfigurationLoader {
             throw ConfigurationError(setting: "metricsToken", problem: "use at least 16 characters")
         }
 
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             rpID: string("PASSKEYD_RP_ID", file.rpID) ?? "localhost",
             rpName: string("PASSKEYD_RP_NAME", file.rpName) ?? "passkeyd",
             webOrigins: webOrigins,
@@ -228,6 +241,27 @@ struct ConfigurationLoader {
                 "PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
                 setting: "passwordHashConcurrency"),
             hints: list("PASSKEYD_HINTS", file.hints) ?? [])
+        let tokens = file.tokens ?? TokensFile()
+        let defaults = ServerConfiguration.Tokens()
+        configuration.tokens = ServerConfiguration.Tokens(
+            issuer: string("PASSKEYD_TOKEN_ISSUER", tokens.issuer),
+            audiences: list("PASSKEYD_TOKEN_AUDIENCES", tokens.audiences) ?? [],
+            lifetimeSeconds: try int("PASSKEYD_TOKEN_LIFETIME", tokens.lifetimeSeconds, range: 30...3600, setting: "tokens.lifetimeSeconds")
+                ?? defaults.lifetimeSeconds,
+            algorithm: string("PASSKEYD_TOKEN_ALGORITHM", tokens.algorithm) ?? defaults.algorithm,
+            publishSeconds: try int(
+                "PASSKEYD_TOKEN_PUBLISH_SECONDS", tokens.publishSeconds, range: 0...86_400, setting: "tokens.publishSeconds")
+                ?? defaults.publishSeconds,
+            registrationTokenSeconds: try int(
+                "PASSKEYD_REGISTRATION_TOKEN_SECONDS", tokens.registrationTokenSeconds, range: 60...86_400,
+                setting: "tokens.registrationTokenSeconds") ?? defaults.registrationTokenSeconds)
+        configuration.corsOrigins = list("PASSKEYD_CORS_ORIGINS", file.corsOrigins) ?? []
+        configuration.webhooks = file.webhooks ?? []
+        configuration.apiKeyRequestsPerWindow =
+            try int(
+                "PASSKEYD_API_KEY_REQUESTS_PER_WINDOW", file.apiKeyRequestsPerWindow, range: 1...100_000_000,
+                setting: "apiKeyRequestsPerWindow")
+            ?? configuration.apiKeyRequestsPerWindow
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)

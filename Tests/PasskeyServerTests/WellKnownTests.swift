@@ -86,7 +86,9 @@ struct WellKnownTests {
             #expect(served.status == .ok && served.bytes == OpenAPIDocument.bytes)
             for (method, path) in routes {
                 let response = try await api.request(
-                    method, path.replacingOccurrences(of: "{id}", with: "AAAA"), body: method == .get ? nil : Array("{}".utf8))
+                    method,
+                    path.replacingOccurrences(of: "{id}", with: "AAAA").replacingOccurrences(of: "{passkey}", with: "AAAA")
+                        .replacingOccurrences(of: "{session}", with: "AAAA"), body: method == .get ? nil : Array("{}".utf8))
                 #expect(response.errorCode != "not_found" && response.errorCode != "method_not_allowed", "\(method) \(path) is not served")
                 if let code = response.errorCode {
                     #expect(OpenAPIDocument.text.contains("\"\(code)\""), "error code \(code) is not documented")

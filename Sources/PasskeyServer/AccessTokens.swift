@@ -1,0 +1,226 @@
+import Crypto
+import Foundation
+import JWTKit
+import PasskeyStore
+import Synchronization
+import WebAuthn
+import _CryptoExtras
+
+/// What an access token says (RFC 7519 registered claims, RFC 8176 `amr`, OIDC `sid` and
+/// `auth_time`). Signed and checked with jwt-kit.
+public struct AccessTokenClaims: JWTPayload, Equatable {
+    public var iss: IssuerClaim
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var iat: IssuedAtClaim
+    public var nbf: NotBeforeClaim
+    public var exp: ExpirationClaim
+    public var jti: IDClaim
+    /// The session's id (as `GET /api/auth/sessions` lists it), never its token.
+    public var sid: String
+    public var amr: [String]
+    public var auth_time: Int
+    public var username: String
+    public var externalId: String?
+
+    /// Times are checked by ``AccessTokens/verify(_:)`` against the server's clock.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.jti.value == rhs.jti.value && lhs.sub.value == rhs.sub.value && lhs.sid == rhs.sid
+    }
+}
+
+/// Signing keys, access tokens and the JWKS document.
+///
+/// - Keys are made and kept by passkeyd (`signing_keys`); every instance on one database signs
+///   with the same current key (the newest whose `activatesAt` has passed) and publishes every
+///   key not yet retired.
+/// - Rotation (``rotate(store:configuration:now:immediately:)``) adds a key that is published at
+///   once but signs only after `publishSeconds` (the JWKS cache lifetime), so no verifier holding
+///   a cached JWKS meets an unknown `kid`; the keys it replaces keep verifying until every token
+///   they signed has expired, then are retired and deleted.
+public final class AccessTokens: Sendable {
+    public struct Minted: Sendable {
+        public let token: String
+        public let expiresAt: Date
+    }
+
+    private struct Loaded: Sendable {
+        var keys: [SigningKey]
+        var collection: JWTKeyCollection
+        var jwks: [UInt8]
+        var at: Date
+
+        /// The newest key that has activated (the oldest key before any has).
+        func signing(at time: Date) -> SigningKey? { keys.last { $0.activatesAt <= time } ?? keys.first }
+    }
+
+    let store: any PasskeyStore
+    let configuration: ServerConfiguration.Tokens
+    let issuer: String
+    let now: @Sendable () -> Date
+    private let loaded = Mutex<Loaded?>(nil)
+
+    init(store: any PasskeyStore, configuration: ServerConfiguration.Tokens, issuer: String, now: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.configuration = configuration
+        self.issuer = issuer
+        self.now = now
+    }
+
+    /// The audiences tokens carry (configured, else the issuer).
+    var audiences: [String] { configuration.audiences.isEmpty ? [issuer] : configuration.audiences }
+
+    // MARK: Keys
+
+    /// Makes a new private key of `algorithm`.
+    static func makeKey(algorithm: String, now: Date, activatesAt: Date) throws -> SigningKey {
+        let kid = Base64URLBytes(RelyingParty.randomBytes(12)).base64URL
+        let privateKey: [UInt8]
+        switch algorithm {
+        case "ES256": privateKey = Array(P256.Signing.PrivateKey().derRepresentation)
+        case "EdDSA": privateKey = Array(Curve25519.Signing.PrivateKey().rawRepresentation)
+        case "RS256": privateKey = Array(try _RSA.Signing.PrivateKey(keySize: .bits2048).derRepresentation)
+        default: throw ConfigurationError(setting: "tokens.algorithm", problem: "must be ES256, EdDSA or RS256")
+        }
+        return SigningKey(kid: kid, algorithm: algorithm, privateKey: privateKey, createdAt: now, activatesAt: activatesAt)
+    }
+
+    /// Adds a signing key: published now, signing after `publishSeconds` (or at once), and the
+    /// keys it replaces retired once no token they signed can still be valid.
+    @discardableResult
+    public static func rotate(
+        store: any PasskeyStore, configuration: ServerConfiguration.Tokens, now: Date, immediately: Bool = false
+    ) async throws -> SigningKey {
+        let activation = immediately ? now : now.addingTimeInterval(Double(configuration.publishSeconds))
+        let key = try makeKey(algorithm: configuration.algorithm, now: now, activatesAt: activation)
+        // Tokens signed by the old key until the new one signs live at most `lifetimeSeconds`;
+        // a minute more covers clocks that differ.
+        let retirement = activation.addingTimeInterval(Double(configuration.lifetimeSeconds + 60))
+        try await store.addSigningKey(key, retiringOthersAt: retirement)
+        return key
+    }
+
+    /// At start: the first key when the store has none.
+    func prepare() async throws {
+        let time = now()
+        _ = try await store.addFirstSigningKey(
+            try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
+        _ = try await current(refresh: true)
+    }
+
+    /// The keys, reloaded from the store every 30 s (a rotation by another instance or the CLI is
+    /// seen within that; it signs only after `publishSeconds` anyway).
+    private func current(refresh: Bool = false) async throws -> Loaded {
+        let time = now()
+        if !refresh, let cached = loaded.withLock({ $0 }), time.timeIntervalSince(cached.at) < 30, time >= cached.at { return cached }
+        var keys = try await store.signingKeys(now: time)
+        if keys.isEmpty {
+            _ = try await store.addFirstSigningKey(
+                try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
+            keys = try await store.signingKeys(now: time)
+        }
+        let collection = JWTKeyCollection()
+        var published: [JWK] = []
+        for key in keys {
+            guard let identifier = JWKIdentifier(string: key.kid) as JWKIdentifier? else { continue }
+            switch key.algorithm {
+            case "ES256":
+                let privateKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(derRepresentation: key.privateKey))
+                await collection.add(ecdsa: privateKey, kid: identifier)
+                if let parameters = privateKey.publicKey.parameters {
+                    published.append(.ecdsa(.es256, identifier: identifier, x: parameters.x, y: parameters.y, curve: .p256))
+                }
+            case "EdDSA":
+                let backing = try Curve25519.Signing.PrivateKey(rawRepresentation: key.privateKey)
+                await collection.add(eddsa: EdDSA.PrivateKey(backing: backing), kid: identifier)
+                published.append(
+                    .octetKeyPair(
+                        .eddsa, identifier: identifier, x: Base64URLBytes(Array(backing.publicKey.rawRepresentation)).base64URL, y: nil,
+                        curve: .ed25519))
+            case "RS256":
+                let privateKey = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(derRepresentation: key.privateKey))
+                await collection.add(rsa: privateKey, digestAlgorithm: .sha256, kid: identifier)
+                let primitives = try privateKey.publicKey.getKeyPrimitives()
+                published.append(
+                    .rsa(
+                        .rs256, identifier: identifier, modulus: Base64URLBytes(Array(primitives.modulus)).base64URL,
+                        exponent: Base64URLBytes(Array(primitives.publicExponent)).base64URL))
+            default:
+                continue
+            }
+        }
+        // Only a token naming one of these keys is checked, never against a default key.
+        await collection.clearDefault()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let jwks = Array(try encoder.encode(JWKS(keys: published)))
+        let fresh = Loaded(keys: keys, collection: collection, jwks: jwks, at: time)
+        loaded.withLock { $0 = fresh }
+        return fresh
+    }
+
+    /// `GET /.well-known/jwks.json`: every key that may still verify a token.
+    public func jwks() async throws -> [UInt8] { try await current().jwks }
+
+    // MARK: Tokens
+
+    /// RFC 8176 methods for how a session was made.
+    static func amr(method: String) -> [String] {
+        switch method {
+        case "passkey", "sign_up": ["webauthn"]
+        case "password": ["pwd"]
+        case "recovery_code", "recovery_link": ["otp"]
+        default: []
+        }
+    }
+
+    /// The session's public id: base64url of its token's hash (never the token).
+    public static func sessionID(_ session: SessionRecord) -> String { Base64URLBytes(session.tokenHash).base64URL }
+
+    /// A new access token for a live session of `account`.
+    public func mint(account: Account, session: SessionRecord) async throws -> Minted {
+        let loaded = try await current()
+        guard let key = loaded.signing(at: now()) else { throw StoreError(.unavailable, "no signing key") }
+        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+        let expires = min(issued.addingTimeInterval(Double(configuration.lifetimeSeconds)), session.expiresAt)
+        let claims = AccessTokenClaims(
+            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
+            aud: AudienceClaim(value: audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
+            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID().uuidString.lowercased()), sid: Self.sessionID(session),
+            amr: Self.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
+            username: account.username, externalId: account.externalID)
+        var header = JWTHeader()
+        header.typ = "JWT"
+        let token = try await loaded.collection.sign(claims, kid: JWKIdentifier(string: key.kid), header: header)
+        return Minted(token: token, expiresAt: expires)
+    }
+
+    /// The claims of a token passkeyd signed that is valid now (signature by a published key
+    /// with that key's algorithm, issuer, one of the audiences, not before `nbf`, before `exp`),
+    /// else nil. Session liveness is the caller's to check (`sid`).
+    public func verify(_ token: String) async throws -> AccessTokenClaims? {
+        guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg else { return nil }
+        var loaded = try await current()
+        if !loaded.keys.contains(where: { $0.kid == kid }) { loaded = try await current(refresh: true) }
+        guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg else { return nil }
+        guard let claims = try? await loaded.collection.verify(token, as: AccessTokenClaims.self) else { return nil }
+        let time = now()
+        guard claims.iss.value == issuer, claims.aud.value.contains(where: audiences.contains),
+            claims.exp.value > time, claims.nbf.value <= time.addingTimeInterval(60)
+        else { return nil }
+        return claims
+    }
+
+    private struct Header: Decodable {
+        let alg: String?
+        let kid: String?
+    }
+
+    private static func header(of token: String) -> Header? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URLBytes(encoded: String(parts[0]))?.bytes else { return nil }
+        return try? JSONDecoder().decode(Header.self, from: Data(bytes))
+    }
+}
