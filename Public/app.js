@@ -447,7 +447,9 @@ async function loadSessions() {
   for (const session of sessions) {
     const item = document.createElement('li');
     const how = { passkey: 'passkey', sign_up: 'sign-up', password: 'password', recovery_code: 'recovery code', recovery_link: 'recovery link' }[session.method] || 'sign-in';
-    item.textContent = (session.current ? 'This browser' : (session.userAgent || 'Unknown device')) + ' — signed in with ' + how + ', ' + when(session.createdAt);
+    const seen = session.lastSeenAt && !session.current ? ', last seen ' + when(session.lastSeenAt) : '';
+    item.textContent = (session.current ? 'This browser (' + session.device + ')' : session.device) + ' — signed in with ' + how + ', ' + when(session.createdAt) + seen;
+    if (session.ipAddress) item.title = session.ipAddress;
     list.append(item);
   }
   $('revoke-others-button').disabled = sessions.length < 2;

@@ -131,8 +131,14 @@ struct SessionListJSON: Encodable, Sendable {
         let passkeyId: String?
         /// The session this request came with.
         let current: Bool
+        /// "Safari on iPhone", "Chrome on Windows", "iOS app", … from the User-Agent.
+        let device: String
+        /// When the session was last used (to the minute); nil before its first use.
+        let lastSeenAt: Date?
 
         init(_ session: SessionRecord, current: Bool) {
+            device = DeviceName.describe(userAgent: session.userAgent)
+            lastSeenAt = session.lastSeenAt
             id = Base64URLBytes(session.tokenHash).base64URL
             createdAt = session.createdAt
             expiresAt = session.expiresAt
@@ -145,4 +151,35 @@ struct SessionListJSON: Encodable, Sendable {
     }
 
     let sessions: [Item]
+}
+
+/// A short, human name for the device behind a User-Agent: the browser and the system
+/// ("Safari on iPhone", "Chrome on Android", "Firefox on Linux"), the native apps ("iOS app",
+/// "Android app"), or "Unknown device". Only for people recognising their sessions; never
+/// used for a decision.
+enum DeviceName {
+    static func describe(userAgent: String?) -> String {
+        guard let agent = userAgent, !agent.isEmpty else { return "Unknown device" }
+        let system: String? =
+            if agent.contains("iPhone") { "iPhone" } else if agent.contains("iPad") { "iPad" } else if agent.contains("Android") {
+                "Android"
+            } else if agent.contains("Mac OS X") || agent.contains("Macintosh") { "macOS" } else if agent.contains("Windows") {
+                "Windows"
+            } else if agent.contains("CrOS") { "ChromeOS" } else if agent.contains("Linux") { "Linux" } else { nil }
+        // Native clients: URLSession (CFNetwork/Darwin) and OkHttp send no browser token.
+        if agent.contains("CFNetwork") || agent.contains("Darwin/") { return "iOS app" }
+        if agent.hasPrefix("okhttp") || agent.contains("Dalvik") { return "Android app" }
+        let browser: String? =
+            if agent.contains("Edg/") { "Edge" } else if agent.contains("OPR/") { "Opera" } else if agent.contains("Firefox/") {
+                "Firefox"
+            } else if agent.contains("Chrome/") || agent.contains("CriOS/") || agent.contains("HeadlessChrome") {
+                "Chrome"
+            } else if agent.contains("Safari/") { "Safari" } else { nil }
+        switch (browser, system) {
+        case (let browser?, let system?): return "\(browser) on \(system)"
+        case (let browser?, nil): return browser
+        case (nil, let system?): return system
+        default: return String(agent.prefix(40))
+        }
+    }
 }
