@@ -27,13 +27,13 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, **extra_env):
+    def __init__(self, extra_origins=(), **extra_env):
         binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
         self.binary = binary
         self.port = free_port()
         self.origin = f"http://localhost:{self.port}"
         self.directory = tempfile.mkdtemp(prefix="passkeyd-e2e-")
-        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=self.origin,
+        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=",".join([self.origin, *extra_origins]),
                    PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_CONFIG=os.devnull + ".absent",
                    # The decoy bcrypt hash is made at start: cheap cost in tests (debug builds are slow).
                    PASSKEYD_PASSWORD_HASH_COST="4")
