@@ -122,6 +122,65 @@ struct AdminCommandTests {
         #expect(stats["accounts"] == .number(2) && stats["accountsWithPasskey"] == .number(1), "\(adoption.stdout)")
     }
 
+    /// The verbs of apps that trust passkeyd, on a running server's database: an API key made by
+    /// the CLI introspects a token over HTTP and stops at `revoke`; a registration token from the
+    /// CLI enrols a passkey; a key rotation is published in the JWKS at once; webhook endpoints.
+    @Test func apiKeysSigningKeysRegistrationTokensAndWebhooksFromTheCLI() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = "sqlite://" + directory.appendingPathComponent("keys.sqlite").path
+        let port = try ServeBinaryTests.freePort()
+        let origin = "http://localhost:\(port)"
+        let server = try ServeBinaryTests.Server(port: port, database: database)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        func admin(_ arguments: [String]) throws -> PasskeyCLITests.Result {
+            try PasskeyCLITests.run(Self.passkeyd, ["admin"] + arguments + ["--database", database], environment: ["PASSKEYD_CONFIG": ""])
+        }
+        var authenticator = SoftwareAuthenticator(seed: Array("cli-keys".utf8))
+        let (session, _) = try await Self.signUp(server, "kit", origin: origin, authenticator: &authenticator)
+
+        let created = try admin(["api-keys", "create", "backend", "--scopes", "introspect"])
+        let key = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(created.status == 0 && key.hasPrefix("pkd_") && created.stderr.contains("shown once"), "\(created.stderr)")
+        #expect(try admin(["api-keys", "create", "bad", "--scopes", "everything"]).status == 2)
+        let form = Data("token=\(session)".utf8)
+        let (status, answer) = try await server.call(
+            "POST", "/api/auth/introspect", json: form,
+            headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"])
+        #expect(status == 200 && answer["active"] == .bool(true) && answer["username"] == .string("kit"), "\(answer)")
+        let listed = try admin(["api-keys", "list"])
+        let id = String(listed.stdout.prefix(36))
+        #expect(listed.stdout.contains("backend") && !listed.stdout.contains(key))
+        #expect(try admin(["api-keys", "revoke", id]).status == 0)
+        let (afterRevoke, _) = try await server.call(
+            "POST", "/api/auth/introspect", json: form,
+            headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"])
+        #expect(afterRevoke == 401)
+
+        let (_, before) = try await server.call("GET", "/.well-known/jwks.json")
+        let rotated = try admin(["keys", "rotate"])
+        #expect(rotated.status == 0 && rotated.stdout.contains("new key"), "\(rotated.stderr)")
+        #expect(try admin(["keys", "list"]).stdout.split(separator: "\n").count == 2)
+        // The server reloads its keys within 30 s; the new one is in the database's JWKS at once.
+        if case .array(let keys)? = before["keys"] { #expect(keys.count == 1) }
+
+        let token = try admin(["registration-token", "kit"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.hasPrefix("prt_"))
+        let (optionsStatus, optionsJSON) = try await server.call(
+            "POST", "/api/auth/register/options", json: Data(#"{"registrationToken":"\#(token)"}"#.utf8))
+        #expect(optionsStatus == 200 && optionsJSON["user"]?["name"] == .string("kit"), "\(optionsJSON)")
+
+        let hook = try admin(["webhooks", "add", "http://127.0.0.1:9/hook", "--events", "sign_in", "passkey_added"])
+        #expect(hook.status == 0 && hook.stdout.hasPrefix("whsec_"), "\(hook.stderr)")
+        let hooks = try admin(["webhooks", "list"])
+        #expect(hooks.stdout.contains("http://127.0.0.1:9/hook") && hooks.stdout.contains("sign_in,passkey_added"))
+        #expect(try admin(["webhooks", "add", "ftp://nowhere"]).status == 2)
+        #expect(try admin(["webhooks", "remove", String(hooks.stdout.prefix(36))]).status == 0)
+        #expect(try admin(["webhooks", "deliveries"]).status == 0)
+    }
+
     @Test func perIPLimitsAnswer429WithRetryAfterOnARealSocket() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-limit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -86,14 +86,18 @@ struct ServeBinaryTests {
             process.waitUntilExit()
         }
 
-        func call(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (Int, JSONValue) {
-            let (status, body, _) = try await send(method, path, json: json, token: token)
+        func call(_ method: String, _ path: String, json: Data? = nil, token: String? = nil, headers: [String: String] = [:]) async throws
+            -> (Int, JSONValue)
+        {
+            let (status, body, _) = try await send(method, path, json: json, token: token, headers: headers)
             return (status, body)
         }
 
-        func send(_ method: String, _ path: String, json: Data? = nil, token: String? = nil) async throws -> (
-            Int, JSONValue, [String: String]
-        ) {
+        func send(_ method: String, _ path: String, json: Data? = nil, token: String? = nil, headers extra: [String: String] = [:])
+            async throws -> (
+                Int, JSONValue, [String: String]
+            )
+        {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.httpBody = json
@@ -101,6 +105,7 @@ struct ServeBinaryTests {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue(origin, forHTTPHeaderField: "Origin")
             if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+            for (name, value) in extra { request.setValue(value, forHTTPHeaderField: name) }
             let (data, response) = try await Self.session.data(for: request)
             let http = response as? HTTPURLResponse
             var headers: [String: String] = [:]
