@@ -1,7 +1,7 @@
 import { creationOptionsFromJSON, requestOptionsFromJSON, credentialToJSON, signal } from './webauthn.js';
 
 const $ = (id) => document.getElementById(id);
-const views = ['loading', 'signin', 'signup', 'password', 'recover', 'account'];
+const views = ['loading', 'signin', 'signup', 'password', 'recover', 'consent', 'account'];
 let conditional = null; // AbortController of the AutoFill request in flight
 let current = null;     // {user, rpId} when signed in
 let finishing = false;  // a sign-in is being verified (from AutoFill or the button)
@@ -76,7 +76,7 @@ const friendly = {
   account_disabled: 'This account is disabled.',
   not_signed_in: 'Please sign in again.',
   credential_already_registered: 'This passkey is already registered.',
-  too_many_ceremonies: 'The server is busy. Please try again in a moment.',
+  invalid_authorization_request: 'This sign-in request expired. Go back to the app and start again.',
   database_unavailable: 'The server is unavailable right now. Please try again shortly.',
 };
 
@@ -109,8 +109,78 @@ function stopConditional() {
   if (conditional) { conditional.abort(); conditional = null; }
 }
 
+// MARK: sign-in for another application (OpenID Connect)
+
+// The pending authorization request an app sent the person here with (kept across the views
+// of a sign-in: sign-up, password, a reload).
+let authorizing = sessionStorage.getItem('authorize');
+
+const scopeText = {
+  openid: 'Know who you are (your account id)',
+  profile: 'See your username and display name',
+  email: 'See your email address, if your username is one',
+  offline_access: 'Stay signed in while you are away',
+};
+
+/** Goes on with a pending authorization: sign in first, then consent, then back to the app.
+ *  Returns true when it took over the page. */
+async function resumeAuthorization() {
+  if (!authorizing) return false;
+  let info;
+  try {
+    info = await api('/oauth2/authorize/requests/' + encodeURIComponent(authorizing));
+  } catch (error) {
+    // Expired or finished meanwhile: nothing to go back to.
+    authorizing = null;
+    sessionStorage.removeItem('authorize');
+    if (!(error instanceof ApiError && error.code === 'invalid_authorization_request')) say(explain(error), 'error');
+    return false;
+  }
+  if (info.signInNeeded) {
+    stopConditional();
+    if (info.create && !current) { show('signup'); $('signup-username').value = info.loginHint || ''; }
+    else { show('signin'); if (info.loginHint) $('signin-username').value = info.loginHint; startConditional(); }
+    say('Sign in to continue to ' + info.client.name + '.', 'info');
+    return true;
+  }
+  if (info.consentNeeded) {
+    $('consent-client').textContent = info.client.name;
+    $('consent-who').textContent = current ? 'Signed in as ' + current.user.username + '.' : '';
+    const list = $('consent-scopes');
+    list.replaceChildren();
+    for (const scope of info.scopes) {
+      const item = document.createElement('li');
+      item.textContent = scopeText[scope] || scope;
+      list.append(item);
+    }
+    show('consent');
+    return true;
+  }
+  await decideAuthorization(true);
+  return true;
+}
+
+async function decideAuthorization(approve) {
+  const id = authorizing;
+  try {
+    const { redirect } = await api('/oauth2/authorize/requests/' + encodeURIComponent(id), { method: 'POST', body: { approve } });
+    authorizing = null;
+    sessionStorage.removeItem('authorize');
+    location.assign(redirect);
+  } catch (error) {
+    say(explain(error), 'error');
+  }
+}
+
 async function route() {
   const hash = location.hash || '#signin';
+  if (hash.startsWith('#authorize=')) {
+    authorizing = hash.slice('#authorize='.length);
+    sessionStorage.setItem('authorize', authorizing);
+    history.replaceState(null, '', '#signin');
+    try { const session = await api('/api/auth/session'); current = { user: session.user, rpId: session.rpId }; } catch { current = null; }
+    if (await resumeAuthorization()) return;
+  }
   if (hash === '#signup') { stopConditional(); show('signup'); $('signup-username').focus(); return; }
   if (hash === '#password') { stopConditional(); show('password'); $('password-username').focus(); return; }
   if (hash === '#recover') { stopConditional(); show('recover'); $('recover-username').focus(); return; }
@@ -176,6 +246,7 @@ async function finishSignIn(credential, rpId) {
   try {
     const result = await api('/api/auth/authenticate/verify', { method: 'POST', body: { credential: json } });
     current = { user: result.user, rpId: null };
+    if (await resumeAuthorization()) return;
     go('#account');
     await loadAccount('Signed in as ' + result.user.username + '.');
   } catch (error) {
@@ -200,6 +271,7 @@ async function passwordSignIn(event) {
     const result = await api('/api/auth/password/sign-in', { method: 'POST', body: { username: $('password-username').value.trim(), password: $('password-input').value } });
     $('password-input').value = '';
     current = { user: result.user, rpId: null };
+    if (await resumeAuthorization()) return;
     go('#account');
     await loadAccount('Signed in as ' + result.user.username + '.');
     // Not awaited: the browser may keep a conditional create pending for as long as it likes.
@@ -312,6 +384,7 @@ async function signUp(event) {
     const credential = await navigator.credentials.create({ publicKey: creationOptionsFromJSON(options) });
     const result = await api('/api/auth/register/verify', { method: 'POST', body: { credential: credentialToJSON(credential) } });
     current = { user: result.user, rpId: options.rp.id };
+    if (await resumeAuthorization()) return;
     go('#account');
     await loadAccount('Welcome, ' + result.user.displayName + '. Your passkey is saved.');
     await createRecoveryCodes('Welcome, ' + result.user.displayName + '. Your passkey is saved. Save your recovery codes below.');
@@ -491,6 +564,8 @@ $('recovery-codes-button').addEventListener('click', () => createRecoveryCodes('
 $('password-remove-button').addEventListener('click', removePassword);
 $('signout-button').addEventListener('click', signOut);
 $('revoke-others-button').addEventListener('click', revokeOthers);
+$('consent-allow').addEventListener('click', () => decideAuthorization(true));
+$('consent-deny').addEventListener('click', () => decideAuthorization(false));
 window.addEventListener('hashchange', () => { say(''); route(); });
 window.addEventListener('popstate', () => { say(''); route(); });
 if (!window.PublicKeyCredential) say('This browser does not support passkeys.', 'error');

@@ -22,6 +22,9 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var auth_time: Int
     public var username: String
     public var externalId: String?
+    /// RFC 9068, for tokens the OpenID provider issues to a client.
+    public var client_id: String?
+    public var scope: String?
 
     /// Times are checked by ``AccessTokens/verify(_:)`` against the server's clock.
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -52,8 +55,11 @@ public final class AccessTokens: Sendable {
         var jwks: [UInt8]
         var at: Date
 
-        /// The newest key that has activated (the oldest key before any has).
-        func signing(at time: Date) -> SigningKey? { keys.last { $0.activatesAt <= time } ?? keys.first }
+        /// The newest key of `algorithm` that has activated (its oldest before any has).
+        func signing(at time: Date, algorithm: String) -> SigningKey? {
+            let candidates = keys.filter { $0.algorithm == algorithm }
+            return candidates.last { $0.activatesAt <= time } ?? candidates.first
+        }
     }
 
     let store: any PasskeyStore
@@ -91,10 +97,10 @@ public final class AccessTokens: Sendable {
     /// keys it replaces retired once no token they signed can still be valid.
     @discardableResult
     public static func rotate(
-        store: any PasskeyStore, configuration: ServerConfiguration.Tokens, now: Date, immediately: Bool = false
+        store: any PasskeyStore, configuration: ServerConfiguration.Tokens, now: Date, immediately: Bool = false, algorithm: String? = nil
     ) async throws -> SigningKey {
         let activation = immediately ? now : now.addingTimeInterval(Double(configuration.publishSeconds))
-        let key = try makeKey(algorithm: configuration.algorithm, now: now, activatesAt: activation)
+        let key = try makeKey(algorithm: algorithm ?? configuration.algorithm, now: now, activatesAt: activation)
         // Tokens signed by the old key until the new one signs live at most `lifetimeSeconds`;
         // a minute more covers clocks that differ.
         let retirement = activation.addingTimeInterval(Double(configuration.lifetimeSeconds + 60))
@@ -102,11 +108,11 @@ public final class AccessTokens: Sendable {
         return key
     }
 
-    /// At start: the first key when the store has none.
+    /// At start: the first key when the store has none. (A key of another algorithm, RS256 for
+    /// an OpenID Connect client that asks for it, is made the first time it is needed.)
     func prepare() async throws {
         let time = now()
-        _ = try await store.addFirstSigningKey(
-            try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
+        _ = try await store.addFirstSigningKey(try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
         _ = try await current(refresh: true)
     }
 
@@ -116,7 +122,7 @@ public final class AccessTokens: Sendable {
         let time = now()
         if !refresh, let cached = loaded.withLock({ $0 }), time.timeIntervalSince(cached.at) < 30, time >= cached.at { return cached }
         var keys = try await store.signingKeys(now: time)
-        if keys.isEmpty {
+        if !keys.contains(where: { $0.algorithm == configuration.algorithm }) {
             _ = try await store.addFirstSigningKey(
                 try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
             keys = try await store.signingKeys(now: time)
@@ -180,37 +186,64 @@ public final class AccessTokens: Sendable {
     public static func sessionID(_ session: SessionRecord) -> String { Base64URLBytes(session.tokenHash).base64URL }
 
     /// A new access token for a live session of `account`.
-    public func mint(account: Account, session: SessionRecord) async throws -> Minted {
-        let loaded = try await current()
-        guard let key = loaded.signing(at: now()) else { throw StoreError(.unavailable, "no signing key") }
+    public func mint(account: Account, session: SessionRecord, audiences: [String]? = nil, lifetime: Int? = nil) async throws -> Minted {
         let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
-        let expires = min(issued.addingTimeInterval(Double(configuration.lifetimeSeconds)), session.expiresAt)
+        let expires = min(issued.addingTimeInterval(Double(lifetime ?? configuration.lifetimeSeconds)), session.expiresAt)
         let claims = AccessTokenClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
-            aud: AudienceClaim(value: audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
+            aud: AudienceClaim(value: audiences ?? self.audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
             exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID().uuidString.lowercased()), sid: Self.sessionID(session),
             amr: Self.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
             username: account.username, externalId: account.externalID)
+        return Minted(token: try await sign(claims), expiresAt: expires)
+    }
+
+    /// Signs `payload` with the current key of `algorithm` (default: the configured one).
+    public func sign(_ payload: some JWTPayload, algorithm: String? = nil, type: String = "JWT") async throws -> String {
+        let algorithm = algorithm ?? configuration.algorithm
+        var loaded = try await current()
+        if loaded.signing(at: now(), algorithm: algorithm) == nil {
+            let time = now()
+            _ = try await store.addFirstSigningKey(try Self.makeKey(algorithm: algorithm, now: time, activatesAt: time), now: time)
+            loaded = try await current(refresh: true)
+        }
+        guard let key = loaded.signing(at: now(), algorithm: algorithm) else { throw StoreError(.unavailable, "no signing key") }
         var header = JWTHeader()
-        header.typ = "JWT"
-        let token = try await loaded.collection.sign(claims, kid: JWKIdentifier(string: key.kid), header: header)
-        return Minted(token: token, expiresAt: expires)
+        header.typ = type
+        return try await loaded.collection.sign(payload, kid: JWKIdentifier(string: key.kid), header: header)
     }
 
     /// The claims of a token passkeyd signed that is valid now (signature by a published key
     /// with that key's algorithm, issuer, one of the audiences, not before `nbf`, before `exp`),
     /// else nil. Session liveness is the caller's to check (`sid`).
-    public func verify(_ token: String) async throws -> AccessTokenClaims? {
+    public func verify(_ token: String, audiences accepted: [String]? = nil, anyAudience: Bool = false) async throws -> AccessTokenClaims? {
         guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg else { return nil }
         var loaded = try await current()
         if !loaded.keys.contains(where: { $0.kid == kid }) { loaded = try await current(refresh: true) }
         guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg else { return nil }
         guard let claims = try? await loaded.collection.verify(token, as: AccessTokenClaims.self) else { return nil }
         let time = now()
-        guard claims.iss.value == issuer, claims.aud.value.contains(where: audiences.contains),
+        let wanted = accepted ?? audiences
+        guard claims.iss.value == issuer, anyAudience || claims.aud.value.contains(where: wanted.contains),
             claims.exp.value > time, claims.nbf.value <= time.addingTimeInterval(60)
         else { return nil }
         return claims
+    }
+
+    private struct AudienceOnly: JWTPayload {
+        let aud: AudienceClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    /// The first `aud` of a token one of passkeyd's keys signed, expired or not (an ID token
+    /// hint at logout), else nil.
+    public func audienceOfOwnToken(_ token: String) async throws -> String? {
+        guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg else { return nil }
+        let loaded = try await current()
+        guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg,
+            let payload = try? await loaded.collection.verify(token, as: AudienceOnly.self)
+        else { return nil }
+        return payload.aud.value.first
     }
 
     private struct Header: Decodable {

@@ -140,7 +140,7 @@ public struct AdminService: Sendable {
 
     // MARK: API keys
 
-    public static let scopes = ["introspect", "users:read", "users:write", "webhooks"]
+    public static let scopes = ["introspect", "users:read", "users:write", "webhooks", "clients"]
 
     /// A new API key: the key itself (shown once) and its record (only its hash is stored).
     public func createAPIKey(name: String, scopes: [String], by operatorName: String) async throws -> (key: String, record: APIKey) {
@@ -185,5 +185,41 @@ public struct AdminService: Sendable {
 
     public func removeWebhook(_ id: UUID) async throws {
         guard try await store.removeWebhookEndpoint(id: id) else { throw Refusal(description: "no webhook endpoint \(id)") }
+    }
+
+    // MARK: OpenID Connect clients
+
+    /// Registers a client; returns it and its secret (shown once; nil for a public client).
+    public func addClient(
+        name: String, redirectURIs: [String], postLogoutURIs: [String] = [], isPublic: Bool, firstParty: Bool = false,
+        allowSignUp: Bool = false, idTokenAlgorithm: String = "RS256", by operatorName: String
+    ) async throws -> (client: OAuthClient, secret: String?) {
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else { throw Refusal(description: "a client needs a name of 1 to 128 bytes") }
+        guard !redirectURIs.isEmpty else { throw Refusal(description: "a client needs at least one redirect URI") }
+        for uri in redirectURIs + postLogoutURIs {
+            // Absolute, no fragment (RFC 6749 §3.1.2); http only for loopback development.
+            guard let url = URL(string: uri), let scheme = url.scheme, url.fragment == nil,
+                scheme == "https" || (scheme == "http" && ["localhost", "127.0.0.1", "::1"].contains(url.host ?? ""))
+                    || (!["http", "https", "javascript", "data", "file"].contains(scheme) && scheme.contains("."))
+            else {
+                throw Refusal(
+                    description: "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
+            }
+        }
+        guard ["RS256", "ES256"].contains(idTokenAlgorithm) else { throw Refusal(description: "ID tokens are signed RS256 or ES256") }
+        let secret = isPublic ? nil : "pcs_" + Base64URLBytes(RelyingParty.randomBytes(32)).base64URL
+        let client = OAuthClient(
+            id: "pkc_" + Base64URLBytes(RelyingParty.randomBytes(12)).base64URL, name: trimmed,
+            secretHash: secret.map { Self.hash(Array($0.utf8)) }, redirectURIs: redirectURIs, postLogoutURIs: postLogoutURIs,
+            firstParty: firstParty, allowSignUp: allowSignUp, idTokenAlgorithm: idTokenAlgorithm, createdAt: now())
+        try await store.addOAuthClient(client)
+        try await store.appendAudit(AuditEvent(time: now(), kind: .oauthClientAdded, userAgent: operatorName, detail: "\(client.id) \(trimmed)"))
+        return (client, secret)
+    }
+
+    public func removeClient(_ id: String, by operatorName: String) async throws {
+        guard try await store.removeOAuthClient(id: id) else { throw Refusal(description: "no client \(id)") }
+        try await store.appendAudit(AuditEvent(time: now(), kind: .oauthClientRemoved, userAgent: operatorName, detail: id))
     }
 }

@@ -57,6 +57,7 @@ public enum PasskeyServer {
             router.addRoutes(CompatibilityAPI(service: service).routes)
         }
         router.addRoutes(ServerAPI(service: service).routes, atPath: "/api/admin")
+        router.addRoutes(OpenIDProvider(service: service).routes)
         router.group("api/auth/introspect").add(middleware: APIKeyMiddleware(service: service, scope: "introspect"))
             .post { request, _ in
                 try HTTP.json(try await service.introspect(try await introspectionToken(request, limit: configuration.maxBodySize)))

@@ -106,6 +106,8 @@ extension PasskeyServiceError.Code {
     public static let invalidAPIKey = Self(rawValue: "invalid_api_key")
     public static let insufficientScope = Self(rawValue: "insufficient_scope")
     public static let accountNotFound = Self(rawValue: "account_not_found")
+    public static let invalidAuthorizationRequest = Self(rawValue: "invalid_authorization_request")
+    public static let consentRequired = Self(rawValue: "consent_required")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -114,7 +116,7 @@ extension PasskeyServiceError.Code {
         .sessionNotFound, .accountDisabled, .counterConflict, .rateLimited, .busy, .invalidUsername,
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
-        .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound,
+        .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest, .consentRequired,
     ]
 }
 

@@ -164,6 +164,29 @@ struct ServerAPI: Sendable {
             .add(middleware: JSONRequestMiddleware())
         let hooks = api.group().add(middleware: APIKeyMiddleware(service: service, scope: "webhooks"))
             .add(middleware: JSONRequestMiddleware())
+        let clients = api.group().add(middleware: APIKeyMiddleware(service: service, scope: "clients"))
+            .add(middleware: JSONRequestMiddleware())
+
+        clients.get("clients") { _, _ in try HTTP.json(ClientListJSON(clients: try await service.store.oauthClients().map { ClientJSON($0) })) }
+        clients.post("clients") { request, context in
+            let body = try await request.decode(AddClientBody.self, limit: limit)
+            do {
+                let added = try await admin.addClient(
+                    name: body.name, redirectURIs: body.redirectURIs, postLogoutURIs: body.postLogoutURIs, isPublic: body.isPublic,
+                    firstParty: body.firstParty, allowSignUp: body.allowSignUp, idTokenAlgorithm: body.idTokenAlgorithm, by: caller(context))
+                return try HTTP.json(ClientJSON(added.client, secret: added.secret), status: .created)
+            } catch let refusal as AdminService.Refusal {
+                throw PasskeyServiceError.invalid(.malformedJSON, refusal.description)
+            }
+        }
+        clients.delete("clients/:id") { _, context in
+            do {
+                try await admin.removeClient(context.parameters.get("id") ?? "", by: caller(context))
+            } catch is AdminService.Refusal {
+                throw APIError.notFound
+            }
+            return HTTP.noContent()
+        }
 
         read.get("users") { request, _ in try await findUser(request) }
         read.get("users/:id") { _, context in try HTTP.json(AdminUserJSON(try await account(context))) }
@@ -428,5 +451,53 @@ struct CORSMiddleware: RouterMiddleware {
             response.headers[.accessControlExposeHeaders] = "Retry-After"
         }
         return response
+    }
+}
+
+struct ClientJSON: Encodable {
+    let clientId: String
+    let name: String
+    let redirectUris: [String]
+    let postLogoutRedirectUris: [String]
+    let isPublic: Bool
+    let firstParty: Bool
+    let allowSignUp: Bool
+    let idTokenAlgorithm: String
+    let createdAt: Date
+    /// Only in the answer that registered a confidential client.
+    let clientSecret: String?
+    init(_ client: OAuthClient, secret: String? = nil) {
+        clientId = client.id
+        name = client.name
+        redirectUris = client.redirectURIs
+        postLogoutRedirectUris = client.postLogoutURIs
+        isPublic = client.isPublic
+        firstParty = client.firstParty
+        allowSignUp = client.allowSignUp
+        idTokenAlgorithm = client.idTokenAlgorithm
+        createdAt = client.createdAt
+        clientSecret = secret
+    }
+}
+
+struct ClientListJSON: Encodable { let clients: [ClientJSON] }
+
+/// `POST /api/admin/clients`.
+struct AddClientBody: APIRequestBody {
+    var name: String
+    var redirectURIs: [String]
+    var postLogoutURIs: [String]
+    var isPublic: Bool
+    var firstParty: Bool
+    var allowSignUp: Bool
+    var idTokenAlgorithm: String
+    init(json: JSONObject) throws {
+        name = try json.string("name")
+        redirectURIs = try json.optionalStringArray("redirectUris") ?? []
+        postLogoutURIs = try json.optionalStringArray("postLogoutRedirectUris") ?? []
+        isPublic = try json.optionalBool("isPublic") ?? false
+        firstParty = try json.optionalBool("firstParty") ?? false
+        allowSignUp = try json.optionalBool("allowSignUp") ?? false
+        idTokenAlgorithm = try json.optionalString("idTokenAlgorithm") ?? "RS256"
     }
 }

@@ -139,6 +139,8 @@ public struct ServerConfiguration: Sendable {
     public var webhooks: [Webhook] = []
     /// Requests per API key per rate-limit window.
     public var apiKeyRequestsPerWindow = 6000
+    /// How long an OpenID Connect refresh token lives (never past the session it stands on).
+    public var oidcRefreshTokenSeconds = 30 * 86_400
 
     /// `iss` of access tokens.
     public var issuer: String { tokens.issuer ?? webOrigins.first ?? "http://localhost:8080" }

@@ -201,6 +201,13 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         /// A server used an API key (introspection, the server API). Delivered to webhooks only
         /// when an endpoint names it.
         case apiKeyUsed = "api_key_used"
+        /// OpenID Connect: a code issued to a client (detail: the client id).
+        case oidcAuthorized = "oidc_authorized"
+        case oidcTokenIssued = "oidc_token_issued"
+        /// A code or refresh token used twice: its grant was revoked.
+        case oidcGrantReused = "oidc_grant_reused"
+        case oauthClientAdded = "oauth_client_added"
+        case oauthClientRemoved = "oauth_client_removed"
     }
 
     /// The line's number (ascending in the order lines were written); nil before it is stored.
@@ -329,5 +336,66 @@ public struct WebhookDelivery: Sendable, Hashable {
         self.deliveredAt = deliveredAt
         self.lastStatus = lastStatus
         self.lastError = lastError
+    }
+}
+
+/// An OpenID Connect client (relying party) registered with passkeyd.
+public struct OAuthClient: Sendable, Hashable {
+    /// `client_id`.
+    public var id: String
+    public var name: String
+    /// SHA-256 of the client secret; nil for a public client (PKCE instead of a secret).
+    public var secretHash: [UInt8]?
+    /// Redirect URIs, matched exactly (RFC 9700 §4.1.3).
+    public var redirectURIs: [String]
+    public var postLogoutURIs: [String]
+    /// Trusted by the operator: no consent screen.
+    public var firstParty: Bool
+    /// People without an account may sign up from this client's sign-in page.
+    public var allowSignUp: Bool
+    /// `RS256` (the OIDC default) or `ES256`.
+    public var idTokenAlgorithm: String
+    public var createdAt: Date
+
+    public var isPublic: Bool { secretHash == nil }
+
+    public init(
+        id: String, name: String, secretHash: [UInt8]?, redirectURIs: [String], postLogoutURIs: [String] = [], firstParty: Bool = false,
+        allowSignUp: Bool = false, idTokenAlgorithm: String = "RS256", createdAt: Date
+    ) {
+        self.id = id
+        self.name = name
+        self.secretHash = secretHash
+        self.redirectURIs = redirectURIs
+        self.postLogoutURIs = postLogoutURIs
+        self.firstParty = firstParty
+        self.allowSignUp = allowSignUp
+        self.idTokenAlgorithm = idTokenAlgorithm
+        self.createdAt = createdAt
+    }
+}
+
+/// An authorization code or refresh token as stored: its grant (opaque JSON the OpenID
+/// provider wrote), who it is for, and its state.
+public struct OAuthGrant: Sendable, Hashable {
+    public var clientID: String
+    public var accountID: UUID
+    public var grant: [UInt8]
+    /// The refresh-token family (a code: the family its exchange created).
+    public var family: String?
+    public var expiresAt: Date
+    public var usedAt: Date?
+    public var revokedAt: Date?
+
+    public init(
+        clientID: String, accountID: UUID, grant: [UInt8], family: String?, expiresAt: Date, usedAt: Date? = nil, revokedAt: Date? = nil
+    ) {
+        self.clientID = clientID
+        self.accountID = accountID
+        self.grant = grant
+        self.family = family
+        self.expiresAt = expiresAt
+        self.usedAt = usedAt
+        self.revokedAt = revokedAt
     }
 }

@@ -147,9 +147,10 @@ public protocol PasskeyStore: Sendable {
 
     /// Every signing key not yet retired at `now`, oldest first.
     func signingKeys(now: Date) async throws -> [SigningKey]
-    /// Adds a key; with `retiringOthersAt`, every key not yet retiring gets that retirement time.
+    /// Adds a key; with `retiringOthersAt`, every key of its algorithm not yet retiring gets
+    /// that retirement time.
     func addSigningKey(_ key: SigningKey, retiringOthersAt: Date?) async throws
-    /// Adds `key` only when no key is live (the first start); true when it was added.
+    /// Adds `key` only when no key of its algorithm is live (the first start); true when added.
     func addFirstSigningKey(_ key: SigningKey, now: Date) async throws -> Bool
 
     func createAPIKey(_ key: APIKey, audit: [AuditEvent]) async throws
@@ -171,6 +172,29 @@ public protocol PasskeyStore: Sendable {
         eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date) async throws
     /// The newest deliveries (for an endpoint, or all), newest first.
     func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery]
+
+    // OpenID Connect (issue 18)
+    func addOAuthClient(_ client: OAuthClient) async throws
+    func oauthClient(id: String) async throws -> OAuthClient?
+    func oauthClients() async throws -> [OAuthClient]
+    func removeOAuthClient(id: String) async throws -> Bool
+    /// A pending authorization request (waiting for a sign-in or consent), kept until it expires.
+    func saveOAuthRequest(hash: [UInt8], clientID: String, request: [UInt8], createdAt: Date, expiresAt: Date) async throws
+    func oauthRequest(hash: [UInt8], now: Date) async throws -> (clientID: String, request: [UInt8])?
+    func deleteOAuthRequest(hash: [UInt8]) async throws
+    func saveOAuthCode(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws
+    /// Marks a code used, recording the refresh-token family its exchange makes. Returns the
+    /// code as it was before (`usedAt` set: it had been used already), or nil.
+    func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant?
+    func saveRefreshToken(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws
+    /// Marks a refresh token used; returns it as it was before, or nil.
+    func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant?
+    /// Revokes every refresh token of a family (reuse detected, a code used twice, revocation).
+    @discardableResult func revokeRefreshFamily(_ family: String, at time: Date) async throws -> Int
+    /// The refresh token's family, if it exists.
+    func refreshFamily(hash: [UInt8]) async throws -> String?
+    func consent(accountID: UUID, clientID: String) async throws -> String?
+    func saveConsent(accountID: UUID, clientID: String, scope: String, at time: Date) async throws
 }
 
 public enum PasskeyDeletion: Sendable, Equatable {

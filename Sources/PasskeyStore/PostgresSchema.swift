@@ -218,5 +218,68 @@ enum PostgresSchema {
                 FOR EACH ROW EXECUTE FUNCTION audit_events_outbox()
                 """,
             ]),
+        .init(
+            version: 8,
+            statements: [
+                // OpenID Connect: clients, authorization requests waiting for a sign-in or
+                // consent, codes, refresh tokens (rotated, in families), consents.
+                """
+                CREATE TABLE oauth_clients (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    secret_hash BYTEA,
+                    redirect_uris TEXT NOT NULL,
+                    post_logout_uris TEXT NOT NULL,
+                    first_party BOOLEAN NOT NULL DEFAULT FALSE,
+                    allow_sign_up BOOLEAN NOT NULL DEFAULT FALSE,
+                    id_token_algorithm TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE oauth_requests (
+                    id_hash BYTEA PRIMARY KEY,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    request BYTEA NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE oauth_codes (
+                    code_hash BYTEA PRIMARY KEY,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    grant_data BYTEA NOT NULL,
+                    family TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE oauth_refresh_tokens (
+                    token_hash BYTEA PRIMARY KEY,
+                    family TEXT NOT NULL,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    grant_data BYTEA NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT,
+                    revoked_at BIGINT
+                )
+                """,
+                "CREATE INDEX oauth_refresh_family ON oauth_refresh_tokens(family)",
+                """
+                CREATE TABLE oauth_consents (
+                    account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    scope TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (account_id, client_id)
+                )
+                """,
+            ]),
     ]
 }

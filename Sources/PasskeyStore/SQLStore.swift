@@ -463,7 +463,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func sweepExpired(now: Date) async throws -> Int {
         try await transaction { db in
             var removed = 0
-            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens"] {
+            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes", "oauth_refresh_tokens"] {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
             removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
@@ -532,7 +532,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func addSigningKey(_ key: SigningKey, retiringOthersAt retirement: Date?) async throws {
         try await transaction { db in
-            if let retirement { try await db.run("UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL") }
+            if let retirement {
+                try await db.run("UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL AND algorithm = \(key.algorithm)")
+            }
             try await db.run(Self.insert(key))
         }
     }
@@ -544,7 +546,8 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             // writer), so exactly one adds the first key.
             try await db.run("INSERT INTO settings (name, value) VALUES ('signing_keys', \([UInt8]())) ON CONFLICT (name) DO NOTHING")
             try await db.run("SELECT 1 FROM settings WHERE name = 'signing_keys'\(sql: forUpdate)")
-            let live = try await db.count("SELECT COUNT(*) AS n FROM signing_keys WHERE retires_at IS NULL OR retires_at > \(now)")
+            let live = try await db.count(
+                "SELECT COUNT(*) AS n FROM signing_keys WHERE algorithm = \(key.algorithm) AND (retires_at IS NULL OR retires_at > \(now))")
             guard live == 0 else { return false }
             try await db.run(Self.insert(key))
             return true
@@ -660,5 +663,110 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 "SELECT * FROM webhook_deliveries ORDER BY event_id DESC LIMIT \(limit)"
             }
         return try await reader.rows(sql).map { try WebhookDelivery(row: $0) }
+    }
+
+    // MARK: OpenID Connect
+
+    public func addOAuthClient(_ client: OAuthClient) async throws {
+        try await writer.run(
+            """
+            INSERT INTO oauth_clients (id, name, secret_hash, redirect_uris, post_logout_uris, first_party, allow_sign_up,
+                                       id_token_algorithm, created_at)
+            VALUES (\(client.id), \(client.name), \(client.secretHash), \(StoreValues.encodeList(client.redirectURIs)),
+                    \(StoreValues.encodeList(client.postLogoutURIs)), \(client.firstParty), \(client.allowSignUp), \(client.idTokenAlgorithm),
+                    \(client.createdAt))
+            """)
+    }
+
+    public func oauthClient(id: String) async throws -> OAuthClient? {
+        try await reader.first("SELECT * FROM oauth_clients WHERE id = \(id)").map { try OAuthClient(row: $0) }
+    }
+
+    public func oauthClients() async throws -> [OAuthClient] {
+        try await reader.rows("SELECT * FROM oauth_clients ORDER BY created_at, id").map { try OAuthClient(row: $0) }
+    }
+
+    public func removeOAuthClient(id: String) async throws -> Bool {
+        try await writer.run("DELETE FROM oauth_clients WHERE id = \(id) RETURNING 1") == 1
+    }
+
+    public func saveOAuthRequest(hash: [UInt8], clientID: String, request: [UInt8], createdAt: Date, expiresAt: Date) async throws {
+        try await writer.run(
+            """
+            INSERT INTO oauth_requests (id_hash, client_id, request, created_at, expires_at)
+            VALUES (\(hash), \(clientID), \(request), \(createdAt), \(expiresAt))
+            """)
+    }
+
+    public func oauthRequest(hash: [UInt8], now: Date) async throws -> (clientID: String, request: [UInt8])? {
+        guard let row = try await reader.first("SELECT client_id, request FROM oauth_requests WHERE id_hash = \(hash) AND expires_at > \(now)")
+        else { return nil }
+        return (try row.text("client_id"), try row.bytes("request"))
+    }
+
+    public func deleteOAuthRequest(hash: [UInt8]) async throws {
+        try await writer.run("DELETE FROM oauth_requests WHERE id_hash = \(hash)")
+    }
+
+    public func saveOAuthCode(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws {
+        try await writer.run(
+            """
+            INSERT INTO oauth_codes (code_hash, client_id, account_id, grant_data, created_at, expires_at)
+            VALUES (\(hash), \(grant.clientID), \(grant.accountID), \(grant.grant), \(createdAt), \(grant.expiresAt))
+            """)
+    }
+
+    public func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant? {
+        try await transaction { db in
+            guard let row = try await db.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash)") else { return nil }
+            let code = try OAuthGrant(row: row)
+            // First use only: a code used before keeps the family of that first exchange.
+            if code.usedAt == nil {
+                try await db.run("UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL")
+            }
+            return code
+        }
+    }
+
+    public func saveRefreshToken(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws {
+        try await writer.run(
+            """
+            INSERT INTO oauth_refresh_tokens (token_hash, family, client_id, account_id, grant_data, created_at, expires_at)
+            VALUES (\(hash), \(grant.family ?? ""), \(grant.clientID), \(grant.accountID), \(grant.grant), \(createdAt), \(grant.expiresAt))
+            """)
+    }
+
+    public func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant? {
+        try await transaction { db in
+            guard let row = try await db.first("SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash)") else { return nil }
+            let token = try OAuthGrant(row: row)
+            if token.usedAt == nil {
+                try await db.run("UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL")
+            }
+            return token
+        }
+    }
+
+    public func revokeRefreshFamily(_ family: String, at time: Date) async throws -> Int {
+        try await writer.run(
+            "UPDATE oauth_refresh_tokens SET revoked_at = \(time) WHERE family = \(family) AND revoked_at IS NULL RETURNING 1")
+    }
+
+    public func refreshFamily(hash: [UInt8]) async throws -> String? {
+        try await reader.first("SELECT family FROM oauth_refresh_tokens WHERE token_hash = \(hash)").map { try $0.text("family") }
+    }
+
+    public func consent(accountID: UUID, clientID: String) async throws -> String? {
+        try await reader.first("SELECT scope FROM oauth_consents WHERE account_id = \(accountID) AND client_id = \(clientID)").map {
+            try $0.text("scope")
+        }
+    }
+
+    public func saveConsent(accountID: UUID, clientID: String, scope: String, at time: Date) async throws {
+        try await writer.run(
+            """
+            INSERT INTO oauth_consents (account_id, client_id, scope, created_at) VALUES (\(accountID), \(clientID), \(scope), \(time))
+            ON CONFLICT (account_id, client_id) DO UPDATE SET scope = \(scope), created_at = \(time)
+            """)
     }
 }

@@ -217,5 +217,68 @@ enum SQLiteSchema {
                 END
                 """,
             ]),
+        Migration(
+            version: 8,
+            statements: [
+                // OpenID Connect: clients, authorization requests waiting for a sign-in or
+                // consent, codes, refresh tokens (rotated, in families), consents.
+                """
+                CREATE TABLE oauth_clients (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    secret_hash BLOB,
+                    redirect_uris TEXT NOT NULL,
+                    post_logout_uris TEXT NOT NULL,
+                    first_party INTEGER NOT NULL DEFAULT 0,
+                    allow_sign_up INTEGER NOT NULL DEFAULT 0,
+                    id_token_algorithm TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE oauth_requests (
+                    id_hash BLOB PRIMARY KEY,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    request BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE oauth_codes (
+                    code_hash BLOB PRIMARY KEY,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    grant_data BLOB NOT NULL,
+                    family TEXT,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER
+                )
+                """,
+                """
+                CREATE TABLE oauth_refresh_tokens (
+                    token_hash BLOB PRIMARY KEY,
+                    family TEXT NOT NULL,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    grant_data BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER,
+                    revoked_at INTEGER
+                )
+                """,
+                "CREATE INDEX oauth_refresh_family ON oauth_refresh_tokens(family)",
+                """
+                CREATE TABLE oauth_consents (
+                    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+                    scope TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (account_id, client_id)
+                )
+                """,
+            ]),
     ]
 }

@@ -143,3 +143,23 @@ extension WebhookDelivery {
             lastError: try row.optionalText("last_error"))
     }
 }
+
+extension OAuthClient {
+    init(row: some StoreRow) throws {
+        self.init(
+            id: try row.text("id"), name: try row.text("name"), secretHash: try row.optionalBytes("secret_hash"),
+            redirectURIs: StoreValues.decodeList(try row.optionalText("redirect_uris")),
+            postLogoutURIs: StoreValues.decodeList(try row.optionalText("post_logout_uris")), firstParty: try row.flag("first_party"),
+            allowSignUp: try row.flag("allow_sign_up"), idTokenAlgorithm: try row.text("id_token_algorithm"),
+            createdAt: try row.date("created_at"))
+    }
+}
+
+extension OAuthGrant {
+    init(row: some StoreRow) throws {
+        self.init(
+            clientID: try row.text("client_id"), accountID: try row.id("account_id"), grant: try row.bytes("grant_data"),
+            family: try row.optionalText("family"), expiresAt: try row.date("expires_at"), usedAt: try row.optionalDate("used_at"),
+            revokedAt: try row.optionalDate("revoked_at"))
+    }
+}

@@ -13,7 +13,7 @@ struct Admin: AsyncParsableCommand {
             "Look after accounts (list, show, disable, revoke passkeys or sessions, audit log, export, adoption), signing keys, API keys and webhooks.",
         subcommands: [
             Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
-            Audit.self, Export.self, Adoption.self, Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self,
+            Audit.self, Export.self, Adoption.self, Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self, Clients.self,
         ])
 }
 

@@ -199,4 +199,69 @@ extension Admin {
             }
         }
     }
+
+    struct Clients: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "OpenID Connect clients (apps that sign people in through passkeyd; docs/oidc.md).",
+            subcommands: [Add.self, List.self, Remove.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Register a client; prints its client_id (and secret, once).")
+            @OptionGroup var options: ServerOptions
+            @Argument(help: "The name people see on the consent screen.") var name: String
+            @Option(name: .customLong("redirect-uri"), help: "A redirect URI (exact match; repeat for more).") var redirectURIs: [String] = []
+            @Option(name: .customLong("post-logout-uri"), help: "Where RP-initiated logout may return (repeat for more).")
+            var postLogoutURIs: [String] = []
+            @Flag(name: .customLong("public"), help: "A public client (a browser or native app): no secret, PKCE required.") var isPublic = false
+            @Flag(name: .customLong("first-party"), help: "Trusted: no consent screen.") var firstParty = false
+            @Flag(name: .customLong("allow-sign-up"), help: "People may create an account from this client's sign-in page.")
+            var allowSignUp = false
+            @Option(name: .customLong("id-token-alg"), help: "RS256 (default, what OIDC requires every client to accept) or ES256.")
+            var idTokenAlgorithm = "RS256"
+            func run() async throws {
+                try await AdminContext.with(options) { context in
+                    do {
+                        let added = try await context.admin.addClient(
+                            name: name, redirectURIs: redirectURIs, postLogoutURIs: postLogoutURIs, isPublic: isPublic, firstParty: firstParty,
+                            allowSignUp: allowSignUp, idTokenAlgorithm: idTokenAlgorithm, by: context.operatorName)
+                        print("client_id=\(added.client.id)")
+                        if let secret = added.secret { print("client_secret=\(secret)") }
+                        FileHandle.standardError.write(
+                            Data("client \"\(added.client.name)\"\(added.secret == nil ? " (public: PKCE)" : ": the secret is shown once")\n".utf8))
+                    } catch let refusal as AdminService.Refusal {
+                        throw ValidationError(refusal.description)
+                    }
+                }
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Every client (never a secret).")
+            @OptionGroup var options: ServerOptions
+            func run() async throws {
+                try await AdminContext.with(options) { context in
+                    for client in try await context.store.oauthClients() {
+                        let kind = client.isPublic ? "public" : "confidential"
+                        print("\(client.id)  \(client.name)  \(kind)\(client.firstParty ? ", first-party" : "")  \(client.redirectURIs.joined(separator: " "))")
+                    }
+                }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Remove a client: its codes, refresh tokens and consents go with it.")
+            @OptionGroup var options: ServerOptions
+            @Argument(help: "The client_id.") var id: String
+            func run() async throws {
+                try await AdminContext.with(options) { context in
+                    do {
+                        try await context.admin.removeClient(id, by: context.operatorName)
+                    } catch let refusal as AdminService.Refusal {
+                        throw ValidationError(refusal.description)
+                    }
+                    print("removed client \(id)")
+                }
+            }
+        }
+    }
 }

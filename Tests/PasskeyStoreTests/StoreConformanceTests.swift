@@ -166,7 +166,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 7)
+        #expect(try await store.schemaVersion() == 8)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
