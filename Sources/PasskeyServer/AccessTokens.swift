@@ -112,7 +112,8 @@ public final class AccessTokens: Sendable {
     /// an OpenID Connect client that asks for it, is made the first time it is needed.)
     func prepare() async throws {
         let time = now()
-        _ = try await store.addFirstSigningKey(try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
+        _ = try await store.addFirstSigningKey(
+            try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
         _ = try await current(refresh: true)
     }
 

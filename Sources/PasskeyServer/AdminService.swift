@@ -204,7 +204,8 @@ public struct AdminService: Sendable {
                     || (!["http", "https", "javascript", "data", "file"].contains(scheme) && scheme.contains("."))
             else {
                 throw Refusal(
-                    description: "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
+                    description:
+                        "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
             }
         }
         guard ["RS256", "ES256"].contains(idTokenAlgorithm) else { throw Refusal(description: "ID tokens are signed RS256 or ES256") }
@@ -214,7 +215,8 @@ public struct AdminService: Sendable {
             secretHash: secret.map { Self.hash(Array($0.utf8)) }, redirectURIs: redirectURIs, postLogoutURIs: postLogoutURIs,
             firstParty: firstParty, allowSignUp: allowSignUp, idTokenAlgorithm: idTokenAlgorithm, createdAt: now())
         try await store.addOAuthClient(client)
-        try await store.appendAudit(AuditEvent(time: now(), kind: .oauthClientAdded, userAgent: operatorName, detail: "\(client.id) \(trimmed)"))
+        try await store.appendAudit(
+            AuditEvent(time: now(), kind: .oauthClientAdded, userAgent: operatorName, detail: "\(client.id) \(trimmed)"))
         return (client, secret)
     }
 

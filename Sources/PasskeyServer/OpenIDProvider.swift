@@ -115,8 +115,11 @@ struct OpenIDProvider: Sendable {
                 ["client_secret_basic", "client_secret_post", "none"].map(JSONValue.string)),
             "code_challenge_methods_supported": .array([.string("S256")]),
             "claims_supported": .array(
-                ["iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "acr", "sid", "azp", "preferred_username", "name", "email"]
-                    .map(JSONValue.string)),
+                [
+                    "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "acr", "sid", "azp", "preferred_username", "name",
+                    "email",
+                ]
+                .map(JSONValue.string)),
             "prompt_values_supported": .array(["none", "login", "consent", "create"].map(JSONValue.string)),
             "acr_values_supported": .array([.string("phr"), .string("0")]),
             "authorization_response_iss_parameter_supported": .bool(true),
@@ -211,12 +214,17 @@ struct OpenIDProvider: Sendable {
         return Set(scope).isSubset(of: Set(granted.split(separator: " ").map { String($0) }))
     }
 
-    func pendingRequest(_ context: PasskeyRequestContext) async throws -> (hash: [UInt8], request: AuthorizationRequest, client: OAuthClient) {
+    func pendingRequest(_ context: PasskeyRequestContext) async throws -> (
+        hash: [UInt8], request: AuthorizationRequest, client: OAuthClient
+    ) {
         guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, id.count == 32,
             let stored = try await store.oauthRequest(hash: Array(SHA256.hash(data: id)), now: service.now()),
             let pending = try? JSONDecoder().decode(AuthorizationRequest.self, from: Data(stored.request)),
             let client = try await store.oauthClient(id: stored.clientID)
-        else { throw PasskeyServiceError.invalid(.invalidAuthorizationRequest, "This sign-in request is unknown or expired; start again from the app.") }
+        else {
+            throw PasskeyServiceError.invalid(
+                .invalidAuthorizationRequest, "This sign-in request is unknown or expired; start again from the app.")
+        }
         return (Array(SHA256.hash(data: id)), pending, client)
     }
 
@@ -273,7 +281,9 @@ struct OpenIDProvider: Sendable {
         guard fresh(signedIn, for: pending) else { throw PasskeyServiceError.reauthenticationRequired }
         let consented = try await hasConsent(signedIn.account, client: client, scope: pending.scope)
         if !consented || pending.prompt.contains("consent") {
-            guard body.approve == true else { throw PasskeyServiceError.invalid(.consentRequired, "Approve or decline this application first.") }
+            guard body.approve == true else {
+                throw PasskeyServiceError.invalid(.consentRequired, "Approve or decline this application first.")
+            }
             try await store.saveConsent(
                 accountID: signedIn.account.id, clientID: client.id, scope: pending.scope.joined(separator: " "), at: service.now())
         }
@@ -423,11 +433,14 @@ struct OpenIDProvider: Sendable {
         guard let stored = try await store.useRefreshToken(hash: Array(SHA256.hash(data: token)), at: time), stored.revokedAt == nil else {
             throw OAuthError(code: "invalid_grant", description: "Unknown or revoked refresh token.")
         }
-        guard stored.clientID == client.id else { throw OAuthError(code: "invalid_grant", description: "This refresh token belongs to another client.") }
+        guard stored.clientID == client.id else {
+            throw OAuthError(code: "invalid_grant", description: "This refresh token belongs to another client.")
+        }
         if stored.usedAt != nil {
             // Reuse of a rotated token: someone else holds the family. End it (RFC 9700 §4.14.2).
             if let family = stored.family { try await store.revokeRefreshFamily(family, at: time) }
-            await service.audit(.oidcGrantReused, accountID: stored.accountID, client: PasskeyService.Client(), detail: "refresh \(client.id)")
+            await service.audit(
+                .oidcGrantReused, accountID: stored.accountID, client: PasskeyService.Client(), detail: "refresh \(client.id)")
             throw OAuthError(code: "invalid_grant", description: "This refresh token was already used; the whole grant is revoked.")
         }
         guard stored.expiresAt > time, let grant = try? JSONDecoder().decode(Grant.self, from: Data(stored.grant)) else {
@@ -437,14 +450,17 @@ struct OpenIDProvider: Sendable {
     }
 
     static func refreshTokenBytes(_ text: String) -> [UInt8]? {
-        guard text.hasPrefix("rt_"), let bytes = Base64URLBytes(encoded: String(text.dropFirst(3)))?.bytes, bytes.count == 32 else { return nil }
+        guard text.hasPrefix("rt_"), let bytes = Base64URLBytes(encoded: String(text.dropFirst(3)))?.bytes, bytes.count == 32 else {
+            return nil
+        }
         return bytes
     }
 
     /// Access token (a JWT for the client), ID token, and with `offline_access` a rotated
     /// refresh token. The grant's session must still be live and its account enabled.
     func issueTokens(_ grant: Grant, client: OAuthClient, accountID: UUID, family: String) async throws -> Response {
-        guard let (session, account) = try await store.session(tokenHash: grant.sessionHash, now: service.now()), account.id == accountID else {
+        guard let (session, account) = try await store.session(tokenHash: grant.sessionHash, now: service.now()), account.id == accountID
+        else {
             throw OAuthError(code: "invalid_grant", description: "The sign-in behind this grant has ended.")
         }
         let time = service.now()
@@ -456,7 +472,8 @@ struct OpenIDProvider: Sendable {
         let accessToken = try await service.tokens.sign(access, type: "at+jwt")
         let issued = Date(timeIntervalSince1970: time.timeIntervalSince1970.rounded(.down))
         let idClaims = IDTokenClaims(
-            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()), aud: AudienceClaim(value: [client.id]),
+            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
+            aud: AudienceClaim(value: [client.id]),
             exp: ExpirationClaim(value: issued.addingTimeInterval(Double(lifetime))), iat: IssuedAtClaim(value: issued),
             auth_time: grant.authTime, nonce: grant.nonce, amr: AccessTokens.amr(method: grant.method),
             acr: ["passkey", "sign_up"].contains(grant.method) ? "phr" : "0", sid: AccessTokens.sessionID(session), azp: client.id,
@@ -489,7 +506,8 @@ struct OpenIDProvider: Sendable {
     /// `GET|POST /oauth2/userinfo` (OIDC Core §5.3) with an access token from the token endpoint.
     func userinfo(_ request: Request) async throws -> Response {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            let claims = try await service.tokens.verify(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces), anyAudience: true),
+            let claims = try await service.tokens.verify(
+                String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces), anyAudience: true),
             let clientID = claims.client_id,
             let hash = Base64URLBytes(encoded: claims.sid)?.bytes,
             let (_, account) = try await store.session(tokenHash: hash, now: service.now()),
@@ -525,7 +543,8 @@ struct OpenIDProvider: Sendable {
             let client = try await authenticateClient(request, form: form)
             if let text = form["token"], let bytes = Self.refreshTokenBytes(text) {
                 let hash = Array(SHA256.hash(data: bytes))
-                if let family = try await store.refreshFamily(hash: hash), let stored = try await store.useRefreshToken(hash: hash, at: service.now()),
+                if let family = try await store.refreshFamily(hash: hash),
+                    let stored = try await store.useRefreshToken(hash: hash, at: service.now()),
                     stored.clientID == client.id
                 {
                     try await store.revokeRefreshFamily(family, at: service.now())
@@ -608,7 +627,8 @@ struct OpenIDProvider: Sendable {
 
     static func page(_ title: String, _ text: String, status: HTTPResponse.Status, headers extra: HTTPFields = [:]) -> Response {
         func escaped(_ value: String) -> String {
-            value.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            value.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+                of: ">", with: "&gt;")
         }
         let html = """
             <!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -116,7 +116,8 @@ extension PasskeyServiceError.Code {
         .sessionNotFound, .accountDisabled, .counterConflict, .rateLimited, .busy, .invalidUsername,
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
-        .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest, .consentRequired,
+        .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
+        .consentRequired,
     ]
 }
 

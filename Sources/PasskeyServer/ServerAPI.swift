@@ -167,13 +167,16 @@ struct ServerAPI: Sendable {
         let clients = api.group().add(middleware: APIKeyMiddleware(service: service, scope: "clients"))
             .add(middleware: JSONRequestMiddleware())
 
-        clients.get("clients") { _, _ in try HTTP.json(ClientListJSON(clients: try await service.store.oauthClients().map { ClientJSON($0) })) }
+        clients.get("clients") { _, _ in
+            try HTTP.json(ClientListJSON(clients: try await service.store.oauthClients().map { ClientJSON($0) }))
+        }
         clients.post("clients") { request, context in
             let body = try await request.decode(AddClientBody.self, limit: limit)
             do {
                 let added = try await admin.addClient(
                     name: body.name, redirectURIs: body.redirectURIs, postLogoutURIs: body.postLogoutURIs, isPublic: body.isPublic,
-                    firstParty: body.firstParty, allowSignUp: body.allowSignUp, idTokenAlgorithm: body.idTokenAlgorithm, by: caller(context))
+                    firstParty: body.firstParty, allowSignUp: body.allowSignUp, idTokenAlgorithm: body.idTokenAlgorithm, by: caller(context)
+                )
                 return try HTTP.json(ClientJSON(added.client, secret: added.secret), status: .created)
             } catch let refusal as AdminService.Refusal {
                 throw PasskeyServiceError.invalid(.malformedJSON, refusal.description)

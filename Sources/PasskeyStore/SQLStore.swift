@@ -463,7 +463,10 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func sweepExpired(now: Date) async throws -> Int {
         try await transaction { db in
             var removed = 0
-            for table in ["challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes", "oauth_refresh_tokens"] {
+            for table in [
+                "challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes",
+                "oauth_refresh_tokens",
+            ] {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
             removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
@@ -533,7 +536,8 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func addSigningKey(_ key: SigningKey, retiringOthersAt retirement: Date?) async throws {
         try await transaction { db in
             if let retirement {
-                try await db.run("UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL AND algorithm = \(key.algorithm)")
+                try await db.run(
+                    "UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL AND algorithm = \(key.algorithm)")
             }
             try await db.run(Self.insert(key))
         }
@@ -699,7 +703,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func oauthRequest(hash: [UInt8], now: Date) async throws -> (clientID: String, request: [UInt8])? {
-        guard let row = try await reader.first("SELECT client_id, request FROM oauth_requests WHERE id_hash = \(hash) AND expires_at > \(now)")
+        guard
+            let row = try await reader.first(
+                "SELECT client_id, request FROM oauth_requests WHERE id_hash = \(hash) AND expires_at > \(now)")
         else { return nil }
         return (try row.text("client_id"), try row.bytes("request"))
     }
@@ -722,7 +728,8 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let code = try OAuthGrant(row: row)
             // First use only: a code used before keeps the family of that first exchange.
             if code.usedAt == nil {
-                try await db.run("UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL")
+                try await db.run(
+                    "UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL")
             }
             return code
         }

@@ -209,10 +209,12 @@ extension Admin {
             static let configuration = CommandConfiguration(abstract: "Register a client; prints its client_id (and secret, once).")
             @OptionGroup var options: ServerOptions
             @Argument(help: "The name people see on the consent screen.") var name: String
-            @Option(name: .customLong("redirect-uri"), help: "A redirect URI (exact match; repeat for more).") var redirectURIs: [String] = []
+            @Option(name: .customLong("redirect-uri"), help: "A redirect URI (exact match; repeat for more).") var redirectURIs: [String] =
+                []
             @Option(name: .customLong("post-logout-uri"), help: "Where RP-initiated logout may return (repeat for more).")
             var postLogoutURIs: [String] = []
-            @Flag(name: .customLong("public"), help: "A public client (a browser or native app): no secret, PKCE required.") var isPublic = false
+            @Flag(name: .customLong("public"), help: "A public client (a browser or native app): no secret, PKCE required.") var isPublic =
+                false
             @Flag(name: .customLong("first-party"), help: "Trusted: no consent screen.") var firstParty = false
             @Flag(name: .customLong("allow-sign-up"), help: "People may create an account from this client's sign-in page.")
             var allowSignUp = false
@@ -222,12 +224,15 @@ extension Admin {
                 try await AdminContext.with(options) { context in
                     do {
                         let added = try await context.admin.addClient(
-                            name: name, redirectURIs: redirectURIs, postLogoutURIs: postLogoutURIs, isPublic: isPublic, firstParty: firstParty,
+                            name: name, redirectURIs: redirectURIs, postLogoutURIs: postLogoutURIs, isPublic: isPublic,
+                            firstParty: firstParty,
                             allowSignUp: allowSignUp, idTokenAlgorithm: idTokenAlgorithm, by: context.operatorName)
                         print("client_id=\(added.client.id)")
                         if let secret = added.secret { print("client_secret=\(secret)") }
                         FileHandle.standardError.write(
-                            Data("client \"\(added.client.name)\"\(added.secret == nil ? " (public: PKCE)" : ": the secret is shown once")\n".utf8))
+                            Data(
+                                "client \"\(added.client.name)\"\(added.secret == nil ? " (public: PKCE)" : ": the secret is shown once")\n"
+                                    .utf8))
                     } catch let refusal as AdminService.Refusal {
                         throw ValidationError(refusal.description)
                     }
@@ -242,7 +247,9 @@ extension Admin {
                 try await AdminContext.with(options) { context in
                     for client in try await context.store.oauthClients() {
                         let kind = client.isPublic ? "public" : "confidential"
-                        print("\(client.id)  \(client.name)  \(kind)\(client.firstParty ? ", first-party" : "")  \(client.redirectURIs.joined(separator: " "))")
+                        print(
+                            "\(client.id)  \(client.name)  \(kind)\(client.firstParty ? ", first-party" : "")  \(client.redirectURIs.joined(separator: " "))"
+                        )
                     }
                 }
             }

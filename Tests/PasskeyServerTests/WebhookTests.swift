@@ -76,16 +76,16 @@ struct WebhookTests {
             let admin = AdminService(store: harness.store, now: { harness.clock.now })
             let added = try await admin.addWebhook(url: "http://127.0.0.1:\(port)/hook", events: ["*"])
             #expect(added.secret.hasPrefix("whsec_"))
+            // Down from the start (the application's own dispatcher may try while the activity
+            // runs): every attempt fails, nothing is lost, a failed delivery waits its back-off.
+            receiver.down.withLock { $0 = true }
             try await harness.run { api in try await Self.activity(api) }
             let dispatcher = Self.dispatcher(harness)
-
-            // Down: every attempt fails, nothing is lost, and a failed delivery waits its back-off.
-            receiver.down.withLock { $0 = true }
-            let firstRound = try await dispatcher.deliverDue(client: HTTPClient.shared)
-            #expect(firstRound >= 2)  // the oldest event of each account
+            _ = try await dispatcher.deliverDue(client: HTTPClient.shared)
             #expect(try await dispatcher.deliverDue(client: HTTPClient.shared) == 0)
             let pending = try await harness.store.webhookDeliveries(endpointID: added.endpoint.id, limit: 100)
-            #expect(pending.allSatisfy { $0.deliveredAt == nil } && pending.contains { $0.attempts == 1 && $0.lastStatus == 503 })
+            #expect(pending.allSatisfy { $0.deliveredAt == nil })
+            #expect(pending.filter { $0.attempts >= 1 && $0.lastStatus == 503 }.count >= 2)  // the oldest event of each account
 
             // Up again: after the back-off everything arrives.
             receiver.down.withLock { $0 = false }
@@ -148,7 +148,7 @@ struct WebhookTests {
             url: "http://127.0.0.1:9/hook", events: ["*"])
         try await harness.run { api in try await Self.activity(api) }
         let dispatcher = Self.dispatcher(harness)
-        #expect(try await dispatcher.deliverDue(client: HTTPClient.shared) >= 2)
+        _ = try await dispatcher.deliverDue(client: HTTPClient.shared)
         let deliveries = try await harness.store.webhookDeliveries(endpointID: nil, limit: 100)
         #expect(deliveries.contains { $0.attempts == 1 && $0.lastError != nil && $0.deliveredAt == nil })
     }
