@@ -229,15 +229,19 @@ final class PostgresEngine: SQLEngine {
     }
 }
 
-/// postgres-nio's rows as ``StoreRow``.
+/// postgres-nio's rows as ``StoreRow``. A column the row does not have reads as NULL, as in
+/// SQLite (postgres-nio's subscript would stop the process).
 extension PostgresRandomAccessRow: StoreRow {
-    func optionalText(_ column: String) throws -> String? { try decoded(column, String?.self) }
-    func optionalInteger(_ column: String) throws -> Int64? { try decoded(column, Int64?.self) }
-    func optionalBytes(_ column: String) throws -> [UInt8]? { try decoded(column, ByteBuffer?.self).map { Array($0.readableBytesView) } }
-    func optionalFlag(_ column: String) throws -> Bool? { try decoded(column, Bool?.self) }
-    func optionalID(_ column: String) throws -> UUID? { try decoded(column, UUID?.self) }
+    func optionalText(_ column: String) throws -> String? { try decoded(column, String?.self) ?? nil }
+    func optionalInteger(_ column: String) throws -> Int64? { try decoded(column, Int64?.self) ?? nil }
+    func optionalBytes(_ column: String) throws -> [UInt8]? {
+        (try decoded(column, ByteBuffer?.self) ?? nil).map { Array($0.readableBytesView) }
+    }
+    func optionalFlag(_ column: String) throws -> Bool? { try decoded(column, Bool?.self) ?? nil }
+    func optionalID(_ column: String) throws -> UUID? { try decoded(column, UUID?.self) ?? nil }
 
-    private func decoded<T: PostgresDecodable>(_ column: String, _ type: T.Type) throws -> T {
+    private func decoded<T: PostgresDecodable>(_ column: String, _ type: T.Type) throws -> T? {
+        guard contains(column) else { return nil }
         do {
             return try self[column].decode(T.self)
         } catch {

@@ -305,6 +305,48 @@ struct StoreConformanceTests {
     }
 
     @Test(arguments: TestDatabase.kinds)
+    func oauthCodesAreSingleUseAndRefreshFamiliesRevokeTogether(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        try await store.createAccount(ada, passkey: Self.passkey(for: ada), session: nil, audit: [])
+        let client = OAuthClient(id: "pkc_1", name: "App", secretHash: nil, redirectURIs: ["https://a.example/cb"], createdAt: Self.t0)
+        try await store.addOAuthClient(client)
+        #expect(try await store.oauthClient(id: "pkc_1") == client)
+        let grant = OAuthGrant(clientID: "pkc_1", accountID: ada.id, grant: [1, 2], family: nil, expiresAt: Self.t0.addingTimeInterval(60))
+        try await store.saveOAuthCode(hash: [9], grant: grant, createdAt: Self.t0)
+        let first = try #require(try await store.useOAuthCode(hash: [9], family: "f1", at: Self.t0))
+        #expect(first.usedAt == nil && first.grant == [1, 2])
+        let second = try #require(try await store.useOAuthCode(hash: [9], family: "f2", at: Self.t0))
+        #expect(second.usedAt != nil && second.family == "f1")
+        #expect(try await store.useOAuthCode(hash: [8], family: "f3", at: Self.t0) == nil)
+
+        for hash: [UInt8] in [[1], [2]] {
+            var token = grant
+            token.family = "f1"
+            token.expiresAt = Self.t0.addingTimeInterval(3600)
+            try await store.saveRefreshToken(hash: hash, grant: token, createdAt: Self.t0)
+        }
+        #expect(try await store.useRefreshToken(hash: [1], at: Self.t0)?.usedAt == nil)
+        #expect(try await store.useRefreshToken(hash: [1], at: Self.t0)?.usedAt != nil)
+        #expect(try await store.refreshFamily(hash: [2]) == "f1")
+        #expect(try await store.revokeRefreshFamily("f1", at: Self.t0) == 2)
+        #expect(try await store.useRefreshToken(hash: [2], at: Self.t0)?.revokedAt != nil)
+
+        #expect(try await store.consent(accountID: ada.id, clientID: "pkc_1") == nil)
+        try await store.saveConsent(accountID: ada.id, clientID: "pkc_1", scope: "openid", at: Self.t0)
+        try await store.saveConsent(accountID: ada.id, clientID: "pkc_1", scope: "openid profile", at: Self.t0)
+        #expect(try await store.consent(accountID: ada.id, clientID: "pkc_1") == "openid profile")
+        try await store.saveOAuthRequest(
+            hash: [7], clientID: "pkc_1", request: [3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(600))
+        #expect(try await store.oauthRequest(hash: [7], now: Self.t0)?.request == [3])
+        #expect(try await store.oauthRequest(hash: [7], now: Self.t0.addingTimeInterval(601)) == nil)
+        // Removing the client takes its grants and consents with it.
+        #expect(try await store.removeOAuthClient(id: "pkc_1"))
+        #expect(try await store.consent(accountID: ada.id, clientID: "pkc_1") == nil)
+        #expect(try await store.useRefreshToken(hash: [2], at: Self.t0) == nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
     func theOldestChallengesAreDiscardedFirst(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
         for index in 0..<10 {
