@@ -46,6 +46,7 @@ struct ConfigurationLoader {
         var corsOrigins: [String]?
         var webhooks: [ServerConfiguration.Webhook]?
         var apiKeyRequestsPerWindow: Int?
+        var oidcRefreshTokenSeconds: Int?
     }
 
     struct TokensFile: Decodable {
@@ -262,6 +263,12 @@ struct ConfigurationLoader {
                 "PASSKEYD_API_KEY_REQUESTS_PER_WINDOW", file.apiKeyRequestsPerWindow, range: 1...100_000_000,
                 setting: "apiKeyRequestsPerWindow")
             ?? configuration.apiKeyRequestsPerWindow
+        if let seconds = file.oidcRefreshTokenSeconds {
+            guard (60...31_536_000).contains(seconds) else {
+                throw ConfigurationError(setting: "oidcRefreshTokenSeconds", problem: "must be 60...31536000")
+            }
+            configuration.oidcRefreshTokenSeconds = seconds
+        }
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
