@@ -136,6 +136,8 @@ async function resumeAuthorization() {
     if (!(error instanceof ApiError && error.code === 'invalid_authorization_request')) say(explain(error), 'error');
     return false;
   }
+  // Sign-up from this page only for applications that allow it.
+  $('to-signup').parentElement.hidden = !info.allowSignUp;
   if (info.signInNeeded) {
     stopConditional();
     if (info.create && !current) { show('signup'); $('signup-username').value = info.loginHint || ''; }

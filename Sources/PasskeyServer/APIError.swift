@@ -61,7 +61,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidUserID: .badRequest, .malformedJSON: .badRequest, .invalidHints: .badRequest,
         .invalidExternalID: .badRequest, .invalidRegistrationToken: .unauthorized, .invalidAPIKey: .unauthorized,
         .insufficientScope: .forbidden, .accountNotFound: .notFound,
-        .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden,
+        .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden, .signUpNotAllowed: .forbidden,
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server

@@ -279,6 +279,10 @@ struct OpenIDProvider: Sendable {
                         ["error": "access_denied", "error_description": "The person declined.", "state": pending.state, "iss": issuer])))
         }
         guard fresh(signedIn, for: pending) else { throw PasskeyServiceError.reauthenticationRequired }
+        // An account made during this request (sign-up) only for a client that allows it.
+        if !client.allowSignUp && signedIn.account.createdAt > pending.createdAt {
+            throw PasskeyServiceError.invalid(.signUpNotAllowed, "\(client.name) does not let new accounts be created while signing in.")
+        }
         let consented = try await hasConsent(signedIn.account, client: client, scope: pending.scope)
         if !consented || pending.prompt.contains("consent") {
             guard body.approve == true else {

@@ -108,6 +108,7 @@ extension PasskeyServiceError.Code {
     public static let accountNotFound = Self(rawValue: "account_not_found")
     public static let invalidAuthorizationRequest = Self(rawValue: "invalid_authorization_request")
     public static let consentRequired = Self(rawValue: "consent_required")
+    public static let signUpNotAllowed = Self(rawValue: "sign_up_not_allowed")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -117,7 +118,7 @@ extension PasskeyServiceError.Code {
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
-        .consentRequired,
+        .consentRequired, .signUpNotAllowed,
     ]
 }
 

@@ -134,6 +134,16 @@ struct OpenIDTests {
             #expect(
                 try await harness.store.consent(
                     accountID: try #require(try await harness.store.account(username: "pia")).id, clientID: thirdParty.id) != nil)
+
+            // Signing up in the middle of a request, for a client that does not allow sign-up.
+            let (_, noSignUpChallenge) = Self.pkce()
+            let request = try await Self.authorize(api, client: thirdParty, challenge: noSignUpChallenge, token: nil)
+            let pendingID = String(try #require(request.headers[.location]).dropFirst("/#authorize=".count))
+            harness.clock.advance(1)
+            var newcomer = SoftwareAuthenticator(seed: Array("oidc-newcomer".utf8))
+            let (newSession, _, _) = try await api.signUp("neo", authenticator: &newcomer)
+            let refused = try await api.post("/oauth2/authorize/requests/\(pendingID)", ["approve": true], token: newSession)
+            #expect(refused.status == .forbidden && refused.errorCode == "sign_up_not_allowed")
         }
     }
 
