@@ -1,5 +1,12 @@
+import Crypto
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PasskeyServer
 import PasskeyStoreTesting
+import Synchronization
 import Testing
 import WebAuthn
 import WebAuthnTesting
@@ -85,6 +92,89 @@ struct PostgresClusterTests {
         // Sign-ins with fresh challenges on both at once: the counter never goes backwards, both succeed or one reports the race.
         let (_, passkeys) = try await b.call("GET", "/api/auth/passkeys", token: token)
         if case .array(let list)? = passkeys["passkeys"] { #expect(list.count == 1) } else { Issue.record("no passkeys") }
+    }
+
+    /// Apps that trust passkeyd, across two real instances on one PostgreSQL: a token minted on
+    /// one is introspected on the other, an OpenID Connect code issued by one is exchanged at the
+    /// other, and the webhook outbox both dispatchers work on delivers every event exactly once.
+    @Test(.enabled(if: TestDatabase.postgresURL != nil || required), .timeLimit(.minutes(3)))
+    func tokensCodesAndWebhooksAcrossInstances() async throws {
+        let database = try await TestDatabase.makeURL(.postgres)
+        let received = Mutex<[String]>([])
+        let router = Router()
+        router.post("hook") { request, _ -> Response in
+            _ = try await request.body.collect(upTo: 1 << 20)
+            received.withLock { $0.append(request.headers[HTTPField.Name("webhook-id")!] ?? "") }
+            return Response(status: .noContent)
+        }
+        var logger = Logger(label: "receiver")
+        logger.logLevel = .error
+        let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
+        try await receiver.test(.live) { client in
+            let port = try #require(client.port)
+            let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "1000"]
+            let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
+            defer {
+                a.stop()
+                b.stop()
+            }
+            func admin(_ arguments: [String]) throws -> String {
+                let result = try PasskeyCLITests.run(
+                    ServeBinaryTests.binary, ["admin"] + arguments + ["--database", database],
+                    environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_ORIGINS": Self.origin])
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+                return result.stdout
+            }
+            _ = try admin(["webhooks", "add", "http://127.0.0.1:\(port)/hook", "--events", "sign_up", "sign_in", "oidc_token_issued"])
+            let key = try admin(["api-keys", "create", "backend", "--scopes", "introspect"]).trimmingCharacters(in: .whitespacesAndNewlines)
+            let client = Dictionary(
+                uniqueKeysWithValues: try admin(["clients", "add", "App", "--first-party", "--redirect-uri", "https://app.example.com/cb"])
+                    .split(separator: "\n").map { line in
+                        let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+                        return (parts[0], parts.count > 1 ? parts[1] : "")
+                    })
+
+            var authenticator = SoftwareAuthenticator(seed: Array("cluster-apps".utf8))
+            let (session, credential0) = try await AdminCommandTests.signUp(a, "ida", origin: Self.origin, authenticator: &authenticator)
+            var credential = credential0
+            let (signedIn, answer) = try await AdminCommandTests.signIn(
+                b, origin: Self.origin, authenticator: authenticator, credential: &credential)
+            #expect(signedIn == 200)
+            guard case .string(let access)? = answer["accessToken"] else {
+                Issue.record("no access token: \(answer)")
+                return
+            }
+            // Minted by B, introspected on A.
+            let (status, introspection) = try await a.call(
+                "POST", "/api/auth/introspect", json: Data("token=\(access)".utf8),
+                headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/x-www-form-urlencoded"])
+            #expect(status == 200 && introspection["active"] == .bool(true), "\(introspection)")
+
+            // An authorization code from A, exchanged at B.
+            let verifier = Base64URLBytes((0..<40).map { _ in UInt8.random(in: 0...255) }).base64URL
+            let challenge = Base64URLBytes(Array(SHA256.hash(data: Array(verifier.utf8)))).base64URL
+            let (_, _, headers) = try await a.send(
+                "GET",
+                "/oauth2/authorize?client_id=\(client["client_id"] ?? "")&redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb&response_type=code&scope=openid&code_challenge=\(challenge)&code_challenge_method=S256&state=s",
+                token: session)
+            let location = headers.first { $0.key.lowercased() == "location" }?.value ?? ""
+            let code = URLComponents(string: location)?.queryItems?.first { $0.name == "code" }?.value ?? ""
+            #expect(!code.isEmpty, "\(location)")
+            let basic = Data("\(client["client_id"] ?? ""):\(client["client_secret"] ?? "")".utf8).base64EncodedString()
+            let (exchanged, tokens) = try await b.call(
+                "POST", "/oauth2/token",
+                json: Data(
+                    "grant_type=authorization_code&code=\(code)&redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb&code_verifier=\(verifier)"
+                        .utf8),
+                headers: ["Authorization": "Basic \(basic)", "Content-Type": "application/x-www-form-urlencoded"])
+            #expect(exchanged == 200 && tokens["id_token"] != nil, "\(tokens)")
+
+            // sign_up, sign_in, oidc_token_issued: three events, each delivered once by one of the two.
+            for _ in 0..<40 where received.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(500)) }
+            try await Task.sleep(for: .seconds(2))  // a duplicate would have arrived by now
+            let ids = received.withLock { $0 }
+            #expect(ids.count == 3 && Set(ids).count == 3, "\(ids)")
+        }
     }
 
     @Test(.enabled(if: TestDatabase.postgresURL != nil || required))

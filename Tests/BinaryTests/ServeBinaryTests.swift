@@ -78,7 +78,8 @@ struct ServeBinaryTests {
             configuration.httpCookieStorage = nil
             configuration.httpShouldSetCookies = false
             configuration.httpCookieAcceptPolicy = .never
-            return URLSession(configuration: configuration)
+            // Redirects are answers to look at (OpenID Connect), never followed.
+            return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
         }()
 
         func stop() {
@@ -198,5 +199,15 @@ struct ServeBinaryTests {
             return
         }
         #expect(list.count == 1)
+    }
+}
+
+/// Hands a redirect back as the response instead of following it.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }
