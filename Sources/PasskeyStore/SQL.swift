@@ -123,9 +123,16 @@ enum SQLDialect: Sendable {
 protocol SQLConnection: Sendable {
     /// Runs `sql` and returns its rows (none for a statement without `RETURNING`).
     func rows(_ sql: SQL) async throws -> [any StoreRow]
+    /// Runs `sql` for its effect only. Inside a transaction a connection may hold it back and
+    /// send it with the next statement that answers, or with the commit (SQLite does: one hop
+    /// to the writer instead of one per statement); its error, if any, then ends the
+    /// transaction there.
+    func execute(_ sql: SQL) async throws
 }
 
 extension SQLConnection {
+    func execute(_ sql: SQL) async throws { _ = try await rows(sql) }
+
     /// Runs `sql`; the number of rows it returned (a write with `RETURNING 1`: the rows it changed).
     @discardableResult func run(_ sql: SQL) async throws -> Int { try await rows(sql).count }
 

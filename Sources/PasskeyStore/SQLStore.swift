@@ -31,13 +31,13 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         let dialect = self.dialect
         return try await engine.transaction(timeout: migrationTimeout) { db in
             // Several instances may start at once: one migrates, the others wait and find it done.
-            if dialect == .postgres { try await db.run("SELECT pg_advisory_xact_lock(7270417)") }
-            try await db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
+            if dialect == .postgres { try await db.execute("SELECT pg_advisory_xact_lock(7270417)") }
+            try await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
             let applied = Set(try await db.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
             var done: [Int] = []
             for migration in dialect.migrations where !applied.contains(migration.version) {
-                for statement in migration.statements { try await db.run(SQL(unsafeText: statement)) }
-                try await db.run("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(Date()))")
+                for statement in migration.statements { try await db.execute(SQL(unsafeText: statement)) }
+                try await db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(Date()))")
                 done.append(migration.version)
             }
             return done
@@ -69,15 +69,15 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
         try await transaction { db in
-            try await db.run(
+            try await db.execute(
                 """
                 INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
                 VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
                         \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash))
                 """)
-            try await db.run(Self.insert(passkey))
-            if let session { try await db.run(Self.insert(session)) }
-            for event in audit { try await db.run(Self.insert(event)) }
+            try await db.execute(Self.insert(passkey))
+            if let session { try await db.execute(Self.insert(session)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
         }
     }
 
@@ -94,7 +94,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             }
             // Disabling ends every session at once.
             let revoked = disabled ? try await db.run("DELETE FROM sessions WHERE account_id = \(accountID) RETURNING 1") : 0
-            for event in audit { try await db.run(Self.insert(event)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
             return revoked
         }
     }
@@ -103,12 +103,12 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         let dialect = self.dialect
         return try await transaction { db in
             // No sign-up may slip in between the read and the updates.
-            if dialect == .postgres { try await db.run("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE") }
+            if dialect == .postgres { try await db.execute("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE") }
             let accounts = try await db.rows("SELECT id, username, username_key FROM accounts ORDER BY created_at, id").map { row in
                 (id: try row.id("id"), username: try row.text("username"), key: try row.text("username_key"))
             }
             let plan = UsernameRekeying.plan(accounts)
-            for change in plan.changes { try await db.run("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)") }
+            for change in plan.changes { try await db.execute("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)") }
             return plan.collisions
         }
     }
@@ -196,9 +196,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 RETURNING 1
                 """)
             guard moved == 1 else { return false }
-            try await db.run("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
-            try await db.run(Self.insert(session))
-            for event in audit { try await db.run(Self.insert(event)) }
+            try await db.execute("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
+            try await db.execute(Self.insert(session))
+            for event in audit { try await db.execute(Self.insert(event)) }
             return true
         }
     }
@@ -213,17 +213,17 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         return try await transaction { db in
             // Hold the account row (PostgreSQL; SQLite has one writer): a concurrent password
             // removal takes the same lock, so the two cannot both remove a way in.
-            try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            try await db.execute("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
             let ids = try await db.rows("SELECT credential_id FROM passkeys WHERE account_id = \(accountID)\(sql: forUpdate)").map {
                 try $0.bytes("credential_id")
             }
             guard ids.contains(credentialID) else { return .notFound }
             let hasPassword = try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL") == 1
             guard ids.count > 1 || hasPassword else { return .lastPasskey }
-            try await db.run("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
+            try await db.execute("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
             // The sessions this passkey made end with it (but the one deleting it).
-            try await db.run("DELETE FROM sessions WHERE credential_id = \(credentialID) AND token_hash <> \(keepSession ?? [])")
-            try await db.run("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(credentialID)")
+            try await db.execute("DELETE FROM sessions WHERE credential_id = \(credentialID) AND token_hash <> \(keepSession ?? [])")
+            try await db.execute("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(credentialID)")
             return .deleted
         }
     }
@@ -231,8 +231,8 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
         try await transaction { db in
             guard try await db.run("DELETE FROM passkeys WHERE credential_id = \(credentialID) RETURNING 1") == 1 else { return false }
-            try await db.run("DELETE FROM sessions WHERE credential_id = \(credentialID)")
-            for event in audit { try await db.run(Self.insert(event)) }
+            try await db.execute("DELETE FROM sessions WHERE credential_id = \(credentialID)")
+            for event in audit { try await db.execute(Self.insert(event)) }
             return true
         }
     }
@@ -260,7 +260,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         let forUpdate = dialect.forUpdate
         return try await transaction { db in
             // The same account lock as deletePasskey: the EXISTS below then sees committed passkeys only.
-            try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            try await db.execute("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
             return try await db.run(
                 """
                 UPDATE accounts SET password_hash = NULL
@@ -275,25 +275,26 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let changed = try await db.run(
                 "UPDATE accounts SET password_hash = \(hash) WHERE id = \(accountID) AND password_hash IS NOT NULL RETURNING 1")
             guard changed == 1 else { return false }
-            try await db.run("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? [])")
+            try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? [])")
             return true
         }
     }
 
     public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
         try await transaction { db in
-            if revokeOtherSessions { try await db.run("DELETE FROM sessions WHERE account_id = \(accountID)") }
-            try await db.run("UPDATE accounts SET last_sign_in_at = \(session.createdAt) WHERE id = \(accountID)")
-            try await db.run(Self.insert(session))
-            for event in audit { try await db.run(Self.insert(event)) }
+            if revokeOtherSessions { try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID)") }
+            try await db.execute("UPDATE accounts SET last_sign_in_at = \(session.createdAt) WHERE id = \(accountID)")
+            try await db.execute(Self.insert(session))
+            for event in audit { try await db.execute(Self.insert(event)) }
         }
     }
 
     public func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws {
         try await transaction { db in
-            try await db.run("DELETE FROM recovery_codes WHERE account_id = \(accountID)")
+            try await db.execute("DELETE FROM recovery_codes WHERE account_id = \(accountID)")
             for hash in hashes {
-                try await db.run("INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(hash), \(time))")
+                try await db.execute(
+                    "INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(hash), \(time))")
             }
         }
     }
@@ -404,7 +405,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         try await transaction { db in
             let revoked = try await db.run(
                 "DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? []) RETURNING 1")
-            for event in audit { try await db.run(Self.insert(event)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
             return revoked
         }
     }
@@ -482,13 +483,13 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func createAccount(_ account: Account, audit: [AuditEvent]) async throws {
         try await transaction { db in
-            try await db.run(
+            try await db.execute(
                 """
                 INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash, external_id)
                 VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
                         \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.passwordHash), \(account.externalID))
                 """)
-            for event in audit { try await db.run(Self.insert(event)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
         }
     }
 
@@ -536,10 +537,10 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func addSigningKey(_ key: SigningKey, retiringOthersAt retirement: Date?) async throws {
         try await transaction { db in
             if let retirement {
-                try await db.run(
+                try await db.execute(
                     "UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL AND algorithm = \(key.algorithm)")
             }
-            try await db.run(Self.insert(key))
+            try await db.execute(Self.insert(key))
         }
     }
 
@@ -548,24 +549,24 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         return try await transaction { db in
             // PostgreSQL: instances starting together queue on the settings row (SQLite has one
             // writer), so exactly one adds the first key.
-            try await db.run("INSERT INTO settings (name, value) VALUES ('signing_keys', \([UInt8]())) ON CONFLICT (name) DO NOTHING")
-            try await db.run("SELECT 1 FROM settings WHERE name = 'signing_keys'\(sql: forUpdate)")
+            try await db.execute("INSERT INTO settings (name, value) VALUES ('signing_keys', \([UInt8]())) ON CONFLICT (name) DO NOTHING")
+            try await db.execute("SELECT 1 FROM settings WHERE name = 'signing_keys'\(sql: forUpdate)")
             let live = try await db.count(
                 "SELECT COUNT(*) AS n FROM signing_keys WHERE algorithm = \(key.algorithm) AND (retires_at IS NULL OR retires_at > \(now))")
             guard live == 0 else { return false }
-            try await db.run(Self.insert(key))
+            try await db.execute(Self.insert(key))
             return true
         }
     }
 
     public func createAPIKey(_ key: APIKey, audit: [AuditEvent]) async throws {
         try await transaction { db in
-            try await db.run(
+            try await db.execute(
                 """
                 INSERT INTO api_keys (id, name, key_hash, scopes, created_at)
                 VALUES (\(key.id), \(key.name), \(key.keyHash), \(StoreValues.encodeList(key.scopes)), \(key.createdAt))
                 """)
-            for event in audit { try await db.run(Self.insert(event)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
         }
     }
 
@@ -581,7 +582,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         try await transaction { db in
             guard try await db.run("UPDATE api_keys SET revoked_at = \(time) WHERE id = \(id) AND revoked_at IS NULL RETURNING 1") == 1
             else { return false }
-            for event in audit { try await db.run(Self.insert(event)) }
+            for event in audit { try await db.execute(Self.insert(event)) }
             return true
         }
     }
@@ -728,7 +729,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let code = try OAuthGrant(row: row)
             // First use only: a code used before keeps the family of that first exchange.
             if code.usedAt == nil {
-                try await db.run(
+                try await db.execute(
                     "UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL")
             }
             return code
@@ -748,7 +749,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             guard let row = try await db.first("SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash)") else { return nil }
             let token = try OAuthGrant(row: row)
             if token.usedAt == nil {
-                try await db.run("UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL")
+                try await db.execute("UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL")
             }
             return token
         }

@@ -44,16 +44,10 @@ final class SQLiteEngine: SQLEngine {
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         let pool = self.pool
         return try await writeLock.withLock {
-            try await Self.mapped {
-                try await pool.writeWithoutTransaction { db in
-                    // A transaction left open can only be one whose end failed: never run inside it.
-                    if db.isInsideTransaction { try db.rollback() }
-                    try db.beginTransaction(.immediate)
-                }
-            }
+            let connection = InTransaction(pool: pool)
             do {
-                let result = try await body(InTransaction(pool: pool))
-                try await Self.uncancelled { try await Self.mapped { try await pool.writeWithoutTransaction { db in try db.commit() } } }
+                let result = try await body(connection)
+                try await Self.uncancelled { try await connection.commit() }
                 return result
             } catch {
                 try? await Self.uncancelled {
@@ -118,11 +112,59 @@ final class SQLiteEngine: SQLEngine {
         }
     }
 
-    /// A statement of the open transaction (the caller holds the lock).
-    struct InTransaction: SQLConnection {
+    /// The statements of one transaction (the caller holds the lock). The transaction begins
+    /// with its first statement; statements run only for their effect wait and go to the writer
+    /// together with the next statement that answers, or with the commit. A sign-in's
+    /// transaction is two hops to the writer, not six.
+    final class InTransaction: SQLConnection, Sendable {
+        private struct State {
+            var begun = false
+            var pending: [SQL] = []
+        }
         let pool: DatabasePool
+        private let state = Mutex(State())
+
+        init(pool: DatabasePool) { self.pool = pool }
+
+        func execute(_ sql: SQL) async throws { state.withLock { $0.pending.append(sql) } }
+
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            try await mapped { try await pool.writeWithoutTransaction { db in try SQLiteEngine.rows(sql, db) } }
+            let (begin, pending) = take()
+            return try await mapped {
+                try await pool.writeWithoutTransaction { db in
+                    try Self.prepare(db, begin: begin, pending: pending)
+                    return try SQLiteEngine.rows(sql, db)
+                }
+            }
+        }
+
+        func commit() async throws {
+            let (begin, pending) = take()
+            try await mapped {
+                try await pool.writeWithoutTransaction { db in
+                    try Self.prepare(db, begin: begin, pending: pending)
+                    try db.commit()
+                }
+            }
+        }
+
+        private func take() -> (begin: Bool, pending: [SQL]) {
+            state.withLock { state in
+                defer {
+                    state.begun = true
+                    state.pending = []
+                }
+                return (!state.begun, state.pending)
+            }
+        }
+
+        private static func prepare(_ db: Database, begin: Bool, pending: [SQL]) throws {
+            if begin {
+                // A transaction left open can only be one whose end failed: never run inside it.
+                if db.isInsideTransaction { try db.rollback() }
+                try db.beginTransaction(.immediate)
+            }
+            for statement in pending { _ = try SQLiteEngine.rows(statement, db) }
         }
     }
 }
