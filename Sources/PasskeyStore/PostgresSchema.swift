@@ -196,6 +196,7 @@ enum PostgresSchema {
                     last_status INTEGER,
                     last_error TEXT,
                     lease_until BIGINT,
+                    lease_token TEXT,
                     PRIMARY KEY (event_id, endpoint_id)
                 )
                 """,

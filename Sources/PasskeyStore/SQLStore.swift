@@ -613,39 +613,34 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)] {
-        try await transaction { db in
-            // Due, not leased, and the oldest undelivered one of its (endpoint, account): events
-            // of one account reach an endpoint in order. The lease is taken by the same
-            // statement, so two instances never claim one delivery.
-            let claimed = try await db.rows(
-                """
-                UPDATE webhook_deliveries SET lease_until = \(leaseUntil)
-                WHERE (lease_until IS NULL OR lease_until <= \(now))
-                  AND (event_id, endpoint_id) IN (
-                    SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-                    WHERE d.delivered_at IS NULL AND d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
-                      AND NOT EXISTS (
-                        SELECT 1 FROM webhook_deliveries p
-                        WHERE p.endpoint_id = d.endpoint_id AND p.delivered_at IS NULL AND p.event_id < d.event_id
-                          AND (p.account_id = d.account_id OR (p.account_id IS NULL AND d.account_id IS NULL)))
-                    ORDER BY d.event_id LIMIT \(limit))
-                RETURNING event_id, endpoint_id
-                """)
-            var result: [(WebhookDelivery, AuditEvent)] = []
-            for row in claimed {
-                let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
-                guard
-                    let joined = try await db.first(
-                        """
-                        SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
-                        FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
-                        WHERE d.event_id = \(eventID) AND d.endpoint_id = \(endpointID)
-                        """)
-                else { continue }
-                result.append((try WebhookDelivery(row: joined), try AuditEvent(row: joined, idColumn: "audit_id")))
-            }
-            return result.sorted { $0.0.eventID < $1.0.eventID }
-        }
+        // Due, not leased, and the oldest undelivered one of its (endpoint, account): events of
+        // one account reach an endpoint in order. One statement takes the lease, marked with a
+        // token of this claim, so two instances never claim one delivery; the claimed rows are
+        // then read back by that token, off the writer (sign-ins never wait behind a claim).
+        let token = UUID().uuidString.lowercased()
+        let claimed = try await writer.run(
+            """
+            UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token)
+            WHERE (lease_until IS NULL OR lease_until <= \(now))
+              AND (event_id, endpoint_id) IN (
+                SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+                WHERE d.delivered_at IS NULL AND d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                  AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint_id = d.endpoint_id AND p.delivered_at IS NULL AND p.event_id < d.event_id
+                      AND (p.account_id = d.account_id OR (p.account_id IS NULL AND d.account_id IS NULL)))
+                ORDER BY d.event_id LIMIT \(limit))
+            RETURNING 1
+            """)
+        guard claimed > 0 else { return [] }
+        return try await reader.rows(
+            """
+            SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
+            FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
+            WHERE d.lease_token = \(token) AND d.delivered_at IS NULL
+            ORDER BY d.event_id
+            """
+        ).map { (try WebhookDelivery(row: $0), try AuditEvent(row: $0, idColumn: "audit_id")) }
     }
 
     public func settleWebhookDelivery(

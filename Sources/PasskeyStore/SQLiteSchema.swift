@@ -201,6 +201,7 @@ enum SQLiteSchema {
                     last_status INTEGER,
                     last_error TEXT,
                     lease_until INTEGER,
+                    lease_token TEXT,
                     PRIMARY KEY (event_id, endpoint_id)
                 )
                 """,
