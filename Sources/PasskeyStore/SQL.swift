@@ -25,6 +25,19 @@ struct SQL: Sendable, ExpressibleByStringInterpolation {
         values = []
     }
 
+    /// This statement followed by `other` (its text and values).
+    func appending(_ other: SQL) -> SQL {
+        var pieces = self.pieces
+        pieces[pieces.count - 1] += other.pieces[0]
+        pieces += other.pieces.dropFirst()
+        return SQL(pieces: pieces, values: values + other.values)
+    }
+
+    private init(pieces: [String], values: [SQLValue]) {
+        self.pieces = pieces
+        self.values = values
+    }
+
     /// The text with each value's placeholder in the dialect's spelling.
     func text(_ dialect: SQLDialect) -> String {
         guard pieces.count > 1 else { return pieces[0] }

@@ -613,26 +613,29 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)] {
-        // Due, not leased, and the oldest undelivered one of its (endpoint, account): events of
-        // one account reach an endpoint in order. One statement takes the lease, marked with a
-        // token of this claim, so two instances never claim one delivery; the claimed rows are
-        // then read back by that token, off the writer (sign-ins never wait behind a claim).
-        let token = UUID().uuidString.lowercased()
-        let claimed = try await writer.run(
+        // The candidates, read off the writer: per (endpoint, account) the oldest undelivered
+        // event (events of one account reach an endpoint in order), when it is due and not
+        // leased. One pass over the undelivered rows, however many are waiting.
+        let candidates = try await reader.rows(
             """
-            UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token)
-            WHERE (lease_until IS NULL OR lease_until <= \(now))
-              AND (event_id, endpoint_id) IN (
-                SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-                WHERE d.delivered_at IS NULL AND d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
-                  AND NOT EXISTS (
-                    SELECT 1 FROM webhook_deliveries p
-                    WHERE p.endpoint_id = d.endpoint_id AND p.delivered_at IS NULL AND p.event_id < d.event_id
-                      AND (p.account_id = d.account_id OR (p.account_id IS NULL AND d.account_id IS NULL)))
-                ORDER BY d.event_id LIMIT \(limit))
-            RETURNING 1
+            SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+            JOIN (SELECT endpoint_id, account_id, MIN(event_id) AS first FROM webhook_deliveries
+                  WHERE delivered_at IS NULL GROUP BY endpoint_id, account_id) f
+              ON f.endpoint_id = d.endpoint_id AND f.first = d.event_id
+            WHERE d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+            ORDER BY d.event_id LIMIT \(limit)
             """)
-        guard claimed > 0 else { return [] }
+        guard !candidates.isEmpty else { return [] }
+        // One short write takes the leases, marked with this claim's token; a delivery another
+        // instance leased meanwhile is left to it.
+        let token = UUID().uuidString.lowercased()
+        var update: SQL =
+            "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE (lease_until IS NULL OR lease_until <= \(now)) AND ("
+        for (index, row) in candidates.enumerated() {
+            let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
+            update = update.appending(index == 0 ? "" : " OR ").appending("(event_id = \(eventID) AND endpoint_id = \(endpointID))")
+        }
+        guard try await writer.run(update.appending(") RETURNING 1")) > 0 else { return [] }
         return try await reader.rows(
             """
             SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
