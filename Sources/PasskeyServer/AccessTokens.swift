@@ -233,18 +233,20 @@ public final class AccessTokens: Sendable {
 
     private struct AudienceOnly: JWTPayload {
         let aud: AudienceClaim
+        let sub: SubjectClaim
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    /// The first `aud` of a token one of passkeyd's keys signed, expired or not (an ID token
-    /// hint at logout), else nil.
-    public func audienceOfOwnToken(_ token: String) async throws -> String? {
+    /// The first `aud` and the `sub` of a token one of passkeyd's keys signed, expired or not
+    /// (an ID token hint at logout), else nil.
+    public func audienceOfOwnToken(_ token: String) async throws -> (audience: String, subject: String)? {
         guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg else { return nil }
         let loaded = try await current()
         guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg,
             let payload = try? await loaded.collection.verify(token, as: AudienceOnly.self)
         else { return nil }
-        return payload.aud.value.first
+        guard let audience = payload.aud.value.first else { return nil }
+        return (audience, payload.sub.value)
     }
 
     private struct Header: Decodable {

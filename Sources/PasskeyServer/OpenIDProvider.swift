@@ -563,13 +563,16 @@ struct OpenIDProvider: Sendable {
     }
 
     /// `GET /oauth2/logout` (RP-Initiated Logout 1.0): ends the browser's passkeyd session and
-    /// returns to a `post_logout_redirect_uri` registered for the client.
+    /// returns to a `post_logout_redirect_uri` registered for the client. Only an `id_token_hint`
+    /// passkeyd signed for the signed-in person ends the session: anything else (a link on
+    /// another site, an image) asks the person instead (§2: the OP should confirm), so nobody
+    /// can be signed out from elsewhere.
     func logout(_ request: Request, sessions: SessionResolver) async throws -> Response {
         let query = Self.fields(request.uri.query ?? "")
         var clientID = query["client_id"]
-        if clientID == nil, let hint = query["id_token_hint"] {
-            clientID = try? await service.tokens.audienceOfOwnToken(hint)
-        }
+        var hinted: (audience: String, subject: String)?
+        if let hint = query["id_token_hint"] { hinted = try? await service.tokens.audienceOfOwnToken(hint) }
+        if clientID == nil { clientID = hinted?.audience }
         var redirect: String?
         if let target = query["post_logout_redirect_uri"] {
             guard let clientID, let client = try await store.oauthClient(id: clientID), client.postLogoutURIs.contains(target) else {
@@ -579,6 +582,12 @@ struct OpenIDProvider: Sendable {
         }
         var headers = HTTPFields()
         if let signedIn = try? await sessions.optional(request) {
+            guard hinted?.subject == signedIn.account.id.uuidString.lowercased() else {
+                return Self.page(
+                    "Sign out?",
+                    "An application asked to sign you out of passkeyd. To sign out, use the Sign out button on your account page.",
+                    status: .ok)
+            }
             try await store.revokeSession(tokenHash: signedIn.session.tokenHash)
             await service.audit(.sessionRevoked, accountID: signedIn.account.id, client: PasskeyService.Client(), detail: "oidc_logout")
         }

@@ -147,7 +147,7 @@ extension PasskeyServiceError {
     static let noPassword = Self(.noPassword, "This account has no password.")
     static let invalidRegistrationToken = Self(
         .invalidRegistrationToken, "This registration token is unknown, expired or already used; ask the app for a new one.")
-    static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key: Authorization: Bearer pkd_….")
+    static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key as Authorization: Bearer pkd_…")
     static let accountNotFound = Self(.accountNotFound, "No such account.")
     static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
     static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")

@@ -178,6 +178,10 @@ struct OpenIDTests {
                 .get, "/oauth2/logout?client_id=\(client.id)&post_logout_redirect_uri=https%3A%2F%2Fevil.example%2F", token: session,
                 origin: nil)
             #expect(bad.status == .badRequest && bad.headers[.location] == nil)
+            // Without an ID token hint for this person (a link or an image elsewhere), nobody is signed out.
+            let unhinted = try await api.request(.get, "/oauth2/logout", token: session, origin: nil)
+            #expect(unhinted.status == .ok && unhinted.headers[.location] == nil)
+            #expect(try await api.request(.get, "/api/auth/session", token: session).status == .ok)
             let good = try await api.request(
                 .get, "/oauth2/logout?id_token_hint=\(idToken)&post_logout_redirect_uri=https%3A%2F%2Fapp.example.com%2Fbye&state=z",
                 token: session,
