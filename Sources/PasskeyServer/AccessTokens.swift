@@ -188,15 +188,10 @@ public final class AccessTokens: Sendable {
 
     /// A new access token for a live session of `account`.
     public func mint(account: Account, session: SessionRecord, audiences: [String]? = nil, lifetime: Int? = nil) async throws -> Minted {
-        let issued = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
-        let expires = min(issued.addingTimeInterval(Double(lifetime ?? configuration.lifetimeSeconds)), session.expiresAt)
-        let claims = AccessTokenClaims(
-            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
-            aud: AudienceClaim(value: audiences ?? self.audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
-            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID().uuidString.lowercased()), sid: Self.sessionID(session),
-            amr: Self.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
-            username: account.username, externalId: account.externalID)
-        return Minted(token: try await sign(claims), expiresAt: expires)
+        let claims = AccessTokenClaimsFactory.claims(
+            tokens: self, account: account, session: session, audiences: audiences ?? self.audiences,
+            lifetime: lifetime ?? configuration.lifetimeSeconds, now: now())
+        return Minted(token: try await sign(claims), expiresAt: claims.exp.value)
     }
 
     /// Signs `payload` with the current key of `algorithm` (default: the configured one).

@@ -129,14 +129,10 @@ func introspectionToken(_ request: Request, limit: Int) async throws -> String {
     let type = request.headers[.contentType]?.lowercased() ?? ""
     if type.hasPrefix("application/x-www-form-urlencoded") {
         let buffer = try await request.body.collect(upTo: limit)
-        let text = String(buffer: buffer)
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == "token" else { continue }
-            let value = String(parts[1]).replacingOccurrences(of: "+", with: " ")
-            return value.removingPercentEncoding ?? value
+        guard let token = OpenIDProvider.fields(String(buffer: buffer))["token"] else {
+            throw PasskeyServiceError.invalid(.malformedJSON, "token is missing")
         }
-        throw PasskeyServiceError.invalid(.malformedJSON, "token is missing")
+        return token
     }
     guard JSONRequestMiddleware.isJSON(request.headers[.contentType]) else { throw APIError.unsupportedMediaType }
     let json = try await HTTP.jsonBody(request, limit: limit)
