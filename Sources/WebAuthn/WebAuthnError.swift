@@ -130,6 +130,11 @@ extension WebAuthnError.Code {
     public static let attestationUntrusted = Self(rawValue: "attestation_untrusted")
     /// The statement's format is not in ``AttestationPolicy/allowedFormats``.
     public static let attestationNotAllowed = Self(rawValue: "attestation_not_allowed")
+    /// The relying party's authenticator policy refuses this authenticator at registration: its AAGUID is not in
+    /// ``AttestationPolicy/allowedAAGUIDs`` or is in ``AttestationPolicy/deniedAAGUIDs``, the credential is
+    /// backup eligible under ``AttestationPolicy/requireDeviceBound``, or FIDO metadata reports the authenticator
+    /// compromised or revoked.
+    public static let authenticatorNotAllowed = Self(rawValue: "authenticator_not_allowed")
 
     // Configuration of the relying party.
     /// The relying party's configuration is unusable (RP ID, origins, algorithms, timeout) or trust-anchor PEM
