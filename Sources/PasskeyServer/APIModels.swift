@@ -73,6 +73,32 @@ struct RegisterVerifyJSON: Encodable, Sendable {
     let accessTokenExpiresAt: Date?
 }
 
+/// Request options whose `allowCredentials` IDs are written in unpadded standard base64 (for
+/// the GET form of `authenticate/options`); every other member as in Level 3 JSON.
+struct AtobRequestOptionsJSON: Encodable, Sendable {
+    let options: PublicKeyCredentialRequestOptionsJSON
+
+    private struct Descriptor: Encodable {
+        let type: String
+        let id: String
+        let transports: [String]?
+    }
+    private enum Keys: String, CodingKey { case challenge, timeout, rpId, allowCredentials, userVerification, hints, extensions }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(options.challenge.base64Unpadded, forKey: .challenge)
+        try container.encodeIfPresent(options.timeout, forKey: .timeout)
+        try container.encode(options.rpId, forKey: .rpId)
+        try container.encode(
+            options.allowCredentials.map { Descriptor(type: $0.type, id: $0.id.base64Unpadded, transports: $0.transports) },
+            forKey: .allowCredentials)
+        try container.encode(options.userVerification, forKey: .userVerification)
+        try container.encode(options.hints, forKey: .hints)
+        try container.encodeIfPresent(options.extensions, forKey: .extensions)
+    }
+}
+
 struct SignInJSON: Encodable, Sendable {
     let verified = true
     let user: UserJSON

@@ -56,9 +56,11 @@ struct RegisterOptionsBody: APIRequestBody {
 }
 
 /// `{credential: …}` as documented; a bare response JSON (what Credential Manager returns) is
-/// accepted as well.
-private func credentialObject(in json: JSONObject) throws -> JSONObject {
+/// accepted as well, and `{assertion: …}` for a sign-in (the web client of a widely copied guide
+/// sends `{username, assertion}`; the username is not needed: the assertion names its passkey).
+private func credentialObject(in json: JSONObject, assertion: Bool = false) throws -> JSONObject {
     if json.has("credential") { return try json.object("credential") }
+    if assertion, json.has("assertion") { return try json.object("assertion") }
     guard json.has("rawId") || json.has("response") else { throw PasskeyServiceError.invalid(.malformedJSON, "credential is missing") }
     return json
 }
@@ -93,7 +95,7 @@ struct AuthenticateOptionsBody: APIRequestBody {
 /// `POST /api/auth/authenticate/verify` (and the compatibility `POST /authenticate`).
 struct AuthenticateVerifyBody: APIRequestBody {
     var credential: AuthenticationResponseJSON
-    init(json: JSONObject) throws { credential = try AuthenticationResponseJSON(json: credentialObject(in: json)) }
+    init(json: JSONObject) throws { credential = try AuthenticationResponseJSON(json: credentialObject(in: json, assertion: true)) }
 }
 
 /// `POST /api/auth/password/sign-in`.

@@ -35,6 +35,8 @@ struct NativeAPI: Sendable {
         let signInOptions = ceremonies.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
         signInOptions.post("authenticate/options") { request, context in try await authenticateOptions(request, context) }
         signInOptions.get("authenticate/options") { request, context in try await authenticateOptions(request, context) }
+        // Counted with the ceremonies: asking costs the same budget as asking sign-up.
+        ceremonies.get("passkeys/check") { request, context in try await checkPasskeys(request, context) }
 
         // The routes that issue a session: no cross-site browser request may reach them (no
         // login CSRF), and a JSON body is required.
@@ -174,8 +176,20 @@ struct NativeAPI: Sendable {
             username = body.username ?? username
             hints = body.hints
         }
-        return try HTTP.json(
-            try await service.authenticationOptions(username: username, hints: hints, client: service.client(request, context)))
+        let options = try await service.authenticationOptions(username: username, hints: hints, client: service.client(request, context))
+        // The GET form is what clients that decode with `window.atob` call (the widely copied
+        // guide's `PasskeyWebManager`); Level 3 clients POST. The challenge is alphabet-neutral
+        // already; credential IDs are the authenticator's choice, so this form writes them in
+        // standard base64, which `atob` decodes (docs/library.md, "Tolerances").
+        if request.method == .get { return try HTTP.json(AtobRequestOptionsJSON(options: options)) }
+        return try HTTP.json(options)
+    }
+
+    /// `GET /api/auth/passkeys/check?username=`: `{hasPasskeys}`. No more than sign-up tells
+    /// (whether the name is taken), and counted against the same per-address budget.
+    func checkPasskeys(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let has = try await service.hasPasskeys(username: request.uri.queryParameters.get("username") ?? "")
+        return try HTTP.json(["hasPasskeys": has])
     }
 
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

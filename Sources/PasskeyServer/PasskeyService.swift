@@ -394,6 +394,18 @@ public struct PasskeyService: Sendable {
         return begin.options
     }
 
+    /// Whether `username` names an enabled account with at least one passkey (the `{hasPasskeys}`
+    /// check some web clients make before offering a passkey). It tells no more than sign-up
+    /// already does (whether a name is taken), its route is counted per address like sign-up,
+    /// and an unknown name costs the same two reads as a known one.
+    public func hasPasskeys(username: String) async throws -> Bool {
+        let name = try Self.validUsername(username)
+        let account = try await store.account(username: name)
+        let passkeys = try await store.passkeys(accountID: account?.id ?? UUID())
+        guard let account, !account.disabled else { return false }
+        return !passkeys.isEmpty
+    }
+
     public struct SignInResult: Sendable {
         public let account: Account
         public let passkey: Passkey

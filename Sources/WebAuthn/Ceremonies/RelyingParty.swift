@@ -34,11 +34,29 @@ public struct RelyingParty: Sendable {
         self.origins = Set(configuration.origins)
     }
 
-    /// 32 random bytes from the system's secure generator (§13.4.3: at least 16).
-    public static func makeChallenge() -> [UInt8] { randomBytes(32) }
+    /// 32 random bytes from the system's secure generator (§13.4.3: at least 16), drawn until
+    /// their base64url text has no `-` or `_` (``alphabetNeutralRandomBytes(_:)``): ~254 bits of
+    /// entropy.
+    public static func makeChallenge() -> [UInt8] { alphabetNeutralRandomBytes(32) }
 
-    /// A new random user handle (64 bytes, never derived from the username: §14.6.1).
-    public static func makeUserHandle() -> [UInt8] { randomBytes(64) }
+    /// A new random user handle (64 bytes, never derived from the username: §14.6.1), drawn like
+    /// ``makeChallenge()``: ~508 bits of entropy.
+    public static func makeUserHandle() -> [UInt8] { alphabetNeutralRandomBytes(64) }
+
+    /// `count` random bytes whose unpadded base64url text is also their standard base64 text: no
+    /// 6-bit group is 62 or 63 (`-`/`_` in base64url, `+`/`/` in base64).
+    ///
+    /// Widely copied web clients decode the options' `challenge` and `user.id` with `window.atob`,
+    /// which throws on `-` and `_`. Rejection sampling keeps the value uniform over the strings
+    /// that avoid them: for 32 bytes, 42 full groups each lose 2 of 64 values, so the entropy is
+    /// 42 · log₂ 62 + 4 ≈ 254.1 bits (of 256), and a value takes (64/62)^42 ≈ 3.8 draws on average
+    /// (64 bytes: ≈ 508.1 bits, ≈ 15 draws; each draw is one call to the generator).
+    public static func alphabetNeutralRandomBytes(_ count: Int) -> [UInt8] {
+        while true {
+            let bytes = randomBytes(count)
+            if Base64.isAlphabetNeutral(bytes) { return bytes }
+        }
+    }
 
     /// `count` bytes from a cryptographically secure generator (BoringSSL's, seeded by the
     /// kernel): one call, not one system call per byte.

@@ -34,6 +34,8 @@ public struct Base64URLBytes: Codable, Hashable, Sendable, CustomStringConvertib
     public var base64URL: String { Base64.encodeURL(bytes) }
     /// Padded standard base64.
     public var base64: String { Base64.encodeStandard(bytes) }
+    /// Unpadded standard base64: what `window.atob` decodes; equal to ``base64URL`` when that has no `-`/`_`.
+    public var base64Unpadded: String { Base64.encodeStandardUnpadded(bytes) }
     /// The unpadded base64url text, as ``base64URL``.
     public var description: String { base64URL }
 }
