@@ -145,7 +145,8 @@ public struct PasskeyService: Sendable {
             // Conditional create: the authenticator sets neither UP nor UV (WebAuthn L3 §5.1.3), so
             // this ceremony asks for UV only as "preferred" and §7.1 step 14 skips the UP check.
             let begin = relyingParty.beginRegistration(
-                user: user, excludeCredentials: exclude, userVerification: conditional ? .preferred : nil,
+                user: user, excludeCredentials: exclude,
+                userVerification: conditional ? .preferred : configuration.registrationUserVerification,
                 hints: hints ?? configuration.hints, challenge: challenge, conditional: conditional, profile: profile.ceremony)
             try await store.saveChallenge(
                 ChallengeRecord(
@@ -160,7 +161,8 @@ public struct PasskeyService: Sendable {
         if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
         let user = PublicKeyCredentialUserEntity(id: profile.userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
         let begin = relyingParty.beginRegistration(
-            user: user, hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
+            user: user, userVerification: configuration.registrationUserVerification, hints: hints ?? configuration.hints,
+            challenge: challenge, profile: profile.ceremony)
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
@@ -188,7 +190,8 @@ public struct PasskeyService: Sendable {
             CredentialDescriptor(id: $0.credentialID, transports: $0.transports)
         }
         let begin = relyingParty.beginRegistration(
-            user: user, excludeCredentials: exclude, hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
+            user: user, excludeCredentials: exclude, userVerification: configuration.registrationUserVerification,
+            hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
         // No `accountID` (nobody is signed in) and no pending username: the ceremony enrols
         // `pendingAccountID`, and finishing it signs its person in.
         try await store.saveChallenge(
@@ -241,7 +244,7 @@ public struct PasskeyService: Sendable {
         }
         let verified: VerifiedRegistration
         do {
-            verified = try relyingParty.finishRegistration(
+            verified = try await relyingParty.finishRegistration(
                 response: credential, clientData: clientData,
                 state: registrationState(record), now: now())
         } catch {
@@ -383,7 +386,8 @@ public struct PasskeyService: Sendable {
             }
         }
         let begin = relyingParty.beginAuthentication(
-            allowCredentials: allow, hints: hints ?? configuration.hints, challenge: profile.challenge ?? RelyingParty.makeChallenge(),
+            allowCredentials: allow, userVerification: configuration.authenticationUserVerification, hints: hints ?? configuration.hints,
+            challenge: profile.challenge ?? RelyingParty.makeChallenge(),
             profile: profile.ceremony)
         try await store.saveChallenge(
             ChallengeRecord(

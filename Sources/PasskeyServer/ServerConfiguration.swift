@@ -159,6 +159,10 @@ public struct ServerConfiguration: Sendable {
     /// Origins served in `/.well-known/webauthn` (WebAuthn related origin requests).
     public var relatedOrigins: [String]
     public var userVerification: UserVerificationRequirement
+    /// The user verification registration asks for; `nil`: ``userVerification``.
+    public var registrationUserVerification: UserVerificationRequirement?
+    /// The user verification sign-in asks for; `nil`: ``userVerification``.
+    public var authenticationUserVerification: UserVerificationRequirement?
     public var attestation: AttestationConveyancePreference
     public var attestationPolicy: AttestationPolicy
     public var signCountPolicy: SignCountPolicy

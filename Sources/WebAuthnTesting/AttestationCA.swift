@@ -36,7 +36,7 @@ public struct AttestationCA: Sendable {
     /// id-fido-gen-ce-aaguid (or a different one, to test the mismatch check).
     public func issueAttestationCertificate(
         for key: P256.Signing.PrivateKey, aaguid: AAGUID?, organizationalUnit: String = "Authenticator Attestation",
-        isCA: Bool = false
+        isCA: Bool = false, spellsOutCAFalse: Bool = false
     ) throws -> Certificate {
         let subject = try DistinguishedName {
             CountryName("US")
@@ -46,6 +46,12 @@ public struct AttestationCA: Sendable {
         }
         var extensions = try Certificate.Extensions {
             Critical(isCA ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : BasicConstraints.notCertificateAuthority)
+        }
+        if spellsOutCAFalse {
+            // `cA FALSE` written out (BER, not DER), as an older Chromium virtual authenticator did.
+            extensions = try Certificate.Extensions([
+                Certificate.Extension(oid: [2, 5, 29, 19], critical: true, value: [0x30, 0x03, 0x01, 0x01, 0x00])
+            ])
         }
         if let aaguid {
             var serializer = DER.Serializer()

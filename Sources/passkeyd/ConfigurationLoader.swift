@@ -17,7 +17,13 @@ struct ConfigurationLoader {
         var attestation: String?
         var attestationTrustAnchors: [String]?
         var requireTrustedAttestation: Bool?
-        var unsafeAllowSHA1Attestation: Bool?
+        var allowSHA1Attestation: Bool?
+        var requireSafetyNetCTSProfileMatch: Bool?
+        var allowedAAGUIDs: [String]?
+        var deniedAAGUIDs: [String]?
+        var requireDeviceBound: Bool?
+        var registrationUserVerification: String?
+        var authenticationUserVerification: String?
         var signCountPolicy: String?
         var challengeLifetimeSeconds: Int?
         var sessionLifetimeSeconds: Int?
@@ -105,6 +111,47 @@ struct ConfigurationLoader {
         return try resolve(file)
     }
 
+    /// Attestation trust and the authenticator policy (docs/policy.md).
+    private func attestationPolicy(_ file: File) throws(ConfigurationError) -> AttestationPolicy {
+        var policy = AttestationPolicy()
+        for path in list("PASSKEYD_ATTESTATION_TRUST_ANCHORS", file.attestationTrustAnchors) ?? [] {
+            guard let pem = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "cannot read \(path)")
+            }
+            do {
+                policy.trustAnchors += try AttestationPolicy.certificates(pem: String(decoding: pem, as: UTF8.self))
+            } catch {
+                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "\(path): \(error.reason)")
+            }
+        }
+        policy.requireTrustedAttestation = try bool("PASSKEYD_REQUIRE_TRUSTED_ATTESTATION", file.requireTrustedAttestation) ?? false
+        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty {
+            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors")
+        }
+        policy.allowSHA1Attestation = try bool("PASSKEYD_ALLOW_SHA1_ATTESTATION", file.allowSHA1Attestation) ?? true
+        policy.requireSafetyNetCTSProfileMatch =
+            try bool("PASSKEYD_REQUIRE_SAFETYNET_CTS_PROFILE_MATCH", file.requireSafetyNetCTSProfileMatch) ?? true
+        policy.requireDeviceBound = try bool("PASSKEYD_REQUIRE_DEVICE_BOUND", file.requireDeviceBound) ?? false
+        func aaguids(_ key: String, _ value: [String]?, setting: String) throws(ConfigurationError) -> Set<AAGUID>? {
+            guard let texts = list(key, value) else { return nil }
+            var out: Set<AAGUID> = []
+            for text in texts {
+                guard let aaguid = AAGUID(text) else {
+                    throw ConfigurationError(setting: setting, problem: "\"\(text)\" is not an AAGUID (8-4-4-4-12 hexadecimal)")
+                }
+                out.insert(aaguid)
+            }
+            return out
+        }
+        policy.allowedAAGUIDs = try aaguids("PASSKEYD_ALLOWED_AAGUIDS", file.allowedAAGUIDs, setting: "allowedAAGUIDs")
+        policy.deniedAAGUIDs = try aaguids("PASSKEYD_DENIED_AAGUIDS", file.deniedAAGUIDs, setting: "deniedAAGUIDs") ?? []
+        if policy.allowedAAGUIDs?.isEmpty == true {
+            throw ConfigurationError(
+                setting: "allowedAAGUIDs", problem: "is empty: nobody could register (leave it out to allow every model)")
+        }
+        return policy
+    }
+
     private func string(_ key: String, _ fileValue: String?) -> String? { environment[key] ?? fileValue }
 
     private func list(_ key: String, _ fileValue: [String]?) -> [String]? {
@@ -160,22 +207,7 @@ struct ConfigurationLoader {
                         sha256CertFingerprints: parts[1].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }))
             }
         }
-        var policy = AttestationPolicy()
-        for path in list("PASSKEYD_ATTESTATION_TRUST_ANCHORS", file.attestationTrustAnchors) ?? [] {
-            guard let pem = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "cannot read \(path)")
-            }
-            do {
-                policy.trustAnchors += try AttestationPolicy.certificates(pem: String(decoding: pem, as: UTF8.self))
-            } catch {
-                throw ConfigurationError(setting: "attestationTrustAnchors", problem: "\(path): \(error.reason)")
-            }
-        }
-        policy.requireTrustedAttestation = try bool("PASSKEYD_REQUIRE_TRUSTED_ATTESTATION", file.requireTrustedAttestation) ?? false
-        policy.unsafeAllowSHA1Attestation = try bool("PASSKEYD_UNSAFE_ALLOW_SHA1_ATTESTATION", file.unsafeAllowSHA1Attestation) ?? false
-        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty {
-            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors")
-        }
+        let policy = try attestationPolicy(file)
 
         let listen = string("PASSKEYD_LISTEN", file.listen) ?? "127.0.0.1:8080"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
@@ -256,6 +288,12 @@ struct ConfigurationLoader {
             registrationTokenSeconds: try int(
                 "PASSKEYD_REGISTRATION_TOKEN_SECONDS", tokens.registrationTokenSeconds, range: 60...86_400,
                 setting: "tokens.registrationTokenSeconds") ?? defaults.registrationTokenSeconds)
+        configuration.registrationUserVerification = try choice(
+            "PASSKEYD_REGISTRATION_USER_VERIFICATION", file.registrationUserVerification, setting: "registrationUserVerification",
+            as: UserVerificationRequirement.self)
+        configuration.authenticationUserVerification = try choice(
+            "PASSKEYD_AUTHENTICATION_USER_VERIFICATION", file.authenticationUserVerification, setting: "authenticationUserVerification",
+            as: UserVerificationRequirement.self)
         configuration.corsOrigins = list("PASSKEYD_CORS_ORIGINS", file.corsOrigins) ?? []
         configuration.webhooks = file.webhooks ?? []
         configuration.apiKeyRequestsPerWindow =

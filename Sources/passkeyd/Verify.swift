@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import WebAuthn
 
-struct Verify: ParsableCommand {
+struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the full ceremony check on a response read from standard input and print one JSON verdict.",
         discussion: "Exit status: 0 verified, 1 rejected (the verdict names the error code), 2 bad usage.")
@@ -44,8 +44,13 @@ struct Verify: ParsableCommand {
     @Option(name: .customLong("top-origin"), help: "An allowed top-level origin for cross-origin ceremonies (repeatable).")
     var topOrigins: [String] = []
 
-    @Flag(name: .customLong("unsafe-allow-sha1"), help: "Accept SHA-1 (RS1) attestation signatures and credential keys.")
+    @Flag(name: .customLong("unsafe-allow-sha1"), help: "Accept credential keys that sign with RS1 (RSASSA-PKCS1-v1_5 with SHA-1).")
     var unsafeAllowSHA1 = false
+
+    @Flag(
+        name: .customLong("refuse-sha1-attestation"),
+        help: "Refuse attestation statements that rely on SHA-1 (accepted and reported as attestationUsedSHA1 by default).")
+    var refuseSHA1Attestation = false
 
     @Option(
         name: .customLong("alg"),
@@ -82,9 +87,11 @@ struct Verify: ParsableCommand {
         var backupState: Bool?
         var attestationTrusted: Bool?
         var attestationType: String?
+        var attestationUntrustedReason: String?
+        var attestationUsedSHA1: Bool?
     }
 
-    func run() throws {
+    func run() async throws {
         guard let expectedChallenge = Base64URLBytes(encoded: challenge)?.bytes else {
             throw ValidationError("--challenge is not base64url")
         }
@@ -96,7 +103,7 @@ struct Verify: ParsableCommand {
             guard let date = ISO8601DateFormatter().date(from: at) else { throw ValidationError("--at is not an ISO 8601 time") }
             verificationTime = date
         }
-        var policy = AttestationPolicy(unsafeAllowSHA1Attestation: unsafeAllowSHA1)
+        var policy = AttestationPolicy(allowSHA1Attestation: !refuseSHA1Attestation)
         for path in trustAnchors {
             guard let pem = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read --trust-anchor \(path)") }
             do {
@@ -144,12 +151,14 @@ struct Verify: ParsableCommand {
             switch ceremony {
             case .registration:
                 let response = try RegistrationResponseJSON.decode(input)
-                let verified = try rp.finishRegistration(response: response, expectedChallenge: expectedChallenge, now: verificationTime)
+                let verified = try await rp.finishRegistration(
+                    response: response, expectedChallenge: expectedChallenge, now: verificationTime)
                 verdict = Verdict(
                     ok: true, fmt: verified.attestation.format, credentialId: Base64URLBytes(verified.credentialID).base64URL,
                     aaguid: verified.aaguid.description, signCount: verified.signCount, userVerified: verified.userVerified,
                     backupEligible: verified.backupEligible, backupState: verified.backedUp,
-                    attestationTrusted: verified.attestation.trusted, attestationType: verified.attestation.type.rawValue)
+                    attestationTrusted: verified.attestation.trusted, attestationType: verified.attestation.type.rawValue,
+                    attestationUntrustedReason: verified.attestation.untrustedReason, attestationUsedSHA1: verified.attestation.usedSHA1)
             case .authentication:
                 let response = try AuthenticationResponseJSON.decode(input)
                 guard let storedKey else { throw ExitCode(2) }

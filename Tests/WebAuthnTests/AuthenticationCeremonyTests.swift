@@ -6,13 +6,13 @@ import WebAuthnTesting
 
 extension CeremonyHarness {
     /// Registers a passkey and returns what a store would keep.
-    mutating func enroll(keyType: SoftwareCredential.KeyType = .es256, signCount: UInt32 = 0) throws -> (
+    mutating func enroll(keyType: SoftwareCredential.KeyType = .es256, signCount: UInt32 = 0) async throws -> (
         StoredCredential, SoftwareCredential
     ) {
         authenticator.keyType = keyType
         let begin = rp.beginRegistration(user: user)
         let (response, credential) = try authenticator.register(options: begin.options, origin: Self.origin, signCount: signCount)
-        let verified = try rp.finishRegistration(response: response, expectedChallenge: begin.challenge)
+        let verified = try await rp.finishRegistration(response: response, expectedChallenge: begin.challenge)
         return (
             StoredCredential(
                 id: verified.credentialID, publicKey: verified.publicKey, signCount: verified.signCount,
@@ -40,9 +40,9 @@ extension CeremonyHarness {
 @Suite("Authentication ceremony (§7.2)")
 struct AuthenticationCeremonyTests {
     @Test(arguments: SoftwareCredential.KeyType.allCases)
-    func aPasskeySignsIn(_ keyType: SoftwareCredential.KeyType) throws {
+    func aPasskeySignsIn(_ keyType: SoftwareCredential.KeyType) async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll(keyType: keyType)
+        var (stored, credential) = try await harness.enroll(keyType: keyType)
         let verified = try harness.signIn(stored, &credential, requireUserHandle: true)
         #expect(verified.newSignCount == 1 && !verified.counterLooksCloned)
         #expect(verified.credentialID == stored.id && verified.userVerified && verified.backedUp)
@@ -50,14 +50,14 @@ struct AuthenticationCeremonyTests {
         #expect(try harness.signIn(stored, &credential).newSignCount == 2)
     }
 
-    @Test func syncedPasskeysWithZeroCountersSignIn() throws {
+    @Test func syncedPasskeysWithZeroCountersSignIn() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         #expect(try harness.signIn(stored, &credential, counterStep: 0).newSignCount == 0)
         #expect(try harness.signIn(stored, &credential, counterStep: 0).newSignCount == 0)
     }
 
-    @Test func optionsForDiscoverableSignInHaveNoAllowList() throws {
+    @Test func optionsForDiscoverableSignInHaveNoAllowList() async throws {
         let harness = try CeremonyHarness()
         let options = harness.rp.beginAuthentication().options
         #expect(options.allowCredentials.isEmpty && options.rpId == "example.com" && options.userVerification == "required")
@@ -66,23 +66,23 @@ struct AuthenticationCeremonyTests {
     }
 
     // §7.2 step 23
-    @Test func aCounterThatDidNotIncreaseIsRejectedOrFlagged() throws {
+    @Test func aCounterThatDidNotIncreaseIsRejectedOrFlagged() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll(signCount: 10)
+        var (stored, credential) = try await harness.enroll(signCount: 10)
         #expect(throws: WebAuthnError(.counterRegression, "")) { try harness.signIn(stored, &credential, counterStep: 0) }
         credential.signCount = 3
         #expect(throws: WebAuthnError(.counterRegression, "")) { try harness.signIn(stored, &credential) }
 
         var flagging = try CeremonyHarness { $0.signCountPolicy = .flag }
-        (stored, credential) = try flagging.enroll(signCount: 10)
+        (stored, credential) = try await flagging.enroll(signCount: 10)
         let verified = try flagging.signIn(stored, &credential, counterStep: 0)
         #expect(verified.counterLooksCloned && verified.newSignCount == 10)
     }
 
     // §7.2 step 22
-    @Test func aTamperedSignatureIsRejected() throws {
+    @Test func aTamperedSignatureIsRejected() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         #expect(throws: WebAuthnError(.signatureInvalid, "")) {
             try harness.signIn(stored, &credential) { $0.response.signature.bytes[10] ^= 1 }
         }
@@ -94,25 +94,25 @@ struct AuthenticationCeremonyTests {
         }
     }
 
-    @Test func aSignatureByAnotherKeyIsRejected() throws {
+    @Test func aSignatureByAnotherKeyIsRejected() async throws {
         var harness = try CeremonyHarness()
-        let (stored, _) = try harness.enroll()
-        var (_, other) = try harness.enroll()
+        let (stored, _) = try await harness.enroll()
+        var (_, other) = try await harness.enroll()
         other.id = stored.id
         #expect(throws: WebAuthnError(.signatureInvalid, "")) { try harness.signIn(stored, &other) }
     }
 
     // §7.2 step 6
-    @Test func thePasskeyOfAnotherAccountIsRejected() throws {
+    @Test func thePasskeyOfAnotherAccountIsRejected() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         stored.userHandle = [1, 2, 3]
         #expect(throws: WebAuthnError(.userHandleMismatch, "")) { try harness.signIn(stored, &credential) }
     }
 
-    @Test func discoverableSignInNeedsAUserHandle() throws {
+    @Test func discoverableSignInNeedsAUserHandle() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         #expect(throws: WebAuthnError(.userHandleMismatch, "")) {
             try harness.signIn(stored, &credential, includeUserHandle: false, requireUserHandle: true)
         }
@@ -120,9 +120,9 @@ struct AuthenticationCeremonyTests {
     }
 
     // §7.2 step 5
-    @Test func aCredentialOutsideAllowCredentialsIsRejected() throws {
+    @Test func aCredentialOutsideAllowCredentialsIsRejected() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         #expect(throws: WebAuthnError(.credentialNotAllowed, "")) {
             try harness.signIn(stored, &credential, allowCredentials: [[1, 2, 3]])
         }
@@ -130,17 +130,17 @@ struct AuthenticationCeremonyTests {
     }
 
     // §7.2 step 7
-    @Test func theRecordPassedInMustBeTheOneThatSigned() throws {
+    @Test func theRecordPassedInMustBeTheOneThatSigned() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         stored.id = [7, 7, 7]
         #expect(throws: WebAuthnError(.credentialIDMismatch, "")) { try harness.signIn(stored, &credential) }
     }
 
     // §7.2 steps 11–14
-    @Test func clientDataIsChecked() throws {
+    @Test func clientDataIsChecked() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         #expect(throws: WebAuthnError(.typeMismatch, "")) {
             try harness.signIn(stored, &credential, overrides: .init(type: "webauthn.create"))
         }
@@ -156,9 +156,9 @@ struct AuthenticationCeremonyTests {
     }
 
     // §7.2 steps 15–17
-    @Test func authenticatorFlagsAreChecked() throws {
+    @Test func authenticatorFlagsAreChecked() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         var wrongRP = credential
         wrongRP.rpID = "evil.example"
         #expect(throws: WebAuthnError(.rpIDHashMismatch, "")) { try harness.signIn(stored, &wrongRP) }
@@ -170,9 +170,9 @@ struct AuthenticationCeremonyTests {
     }
 
     // §7.2 step 19
-    @Test func backupEligibilityCannotChange() throws {
+    @Test func backupEligibilityCannotChange() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         harness.authenticator.backupEligible = false
         harness.authenticator.backedUp = false
         #expect(throws: WebAuthnError(.backupEligibilityChanged, "")) { try harness.signIn(stored, &credential) }
@@ -180,9 +180,9 @@ struct AuthenticationCeremonyTests {
         #expect(throws: Never.self) { try harness.signIn(stored, &credential) }
     }
 
-    @Test func authenticationResponseJSONAcceptsStandardBase64FromNativeApps() throws {
+    @Test func authenticationResponseJSONAcceptsStandardBase64FromNativeApps() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         let begin = harness.rp.beginAuthentication()
         let response = try harness.authenticator.authenticate(
             options: begin.options, origin: CeremonyHarness.origin, credential: &credential)
@@ -203,13 +203,13 @@ struct AuthenticationCeremonyTests {
 /// The ceremony state a `begin…` returns and a `finish…` takes back (webauthn-rs' shape).
 @Suite("Ceremony state")
 struct CeremonyStateTests {
-    @Test func theStateSurvivesACodableRoundTripAndFinishesTheCeremony() throws {
+    @Test func theStateSurvivesACodableRoundTripAndFinishesTheCeremony() async throws {
         var harness = try CeremonyHarness()
         let begin = harness.rp.beginRegistration(user: harness.user, hints: ["client-device"])
         let kept = try JSONDecoder().decode(RegistrationState.self, from: JSONEncoder().encode(begin.state))
         #expect(kept == begin.state && kept.challenge.bytes == begin.challenge && kept.hints == ["client-device"])
         let (response, credential) = try harness.authenticator.register(options: begin.options, origin: CeremonyHarness.origin)
-        let verified = try harness.rp.finishRegistration(response: response, state: kept)
+        let verified = try await harness.rp.finishRegistration(response: response, state: kept)
         var signing = credential
         let stored = StoredCredential(
             id: verified.credentialID, publicKey: verified.publicKey, signCount: 0, userHandle: harness.user.id, backupEligible: true)
@@ -221,9 +221,9 @@ struct CeremonyStateTests {
         #expect(try harness.rp.finishAuthentication(response: assertion, state: offered.state, credential: stored).newSignCount == 1)
     }
 
-    @Test func aCredentialThatWasNotOfferedIsRefused() throws {
+    @Test func aCredentialThatWasNotOfferedIsRefused() async throws {
         var harness = try CeremonyHarness()
-        var (stored, credential) = try harness.enroll()
+        var (stored, credential) = try await harness.enroll()
         // §7.2 step 5: the options offered another credential only.
         let begin = harness.rp.beginAuthentication(allowCredentials: [CredentialDescriptor(id: [1, 2, 3])])
         let assertion = try harness.authenticator.authenticate(
@@ -249,7 +249,7 @@ struct CeremonyStateTests {
         }
     }
 
-    @Test func theProfileChosenAtTheStartDecidesTheFinish() throws {
+    @Test func theProfileChosenAtTheStartDecidesTheFinish() async throws {
         let harness = try CeremonyHarness()
         let strict = harness.rp.beginRegistration(user: harness.user)
         let tolerant = harness.rp.beginRegistration(user: harness.user, profile: CeremonyProfile(unsafeToleratesRewrittenFlags: true))

@@ -18,7 +18,7 @@ struct AuthenticatorDataTests {
         return bytes
     }
 
-    @Test func parsesAttestedCredentialData() throws {
+    @Test func parsesAttestedCredentialData() async throws {
         let data = try AuthenticatorData(bytes: try Self.registrationAuthData())
         #expect(data.userPresent && data.userVerified && !data.backupEligible)
         #expect(data.signCount == 5)
@@ -27,51 +27,51 @@ struct AuthenticatorDataTests {
         #expect(data.attestedCredentialData?.publicKey.algorithm == .es256)
     }
 
-    @Test func parsesExtensionsWhenEDIsSet() throws {
+    @Test func parsesExtensionsWhenEDIsSet() async throws {
         let ext = CBORWriter.encode(.map([CBORMapEntry(.text("credProtect"), .unsigned(2))]))
         let data = try AuthenticatorData(bytes: try Self.registrationAuthData(flags: 0xc5, extensions: ext))
         #expect(data.extensions?[text: "credProtect"] == .unsigned(2))
     }
 
-    @Test func extensionsWithoutEDAreRejectedUnlessToleratedExplicitly() throws {
+    @Test func extensionsWithoutEDAreRejectedUnlessToleratedExplicitly() async throws {
         let ext = CBORWriter.encode(.map([CBORMapEntry(.text("credProtect"), .unsigned(2))]))
         let bytes = try Self.registrationAuthData(flags: 0x45, extensions: ext)
         #expect(throws: WebAuthnError(.malformedAuthenticatorData, "")) { try AuthenticatorData(bytes: bytes) }
         #expect(try AuthenticatorData(bytes: bytes, extensionFlagHandling: .unsafeAllowExtensionsWithoutFlag).extensions != nil)
     }
 
-    @Test func edWithoutExtensionsIsRejected() throws {
+    @Test func edWithoutExtensionsIsRejected() async throws {
         #expect(throws: WebAuthnError(.malformedAuthenticatorData, "")) {
             try AuthenticatorData(bytes: try Self.registrationAuthData(flags: 0xc5))
         }
     }
 
-    @Test func backupStateWithoutEligibilityIsRejected() throws {
+    @Test func backupStateWithoutEligibilityIsRejected() async throws {
         // BS (0x10) without BE (0x08).
         let bytes: [UInt8] = Array(repeating: 0, count: 32) + [0x15, 0, 0, 0, 0]
         #expect(throws: WebAuthnError(.invalidBackupFlags, "")) { try AuthenticatorData(bytes: bytes) }
         #expect(try AuthenticatorData(bytes: [UInt8](repeating: 0, count: 32) + [0x1d, 0, 0, 0, 0]).backedUp)
     }
 
-    @Test func trailingBytesAreRejected() throws {
+    @Test func trailingBytesAreRejected() async throws {
         #expect(throws: WebAuthnError.self) { try AuthenticatorData(bytes: try Self.registrationAuthData() + [0]) }
         #expect(throws: WebAuthnError.self) { try AuthenticatorData(bytes: [UInt8](repeating: 0, count: 37) + [0]) }
     }
 
-    @Test func credentialIDLongerThan1023BytesIsRejected() throws {
+    @Test func credentialIDLongerThan1023BytesIsRejected() async throws {
         var bytes = Array(repeating: UInt8(0), count: 32) + [0x41, 0, 0, 0, 0] + Array(repeating: 0, count: 16)
         bytes += [0x04, 0x00] + Array(repeating: 1, count: 1024)
         #expect(throws: WebAuthnError(.credentialIDTooLong, "")) { try AuthenticatorData(bytes: bytes) }
     }
 
-    @Test func everyTruncatedPrefixThrows() throws {
+    @Test func everyTruncatedPrefixThrows() async throws {
         let bytes = try Self.registrationAuthData()
         for length in 0..<bytes.count {
             #expect(throws: WebAuthnError.self) { try AuthenticatorData(bytes: Array(bytes[0..<length])) }
         }
     }
 
-    @Test func flippedBitsNeverCrash() throws {
+    @Test func flippedBitsNeverCrash() async throws {
         let bytes = try Self.registrationAuthData(keyType: .ed25519)
         for index in bytes.indices {
             for bit in 0..<8 {
@@ -83,7 +83,7 @@ struct AuthenticatorDataTests {
     }
 
     @Test(arguments: SoftwareCredential.KeyType.allCases)
-    func coseKeysVerifyTheirOwnSignatures(_ type: SoftwareCredential.KeyType) throws {
+    func coseKeysVerifyTheirOwnSignatures(_ type: SoftwareCredential.KeyType) async throws {
         let credential = SoftwareCredential(
             id: [1], keyType: type, privateKey: try SoftwareCredential.makePrivateKey(type, seed: [2]),
             rpID: "x", userHandle: [1], userName: "u")
@@ -96,7 +96,7 @@ struct AuthenticatorDataTests {
         }
     }
 
-    @Test func coseKeyWhoseAlgorithmDisagreesWithItsCurveIsRejected() throws {
+    @Test func coseKeyWhoseAlgorithmDisagreesWithItsCurveIsRejected() async throws {
         let credential = SoftwareCredential(
             id: [1], keyType: .es256, privateKey: try SoftwareCredential.makePrivateKey(.es256, seed: [3]),
             rpID: "x", userHandle: [1], userName: "u")

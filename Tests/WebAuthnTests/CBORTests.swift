@@ -21,7 +21,7 @@ struct CBORTests {
             CBORMapEntry(.float(1.5), .undefined),
         ]))
 
-    @Test func roundTripsWhatTheWriterWrites() throws {
+    @Test func roundTripsWhatTheWriterWrites() async throws {
         let value = try CBORReader.decode(Self.sample)
         #expect(CBORWriter.encode(value) == Self.sample)
         #expect(value[text: "fmt"]?.textValue == "packed")
@@ -42,7 +42,7 @@ struct CBORTests {
         #expect(try CBORReader.decode(bytes) == expected)
     }
 
-    @Test func negativeIntegersMapToSwiftValues() throws {
+    @Test func negativeIntegersMapToSwiftValues() async throws {
         #expect(try CBORReader.decode([0x26]).intValue == -7)
         #expect(try CBORReader.decode([0x39, 0x01, 0x00]).intValue == -257)
         #expect(CBORValue.negative(UInt64.max).intValue == nil)
@@ -59,7 +59,7 @@ struct CBORTests {
         #expect(throws: WebAuthnError.self) { try CBORReader.decode(Self.sample + [0x00]) }
     }
 
-    @Test func prefixDecodingReportsTheLengthUsed() throws {
+    @Test func prefixDecodingReportsTheLengthUsed() async throws {
         let (value, length) = try CBORReader.decodePrefix([0x82, 0x01, 0x02, 0xff, 0xff])
         #expect(value == .array([.unsigned(1), .unsigned(2)]))
         #expect(length == 3)
@@ -72,7 +72,7 @@ struct CBORTests {
         #expect(throws: WebAuthnError.self) { try CBORReader.decode([0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x01]) }
     }
 
-    @Test func duplicatesInLargeMapsAreFound() throws {
+    @Test func duplicatesInLargeMapsAreFound() async throws {
         // 40 distinct keys then a repeat of the first: past the linear-scan size.
         var entries = (0..<40).map { CBORMapEntry(.int(Int64($0)), .null) }
         let distinct = CBORWriter.encode(.map(entries))
@@ -101,7 +101,7 @@ struct CBORTests {
         #expect(throws: WebAuthnError.self) { try CBORReader.decode([0xba, 0x80, 0, 0, 0, 0, 0]) }
     }
 
-    @Test func indefiniteLengthsAreRejectedUnlessAllowed() throws {
+    @Test func indefiniteLengthsAreRejectedUnlessAllowed() async throws {
         let indefiniteMap: [UInt8] = [0xbf, 0x61, 0x61, 0x01, 0xff]
         #expect(throws: WebAuthnError.self) { try CBORReader.decode(indefiniteMap) }
         let lenient = CBORReader.Limits(allowIndefiniteLength: true)

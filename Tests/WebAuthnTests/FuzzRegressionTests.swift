@@ -13,7 +13,7 @@ struct FuzzRegressionTests {
     }()
 
     @Test(arguments: inputs)
-    func replaysWithoutTrapping(_ name: String) throws {
+    func replaysWithoutTrapping(_ name: String) async throws {
         let bytes = Array(try Fixtures.data("fuzz-regressions/\(name)"))
         _ = try? CBORReader.decode(bytes, limits: .init(allowIndefiniteLength: true))
         _ = try? AuthenticatorData(bytes: bytes)
@@ -28,7 +28,7 @@ struct FuzzRegressionTests {
                 id: Base64URLBytes(id).base64URL, rawId: Base64URLBytes(id),
                 response: .init(
                     clientDataJSON: Base64URLBytes(clientData), attestationObject: Base64URLBytes(bytes)))
-            _ = try? rp.finishRegistration(response: response, expectedChallenge: Array(repeating: 7, count: 32))
+            _ = try? await rp.finishRegistration(response: response, expectedChallenge: Array(repeating: 7, count: 32))
         }
     }
 }

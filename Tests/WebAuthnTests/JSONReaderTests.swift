@@ -7,7 +7,7 @@ import Testing
 struct JSONReaderTests {
     static let sample = #"{"id":"AQID","n":[1,-2.5e3,0,true,false,null],"s":"a\"b\\c\/\u00e9\ud83d\ude00\n","o":{"k":{}}}"#
 
-    @Test func readsEveryJSONValue() throws {
+    @Test func readsEveryJSONValue() async throws {
         let value = try JSONReader.parse(Array(Self.sample.utf8))
         #expect(value["id"] == .string("AQID"))
         #expect(value["n"] == .array([.number(1), .number(-2500), .number(0), .bool(true), .bool(false), .null]))
@@ -46,7 +46,7 @@ struct JSONReaderTests {
         }
     }
 
-    @Test func typedAccessNamesThePath() throws {
+    @Test func typedAccessNamesThePath() async throws {
         let object = try JSONObject(bytes: Array(#"{"response":{"signature":5,"x":"!!"}}"#.utf8))
         do {
             _ = try object.object("response").bytes("signature")
@@ -58,7 +58,7 @@ struct JSONReaderTests {
         #expect(throws: WebAuthnError(.malformedJSON, "")) { try object.object("response").bytes("missing") }
     }
 
-    @Test func optionsJSONMayLeaveOutEveryMemberWithADefault() throws {
+    @Test func optionsJSONMayLeaveOutEveryMemberWithADefault() async throws {
         let creation = try JSONDecoder().decode(
             PublicKeyCredentialCreationOptionsJSON.self,
             from: Data(
@@ -74,7 +74,7 @@ struct JSONReaderTests {
         }
     }
 
-    @Test func aTokenBindingStringFromOlderBrowsersIsToleratedAsAbsent() throws {
+    @Test func aTokenBindingStringFromOlderBrowsersIsToleratedAsAbsent() async throws {
         let old = try CollectedClientData(
             bytes: Array(#"{"type":"webauthn.get","challenge":"AAAA","origin":"https://example.com","tokenBinding":"not-supported"}"#.utf8))
         #expect(old.tokenBindingStatus == nil)

@@ -42,7 +42,7 @@ struct OracleTests {
     }
 
     @Test(arguments: SoftwareCredential.KeyType.allCases)
-    func whatPasskeydAcceptsPyWebAuthnAccepts(_ keyType: SoftwareCredential.KeyType) throws {
+    func whatPasskeydAcceptsPyWebAuthnAccepts(_ keyType: SoftwareCredential.KeyType) async throws {
         let ca = try AttestationCA()
         for (label, mode) in [
             ("none", SoftwareAuthenticator.AttestationMode.none), ("packed self", .packedSelf), ("packed full", .packedFull(ca)),
@@ -53,7 +53,7 @@ struct OracleTests {
             authenticator.attestation = mode
             let begin = rp.beginRegistration(user: .init(id: RelyingParty.makeUserHandle(), name: "ada", displayName: "Ada"))
             var (registration, credential) = try authenticator.register(options: begin.options, origin: Self.origin)
-            let verified = try rp.finishRegistration(response: registration, expectedChallenge: begin.challenge)
+            let verified = try await rp.finishRegistration(response: registration, expectedChallenge: begin.challenge)
 
             let reg = try PythonOracle.verify([
                 "ceremony": .string("registration"), "credential": try Self.json(registration),
@@ -81,13 +81,13 @@ struct OracleTests {
         }
     }
 
-    @Test func theOracleRejectsWhatPasskeydRejects() throws {
+    @Test func theOracleRejectsWhatPasskeydRejects() async throws {
         // A tampered assertion: both refuse it (guards against an oracle that accepts anything).
         let rp = try RelyingParty(.init(rpID: "example.com", origins: [Self.origin]))
         var authenticator = SoftwareAuthenticator()
         let begin = rp.beginRegistration(user: .init(id: [1, 2, 3], name: "bo", displayName: "Bo"))
         var (registration, credential) = try authenticator.register(options: begin.options, origin: Self.origin)
-        let verified = try rp.finishRegistration(response: registration, expectedChallenge: begin.challenge)
+        let verified = try await rp.finishRegistration(response: registration, expectedChallenge: begin.challenge)
         let request = rp.beginAuthentication()
         var assertion = try authenticator.authenticate(options: request.options, origin: Self.origin, credential: &credential)
         assertion.response.signature.bytes[12] ^= 1

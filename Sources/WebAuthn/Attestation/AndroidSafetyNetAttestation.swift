@@ -56,7 +56,7 @@ enum AndroidSafetyNetAttestation {
             guard let der = Base64.decode(encoded, flavor: .any) else {
                 throw WebAuthnError(.attestationInvalid, "android-safetynet x5c entry is not base64")
             }
-            chain.append(try AttestationCertificates.parse(der))
+            chain.append(try input.certificate(der))
         }
         guard let leaf = chain.first else {
             throw WebAuthnError(.attestationInvalid, "android-safetynet JWS header has no x5c")

@@ -3,7 +3,7 @@ import Foundation
 /// The attestation step of registration (WebAuthn Level 3 §7.1 steps 21–24): dispatch on the
 /// format, verify the statement, then decide trust.
 enum Attestation {
-    static func verify(_ input: AttestationInput) throws(WebAuthnError) -> AttestationVerdict {
+    static func verify(_ input: AttestationInput) async throws(WebAuthnError) -> AttestationVerdict {
         // §7.1 step 21: Determine the attestation statement format by performing a USASCII
         // case-sensitive match on fmt against the set of supported WebAuthn Attestation Statement
         // Format Identifier values.
@@ -29,18 +29,43 @@ enum Attestation {
         // for that attestation type and statement format; assess the attestation trustworthiness
         // using the outputs of the verification procedure: for basic/attCA/anonCA, the x5c chain
         // must lead to an acceptable root certificate.
-        var trusted = false
+        var chain = CertificateChain.Outcome(trusted: false, failure: nil)
         if !result.certificates.isEmpty {
-            trusted = try CertificateChain.validate(
+            chain = try await CertificateChain.validate(
                 result.certificates, anchors: input.policy.trustAnchors,
-                at: input.verificationTime, format: input.format)
+                at: input.verificationTime, format: input.format, notes: input.notes)
         }
         // §7.1 step 24: If the attestation statement is not trustworthy under the relying party's
         // policy, fail the registration ceremony.
-        if input.policy.requireTrustedAttestation && !trusted {
+        if input.policy.requireTrustedAttestation && !chain.trusted {
+            let why = chain.failure.map { ": \($0)" } ?? ""
             throw WebAuthnError(
-                .attestationUntrusted, "\(input.format) attestation (\(result.type.rawValue)) does not chain to a configured trust anchor")
+                .attestationUntrusted,
+                "\(input.format) attestation (\(result.type.rawValue)) does not chain to a configured trust anchor\(why)")
         }
-        return AttestationVerdict(format: input.format, type: result.type, certificates: result.certificates, trusted: trusted)
+        try AuthenticatorPolicy.check(input)
+        return AttestationVerdict(
+            format: input.format, type: result.type, certificates: result.certificates, trusted: chain.trusted,
+            untrustedReason: chain.failure, usedSHA1: input.notes.usedSHA1)
+    }
+}
+
+/// The relying party's choice of authenticators (after the statement is verified, so a trusted
+/// attestation stands behind the AAGUID when the policy requires one).
+enum AuthenticatorPolicy {
+    static func check(_ input: AttestationInput) throws(WebAuthnError) {
+        let policy = input.policy
+        let aaguid = input.credential.aaguid
+        let name = aaguid.providerName.map { "\($0) (\(aaguid))" } ?? "AAGUID \(aaguid)"
+        if let allowed = policy.allowedAAGUIDs, !allowed.contains(aaguid) {
+            throw WebAuthnError(.authenticatorNotAllowed, "\(name) is not in allowedAAGUIDs")
+        }
+        if policy.deniedAAGUIDs.contains(aaguid) {
+            throw WebAuthnError(.authenticatorNotAllowed, "\(name) is in deniedAAGUIDs")
+        }
+        // §6.1.3: BE (backup eligibility) set means the credential may be synced to other devices.
+        if policy.requireDeviceBound && input.authenticatorData.backupEligible {
+            throw WebAuthnError(.authenticatorNotAllowed, "the credential is backup eligible (a synced passkey); requireDeviceBound is on")
+        }
     }
 }

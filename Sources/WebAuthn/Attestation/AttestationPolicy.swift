@@ -18,21 +18,39 @@ public struct AttestationPolicy: Sendable {
     public var allowedFormats: Set<String>?
     /// Android SafetyNet: require `ctsProfileMatch` (on by default, as Google recommends).
     public var requireSafetyNetCTSProfileMatch: Bool
-    /// Accept RSASSA-PKCS1-v1_5 with SHA-1 (COSE -65535) in attestation statements. Some TPMs
-    /// sign their certify structure with SHA-1; SHA-1 is broken for collision resistance.
-    public var unsafeAllowSHA1Attestation: Bool
+    /// Accept attestation statements signed with RS1 (RSASSA-PKCS1-v1_5 with SHA-1, COSE -65535).
+    /// On by default: older TPM
+    /// firmware behind Windows Hello still signs this way, and py_webauthn, SimpleWebAuthn,
+    /// java-webauthn-server and go-webauthn register such credentials. The verdict says so
+    /// (``AttestationVerdict/usedSHA1``); turn this off to refuse them (`unsupported_algorithm`).
+    /// This is about the statement only: a credential key using RS1 is accepted only when RS1 is
+    /// in the relying party's algorithms.
+    public var allowSHA1Attestation: Bool
+    /// Authenticator models (AAGUIDs) allowed to register; `nil` allows every model. An AAGUID is
+    /// only as trustworthy as the attestation that carries it: with `none` attestation any client
+    /// can claim any AAGUID, so pair a list with ``requireTrustedAttestation``.
+    public var allowedAAGUIDs: Set<AAGUID>?
+    /// Authenticator models refused at registration.
+    public var deniedAAGUIDs: Set<AAGUID>
+    /// Refuse backup-eligible credentials (synced passkeys), for relying parties that need the
+    /// key to stay on one device (§6.1.3, flag BE).
+    public var requireDeviceBound: Bool
 
     /// Makes a policy. The defaults are the consumer-passkey setting: no anchors, trust not required, every format
-    /// accepted, SafetyNet `ctsProfileMatch` required, SHA-1 refused.
+    /// and authenticator accepted, SafetyNet `ctsProfileMatch` required, SHA-1 statements accepted and flagged.
     public init(
         trustAnchors: [Certificate] = [], requireTrustedAttestation: Bool = false, allowedFormats: Set<String>? = nil,
-        requireSafetyNetCTSProfileMatch: Bool = true, unsafeAllowSHA1Attestation: Bool = false
+        requireSafetyNetCTSProfileMatch: Bool = true, allowSHA1Attestation: Bool = true, allowedAAGUIDs: Set<AAGUID>? = nil,
+        deniedAAGUIDs: Set<AAGUID> = [], requireDeviceBound: Bool = false
     ) {
         self.trustAnchors = trustAnchors
         self.requireTrustedAttestation = requireTrustedAttestation
         self.allowedFormats = allowedFormats
         self.requireSafetyNetCTSProfileMatch = requireSafetyNetCTSProfileMatch
-        self.unsafeAllowSHA1Attestation = unsafeAllowSHA1Attestation
+        self.allowSHA1Attestation = allowSHA1Attestation
+        self.allowedAAGUIDs = allowedAAGUIDs
+        self.deniedAAGUIDs = deniedAAGUIDs
+        self.requireDeviceBound = requireDeviceBound
     }
 
     /// Parses PEM text holding one or more certificates.
@@ -71,4 +89,8 @@ public struct AttestationVerdict: Sendable {
     public let certificates: [Certificate]
     /// Whether the chain leads to one of the configured trust anchors.
     public let trusted: Bool
+    /// Why the chain does not lead to an anchor, when anchors were configured and it does not.
+    public let untrustedReason: String?
+    /// The statement is signed with RS1, SHA-1 (see ``AttestationPolicy/allowSHA1Attestation``).
+    public let usedSHA1: Bool
 }

@@ -12,6 +12,8 @@ struct AttestationInput {
     let clientDataHash: [UInt8]
     let policy: AttestationPolicy
     let verificationTime: Date
+    /// What the format verifier noticed on the way, for the verdict (one per ceremony).
+    let notes = AttestationNotes()
 
     /// `authenticatorData || clientDataHash`, the bytes most formats sign.
     var signedData: [UInt8] { authenticatorData.bytes + clientDataHash }
@@ -28,9 +30,7 @@ struct AttestationInput {
             throw WebAuthnError(.attestationInvalid, "\(format) attStmt.alg is missing or not an integer")
         }
         let algorithm = COSEAlgorithmIdentifier(rawValue: raw)
-        if algorithm == .rs1 && !policy.unsafeAllowSHA1Attestation {
-            throw WebAuthnError(.unsupportedAlgorithm, "\(format) attestation signed with SHA-1 (RS1) is not allowed")
-        }
+        if algorithm == .rs1 { try noteSHA1("signed with RS1 (RSASSA-PKCS1-v1_5 with SHA-1)") }
         return algorithm
     }
 
@@ -48,10 +48,39 @@ struct AttestationInput {
             guard let der = element.bytesValue else {
                 throw WebAuthnError(.attestationInvalid, "\(format) attStmt.x5c holds a non-bytes element")
             }
-            out.append(try AttestationCertificates.parse(der))
+            out.append(try certificate(der))
         }
         return out
     }
+
+    /// Parses one attestation certificate; one whose serial number is negative (RFC 5280
+    /// §4.1.2.2 forbids it; TPM vendors issue such AIK certificates) is read from a copy with the
+    /// serial made positive, and its original bytes are kept for signature checks
+    /// (``CertificateChain``).
+    func certificate(_ der: [UInt8]) throws(WebAuthnError) -> Certificate {
+        if let certificate = try? Certificate(derEncoded: der) { return certificate }
+        guard let repaired = NegativeSerial.repair(der), let certificate = try? Certificate(derEncoded: repaired.der) else {
+            throw WebAuthnError(.attestationInvalid, "an attestation certificate is not valid DER X.509")
+        }
+        notes.originals[certificate] = repaired.original
+        return certificate
+    }
+
+    /// Records that the statement relies on SHA-1, and refuses it when the policy does.
+    func noteSHA1(_ what: String) throws(WebAuthnError) {
+        guard policy.allowSHA1Attestation else {
+            throw WebAuthnError(.unsupportedAlgorithm, "\(format) attestation \(what) is refused by policy (allowSHA1Attestation is off)")
+        }
+        notes.usedSHA1 = true
+    }
+}
+
+/// Facts a format verifier records while it runs (a reference, so the immutable input can carry it).
+final class AttestationNotes: @unchecked Sendable {
+    /// The statement is signed with RS1 (RSASSA-PKCS1-v1_5 with SHA-1).
+    var usedSHA1 = false
+    /// Certificates read from a repaired copy (negative serial), with what was sent.
+    var originals: [Certificate: NegativeSerial.Original] = [:]
 }
 
 /// What a format verifier returns before the trust decision.
@@ -64,14 +93,6 @@ struct StatementResult {
 enum AttestationCertificates {
     /// id-fido-gen-ce-aaguid (FIDO Metadata; WebAuthn §8.2.1, §8.3.1).
     static let aaguidExtension: ASN1ObjectIdentifierText = "1.3.6.1.4.1.45724.1.1.4"
-
-    static func parse(_ der: [UInt8]) throws(WebAuthnError) -> Certificate {
-        do {
-            return try Certificate(derEncoded: der)
-        } catch {
-            throw WebAuthnError(.attestationInvalid, "an attestation certificate is not valid DER X.509")
-        }
-    }
 
     /// The certificate's key in verifiable form.
     static func verifier(for certificate: Certificate) throws(WebAuthnError) -> PublicKeyVerifier {
@@ -124,16 +145,35 @@ enum AttestationCertificates {
     }
 
     /// Basic Constraints, when present, must say CA=false for an attestation (leaf) certificate.
+    ///
+    /// Tolerance: an extension that spells out the DEFAULT `cA FALSE` (`30 03 01 01 00`) is valid
+    /// BER but not DER, and swift-certificates refuses it. Chromium's virtual authenticator
+    /// (WebDriver, used by every browser test suite) produced exactly that in its packed
+    /// attestation certificate, and SimpleWebAuthn accepts it. Its meaning is unambiguous: not a
+    /// CA, which is what this leaf must be. So it is read as CA=false here, for the attestation
+    /// certificate only; an issuing certificate's Basic Constraints are never read leniently.
     static func requireNotCA(_ certificate: Certificate, format: String) throws(WebAuthnError) {
         let constraints: BasicConstraints?
         do {
             constraints = try certificate.extensions.basicConstraints
         } catch {
-            throw WebAuthnError(.attestationInvalid, "\(format): Basic Constraints extension is malformed")
+            guard let value = extensionValue(certificate, oid: "2.5.29.19"), spellsOutDefaultNotCA(value) else {
+                throw WebAuthnError(.attestationInvalid, "\(format): Basic Constraints extension is malformed")
+            }
+            constraints = .notCertificateAuthority
         }
         if case .isCertificateAuthority = constraints {
             throw WebAuthnError(.attestationInvalid, "\(format): attestation certificate is a CA certificate")
         }
+    }
+
+    /// `BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, ... }` holding exactly an
+    /// explicit `cA FALSE` and no path length.
+    static func spellsOutDefaultNotCA(_ value: [UInt8]) -> Bool {
+        guard let sequence = try? DERReader.single(value), sequence.isUniversal(16), sequence.constructed,
+            let children = try? sequence.children(), children.count == 1, children[0].isUniversal(1)
+        else { return false }
+        return children[0].value == [0x00]
     }
 
     /// The values of one attribute type in a distinguished name.

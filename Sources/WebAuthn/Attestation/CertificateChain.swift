@@ -1,71 +1,236 @@
+import Crypto
 import Foundation
 import SwiftASN1
-import X509
+@_spi(FixedExpiryValidationTime) @_spi(DisableValidityCheck) import X509
 
-/// Linear validation of an attestation certificate chain (x5c, leaf first) as WebAuthn §7.1
-/// step 23 asks: every certificate signed by the next, intermediates are CAs, every certificate
-/// valid at the verification time, and the last one issued by (or equal to) a configured anchor.
+/// Validation of an attestation certificate chain (x5c, leaf first) as WebAuthn §7.1 step 23
+/// asks, with swift-certificates' `Verifier` and its RFC 5280 policy (basic constraints and path
+/// length, validity, name constraints, version, critical extensions), plus the rules attestation
+/// adds (``AttestationChainPolicy``: an issuer's key usage must allow `keyCertSign`).
 ///
-/// Attestation chains are short and arrive in order, so no path building is needed; doing it
-/// here keeps the check synchronous and lets it accept the critical extensions attestation
-/// certificates carry (a TPM AIK certificate's subjectAltName is critical by design).
+/// Two questions, asked separately:
+/// - **Is the chain well formed?** Every x5c certificate is signed by the next, and the chain
+///   meets RFC 5280 with its last certificate taken as the root (validity not judged: with no
+///   anchor, nothing is trusted anyway). A failure is `attestation_invalid`: the statement is
+///   broken whatever the relying party trusts.
+/// - **Does it lead to a trust anchor?** With anchors, the `Verifier` builds the path from the
+///   leaf through x5c to an anchor, with validity judged at the verification time. A failure is
+///   not an error here: the verdict says untrusted and why; the caller refuses it only when the
+///   policy requires trusted attestation.
 enum CertificateChain {
-    /// Critical extensions a certificate in an attestation chain may carry.
-    private static let understoodCriticalExtensions: Set<String> = [
-        "2.5.29.19",  // basicConstraints
-        "2.5.29.15",  // keyUsage
-        "2.5.29.37",  // extKeyUsage
-        "2.5.29.17",  // subjectAltName (TPM AIK certificates, §8.3.1)
-        "2.5.29.32",  // certificatePolicies
+    /// What the chain step concluded.
+    struct Outcome {
+        /// The chain leads to a configured anchor.
+        var trusted: Bool
+        /// Why it does not, when anchors were configured.
+        var failure: String?
+    }
+
+    static func validate(
+        _ chain: [Certificate], anchors: [Certificate], at time: Date, format: String, notes: AttestationNotes
+    ) async throws(WebAuthnError) -> Outcome {
+        guard let leaf = chain.first else { return Outcome(trusted: false, failure: nil) }
+        // Every link, over the bytes that were signed (a repaired certificate's original bytes).
+        for index in 0..<(chain.count - 1) where !isSigned(chain[index], by: chain[index + 1], notes: notes) {
+            throw WebAuthnError(.attestationInvalid, "\(format): x5c[\(index)] is not signed by x5c[\(index + 1)]")
+        }
+        if chain.count > 1, let last = chain.last {
+            let policy = AttestationChainPolicy(validity: nil, checksRoot: true)
+            if let failure = await verify(Array(chain.dropLast()), root: last, policy: policy, notes: notes) {
+                throw WebAuthnError(.attestationInvalid, "\(format): the x5c chain breaks RFC 5280: \(failure)")
+            }
+        }
+        guard !anchors.isEmpty else { return Outcome(trusted: false, failure: nil) }
+
+        // The anchor the chain's top certificate is (or is issued by): checked here over the
+        // original bytes, so a repaired certificate can be validated too.
+        guard let top = chain.last,
+            let anchor = anchors.first(where: { $0 == top }) ?? anchors.first(where: { isSigned(top, by: $0, notes: notes) })
+        else {
+            return Outcome(trusted: false, failure: "the chain does not lead to a configured trust anchor")
+        }
+        let path = anchor == top ? chain : chain + [anchor]
+        if path.count == 1 {
+            // The attestation certificate is itself an anchor: only its validity is left to judge.
+            guard leaf.notValidBefore <= time, time <= leaf.notValidAfter else {
+                return Outcome(trusted: false, failure: "x5c[0] is not valid at \(time)")
+            }
+            return Outcome(trusted: true, failure: nil)
+        }
+        if let failure = await verify(
+            path.dropLast().map { $0 }, root: anchor, policy: AttestationChainPolicy(validity: time, checksRoot: false), notes: notes)
+        {
+            return Outcome(trusted: false, failure: failure)
+        }
+        return Outcome(trusted: true, failure: nil)
+    }
+
+    /// Runs the `Verifier` on `chain` (leaf first, without the root) under `root`. `nil` when it
+    /// validates, else the reasons it gave.
+    private static func verify(_ chain: [Certificate], root: Certificate, policy: AttestationChainPolicy, notes: AttestationNotes) async
+        -> String?
+    {
+        var path = chain + [root]
+        // The Verifier checks signatures over the parsed bytes, which for a repaired certificate
+        // are not what its issuer signed. Every real signature was checked above, so the path is
+        // re-signed with throwaway keys (same names, validity, extensions) for the RFC 5280
+        // rules, which read only those fields.
+        if path.contains(where: { notes.originals[$0] != nil }) {
+            guard let resigned = try? resign(path) else { return "a repaired certificate could not be re-checked" }
+            path = resigned
+        }
+        guard let leaf = path.first, let anchor = path.last else { return "empty chain" }
+        var verifier = Verifier(rootCertificates: CertificateStore([anchor])) {
+            policy.rfc5280
+            policy
+        }
+        let diagnostics = Diagnostics()
+        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(Array(path.dropFirst().dropLast()))) {
+            diagnostics.record($0)
+        }
+        switch result {
+        case .validCertificate: return nil
+        case .couldNotValidate(let failures):
+            let reasons = failures.map { String(describing: $0.policyFailureReason) } + diagnostics.problems
+            return reasons.isEmpty ? "no path to the root" : reasons.joined(separator: "; ")
+        }
+    }
+
+    /// The Verifier's reasons for not finding a path (an unhandled critical extension, a
+    /// signature that does not verify), without the certificate dumps.
+    private final class Diagnostics: @unchecked Sendable {
+        var problems: [String] = []
+        func record(_ diagnostic: VerificationDiagnostic) {
+            let text = String(describing: diagnostic)
+            let interesting = ["critical extension", "has not signed", "does not meet", "fails to meet"]
+            guard interesting.contains(where: { text.localizedCaseInsensitiveContains($0) }), problems.count < 4 else { return }
+            problems.append(String(text.prefix(400)))
+        }
+    }
+
+    /// Whether `child` carries a valid signature by `parent`'s key, over the bytes it was sent
+    /// with, and names `parent` as its issuer.
+    static func isSigned(_ child: Certificate, by parent: Certificate, notes: AttestationNotes) -> Bool {
+        guard child.issuer == parent.subject else { return false }
+        if let original = notes.originals[child] {
+            return parent.publicKey.isValidSignature(original.signature, for: original.tbs, signatureAlgorithm: child.signatureAlgorithm)
+        }
+        return parent.publicKey.isValidSignature(child.signature, for: child)
+    }
+
+    /// The same path re-signed top-down with fresh P-256 keys; the leaf keeps its own key.
+    private static func resign(_ path: [Certificate]) throws -> [Certificate] {
+        var out: [Certificate] = []
+        var signer = P256.Signing.PrivateKey()
+        var index = path.count - 1
+        while index >= 0 {
+            let original = path[index]
+            let isLeaf = index == 0
+            let key = index == path.count - 1 ? signer : P256.Signing.PrivateKey()
+            let certificate = try Certificate(
+                version: original.version, serialNumber: original.serialNumber,
+                publicKey: isLeaf ? original.publicKey : Certificate.PublicKey(key.publicKey),
+                notValidBefore: original.notValidBefore, notValidAfter: original.notValidAfter, issuer: original.issuer,
+                subject: original.subject, signatureAlgorithm: .ecdsaWithSHA256, extensions: original.extensions,
+                issuerPrivateKey: Certificate.PrivateKey(signer))
+            out.insert(certificate, at: 0)
+            signer = key
+            index -= 1
+        }
+        return out
+    }
+}
+
+/// The attestation rules on top of RFC 5280 (WebAuthn §7.1 step 23, RFC 5280 §4.2.1.3): every
+/// issuing certificate with a key usage extension must allow `keyCertSign`, and the critical
+/// extensions attestation certificates carry are understood (a TPM AIK certificate's
+/// subjectAltName is critical by design, §8.3.2).
+struct AttestationChainPolicy: VerifierPolicy {
+    /// The time validity is judged at; `nil` leaves validity unjudged.
+    let validity: Date?
+    /// Whether the root's key usage is judged too: yes for the last x5c certificate standing in
+    /// as a root; no for a configured trust anchor (RFC 5280 §6.1: trust anchor information is
+    /// taken as given).
+    let checksRoot: Bool
+
+    var rfc5280: RFC5280Policy {
+        if let validity { return RFC5280Policy(fixedExpiryValidationTime: validity) }
+        return RFC5280Policy.withValidityCheckDisabled()
+    }
+
+    let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = [
+        .X509ExtensionID.keyUsage,
+        .X509ExtensionID.extendedKeyUsage,
+        .X509ExtensionID.subjectAlternativeName,
+        [2, 5, 29, 32],  // certificatePolicies
     ]
 
-    /// Checks the links inside `chain` (always) and, when `anchors` is not empty, that it ends at
-    /// one of them. Returns whether the chain is anchored.
-    static func validate(_ chain: [Certificate], anchors: [Certificate], at time: Date, format: String) throws(WebAuthnError) -> Bool {
-        guard !chain.isEmpty else { return false }
-        for certificate in chain {
-            for ext in certificate.extensions where ext.critical && !understoodCriticalExtensions.contains(ext.oid.description) {
-                throw WebAuthnError(.attestationInvalid, "\(format): certificate has an unknown critical extension \(ext.oid)")
+    func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
+        for (index, certificate) in chain.enumerated() where index > 0 && (checksRoot || index < chain.count - 1) {
+            guard let usage = try? certificate.extensions.keyUsage else {
+                if certificate.extensions[oid: .X509ExtensionID.keyUsage] != nil {
+                    return .failsToMeetPolicy(reason: "certificate \(index) has a malformed key usage extension")
+                }
+                continue
+            }
+            if !usage.keyCertSign {
+                return .failsToMeetPolicy(reason: "certificate \(index) issues certificates but its key usage lacks keyCertSign")
             }
         }
-        for index in 0..<(chain.count - 1) {
-            let child = chain[index]
-            let parent = chain[index + 1]
-            guard isCA(parent) else {
-                throw WebAuthnError(.attestationInvalid, "\(format): x5c[\(index + 1)] issues a certificate but is not a CA")
-            }
-            guard child.issuer == parent.subject, parent.publicKey.isValidSignature(child.signature, for: child) else {
-                throw WebAuthnError(.attestationInvalid, "\(format): x5c[\(index)] is not signed by x5c[\(index + 1)]")
-            }
-        }
-        guard !anchors.isEmpty else { return false }
+        return .meetsPolicy
+    }
+}
 
-        for (index, certificate) in chain.enumerated() where !isValid(certificate, at: time) {
-            throw WebAuthnError(
-                .attestationUntrusted,
-                "\(format): x5c[\(index)] is not valid at \(time) (\(certificate.notValidBefore) – \(certificate.notValidAfter))")
-        }
-        guard let last = chain.last else { return false }
-        for anchor in anchors {
-            if anchor == last { return true }
-            if last.issuer == anchor.subject, anchor.publicKey.isValidSignature(last.signature, for: last) {
-                guard isValid(anchor, at: time) else { continue }
-                return true
-            }
-        }
-        return false
+/// Certificates whose serial number is negative: RFC 5280 §4.1.2.2 says it "MUST be a positive
+/// integer", and swift-certificates refuses them, but TPMs ship AIK certificates (and vendors
+/// intermediates) with serials whose first bit is set and no leading zero. py_webauthn,
+/// SimpleWebAuthn and java-webauthn-server accept them. passkeyd accepts them inside
+/// attestation chains only: the certificate is read from a copy whose serial has a leading zero
+/// byte (the same magnitude, now positive), and its issuer's signature is checked over the bytes
+/// that were actually signed.
+enum NegativeSerial {
+    /// What was sent: the signed TBSCertificate bytes and the signature value.
+    struct Original {
+        let tbs: [UInt8]
+        let signature: [UInt8]
     }
 
-    private static func isValid(_ certificate: Certificate, at time: Date) -> Bool {
-        certificate.notValidBefore <= time && time <= certificate.notValidAfter
+    /// A copy of `der` with its serial made positive, or `nil` when `der` is not a certificate
+    /// with a negative serial.
+    static func repair(_ der: [UInt8]) -> (der: [UInt8], original: Original)? {
+        guard der.count <= 64 * 1024, let certificate = try? DERReader.single(der), certificate.isUniversal(16),
+            let parts = try? certificate.children(), parts.count == 3, parts[0].isUniversal(16), parts[2].isUniversal(3),
+            let signatureBits = parts[2].value.first, signatureBits == 0,
+            var fields = try? parts[0].children(), !fields.isEmpty
+        else { return nil }
+        let serialIndex = fields[0].tagClass == .contextSpecific && fields[0].tag == 0 ? 1 : 0
+        guard serialIndex < fields.count, fields[serialIndex].isUniversal(2), let first = fields[serialIndex].value.first, first & 0x80 != 0
+        else { return nil }
+        let tbs = encode(parts[0])
+        fields[serialIndex] = DERReader.Element(tagClass: .universal, constructed: false, tag: 2, value: [0] + fields[serialIndex].value)
+        let repairedTBS = encode(
+            DERReader.Element(tagClass: .universal, constructed: true, tag: 16, value: fields.flatMap { encode($0) }))
+        let repaired = encode(
+            DERReader.Element(tagClass: .universal, constructed: true, tag: 16, value: repairedTBS + encode(parts[1]) + encode(parts[2])))
+        return (repaired, Original(tbs: tbs, signature: Array(parts[2].value.dropFirst())))
     }
 
-    private static func isCA(_ certificate: Certificate) -> Bool {
-        guard let constraints = try? certificate.extensions.basicConstraints else {
-            // X.509 v1 roots and intermediates predate the extension.
-            return certificate.version == .v1
+    /// DER encoding of an element with a low tag number (all a certificate's top levels use).
+    private static func encode(_ element: DERReader.Element) -> [UInt8] {
+        var out = [UInt8(element.tagClass.rawValue << 6 | (element.constructed ? 0x20 : 0) | UInt8(element.tag & 0x1f))]
+        let count = element.value.count
+        if count < 0x80 {
+            out.append(UInt8(count))
+        } else {
+            var lengthBytes: [UInt8] = []
+            var remaining = count
+            while remaining > 0 {
+                lengthBytes.insert(UInt8(remaining & 0xff), at: 0)
+                remaining >>= 8
+            }
+            out.append(0x80 | UInt8(lengthBytes.count))
+            out += lengthBytes
         }
-        if case .isCertificateAuthority = constraints { return true }
-        return false
+        return out + element.value
     }
 }

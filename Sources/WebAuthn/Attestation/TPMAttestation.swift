@@ -45,6 +45,8 @@ enum TPMAttestation {
         // - Verify that attested contains a TPMS_CERTIFY_INFO structure whose name field
         //   contains a valid Name for pubArea, as computed using the algorithm in the nameAlg
         //   field of pubArea (Name = nameAlg (2 bytes) || H_nameAlg(pubArea)).
+        // A SHA-1 nameAlg is not flagged like an RS1 signature: the Name is compared with what the
+        // TPM signed, so forging one needs a second preimage, which SHA-1 still resists.
         guard let nameDigest = hash(pubAreaBytes, tpmAlgorithm: pubArea.nameAlg) else {
             throw WebAuthnError(.attestationInvalid, "tpm pubArea.nameAlg \(pubArea.nameAlg) is not supported")
         }

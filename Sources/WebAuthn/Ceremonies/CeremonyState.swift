@@ -22,7 +22,7 @@ public struct CeremonyProfile: Codable, Sendable, Hashable {
 /// let begin = rp.beginRegistration(user: user)
 /// try store.save(JSONEncoder().encode(begin.state))            // send begin.options to the client
 /// let state = try JSONDecoder().decode(RegistrationState.self, from: saved)
-/// let passkey = try rp.finishRegistration(response: response, state: state)
+/// let passkey = try await rp.finishRegistration(response: response, state: state)
 /// ```
 public struct RegistrationState: Codable, Sendable, Hashable {
     /// The challenge sent in the options.

@@ -112,10 +112,11 @@ extension RelyingParty {
     /// - Parameter now: the time attestation certificates are checked at.
     /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
     ///   is not registered yet (§7.1 step 26) before storing it.
-    public func finishRegistration(response: RegistrationResponseJSON, state: RegistrationState, now: Date = Date()) throws(WebAuthnError)
+    public func finishRegistration(response: RegistrationResponseJSON, state: RegistrationState, now: Date = Date())
+        async throws(WebAuthnError)
         -> VerifiedRegistration
     {
-        try finishRegistration(
+        try await finishRegistration(
             response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
             state: state, now: now)
     }
@@ -125,8 +126,8 @@ extension RelyingParty {
     /// attestation are checked over `clientData.bytes`.
     public func finishRegistration(
         response: RegistrationResponseJSON, clientData: CollectedClientData, state: RegistrationState, now: Date = Date()
-    ) throws(WebAuthnError) -> VerifiedRegistration {
-        try verifyRegistration(
+    ) async throws(WebAuthnError) -> VerifiedRegistration {
+        try await verifyRegistration(
             response: response, clientData: clientData, expectedChallenge: state.challenge.bytes, userVerification: state.userVerification,
             now: now, conditionalCreate: state.conditional, unsafeToleratesRewrittenFlags: state.profile.unsafeToleratesRewrittenFlags)
     }
@@ -150,8 +151,8 @@ extension RelyingParty {
         response: RegistrationResponseJSON, expectedChallenge: [UInt8],
         userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
         unsafeToleratesRewrittenFlags: Bool = false
-    ) throws(WebAuthnError) -> VerifiedRegistration {
-        try verifyRegistration(
+    ) async throws(WebAuthnError) -> VerifiedRegistration {
+        try await verifyRegistration(
             response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
             expectedChallenge: expectedChallenge, userVerification: userVerification ?? configuration.userVerification, now: now,
             conditionalCreate: conditionalCreate, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
@@ -160,7 +161,7 @@ extension RelyingParty {
     private func verifyRegistration(
         response: RegistrationResponseJSON, clientData parsed: CollectedClientData, expectedChallenge: [UInt8],
         userVerification: UserVerificationRequirement, now: Date, conditionalCreate: Bool, unsafeToleratesRewrittenFlags: Bool
-    ) throws(WebAuthnError) -> VerifiedRegistration {
+    ) async throws(WebAuthnError) -> VerifiedRegistration {
         // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
         guard response.type == "public-key" else {
             throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
@@ -191,7 +192,7 @@ extension RelyingParty {
                 .unsupportedAlgorithm, "credential algorithm \(credential.publicKey.algorithm) was not offered in pubKeyCredParams")
         }
         // §7.1 steps 21–24: attestation statement format, verification and trust.
-        let attestation = try Attestation.verify(
+        let attestation = try await Attestation.verify(
             AttestationInput(
                 format: attestationObject.format, statement: attestationObject.statement, authenticatorData: authData,
                 credential: credential, clientDataHash: clientDataHash, policy: configuration.attestationPolicy, verificationTime: now))

@@ -14,7 +14,7 @@ import Foundation
 /// // Registration
 /// let begin = rp.beginRegistration(user: .init(id: userHandle, name: "ada", displayName: "Ada"))
 /// keep(begin.state)                                             // send begin.options as JSON
-/// let passkey = try rp.finishRegistration(response: responseJSON, state: kept)
+/// let passkey = try await rp.finishRegistration(response: responseJSON, state: kept)
 /// // Authentication
 /// let request = rp.beginAuthentication()
 /// keep(request.state)

@@ -88,8 +88,8 @@ extension RelyingParty {
     /// but offered only when configured.
     public static let defaultAlgorithms: [COSEAlgorithmIdentifier] = [.edDSA, .es256, .rs256, .es384, .es512, .ps256]
 
-    /// Algorithms a credential key may use. RS1 (SHA-1) only with
-    /// ``AttestationPolicy/unsafeAllowSHA1Attestation``: some Windows Hello TPM credentials use it.
+    /// Algorithms a credential key may use. RS1 (SHA-1) only when the relying party lists it in
+    /// ``Configuration/algorithms`` (it is never a default): some old Windows Hello credentials use it.
     static let verifiableAlgorithms: Set<COSEAlgorithmIdentifier> = [
         .edDSA, .ed25519, .es256, .es384, .es512, .rs256, .rs384, .rs512, .ps256, .ps384, .ps512, .mlDSA65, .mlDSA87, .rs1,
     ]
@@ -113,9 +113,6 @@ extension RelyingParty {
         }
         for algorithm in configuration.algorithms where !verifiableAlgorithms.contains(algorithm) {
             throw WebAuthnError(.invalidConfiguration, "algorithm \(algorithm) is not supported for credentials")
-        }
-        if configuration.algorithms.contains(.rs1) && !configuration.attestationPolicy.unsafeAllowSHA1Attestation {
-            throw WebAuthnError(.invalidConfiguration, "algorithm RS1 (SHA-1) needs attestationPolicy.unsafeAllowSHA1Attestation")
         }
         guard configuration.timeout > .zero, configuration.timeout <= .seconds(24 * 3600) else {
             throw WebAuthnError(.invalidConfiguration, "timeout must be between 1 second and 24 hours")
