@@ -385,27 +385,44 @@ def test_the_passkey_check_is_rate_limited_with_sign_up_and_same_site_only(stric
 # ---------------------------------------------------------------------------------------------
 # Deletion (last: the other flows report first under -x)
 
-def test_the_guide_client_deletes_the_passkey_unmodified(seed_server, browser):
-    """Flow 5: passkeyd never deletes the last way into an account, so the account first gets
-    recovery codes (needs a recent sign-in: the sign-up just made one); then the guide's
-    deletePasskey(the id register() returned) → true, and no passkey is left."""
+ADD_PASSKEY = """
+const options = await (await fetch('/api/auth/register/options', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'})).json();
+const credential = await navigator.credentials.create({publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options)});
+const response = await fetch('/api/auth/register/verify', {method: 'POST', headers: {'Content-Type': 'application/json'},
+  body: JSON.stringify({credential: credential.toJSON()})});
+return {status: response.status, id: credential.id};
+"""
+
+
+def test_the_guide_client_deletes_a_passkey_unmodified(seed_server, browser):
+    """Flow 5: passkeyd never deletes the last way into an account (DESIGN: "never leave an
+    account with no way in"), so the person first adds a second passkey the way a Level 3 page
+    does (the guide's own register() cannot while signed in: it decodes excludeCredentials IDs,
+    which the authenticator chose, with atob). Then the guide's deletePasskey(the ID its
+    register() returned) → true; the other passkey stays, and deleting that last one → false
+    (409 last_passkey), by design."""
     server = seed_server
     open_seed_page(browser, server)
     for number in range(USERS):
         username = f"gone{number:02d}"
         where = lambda flow: f"{flow}, user {username}"
         credential_id = register_fresh(browser, server, username, first=number == 0)
-        codes = fetch(browser, "/api/auth/recovery-codes",
-                      {"method": "POST", "headers": {"Content-Type": "application/json"}, "body": "{}"})
-        assert codes["status"] == 200 and len(codes["json"]["codes"]) == 10, (where("POST /api/auth/recovery-codes"), codes)
+        # The second passkey lives on another device (a second virtual authenticator).
+        browser.remove_virtual_authenticator()
+        browser.add_virtual_authenticator(authenticator_options())
+        added = run(browser, ADD_PASSKEY)
+        assert added["ok"] and added["value"]["status"] == 200, (where("second passkey through the Level 3 API"), added)
         browser.execute_script("window.seedAnswers = []")
         deleted = run(browser, manager("deletePasskey(args[0])"), credential_id)
         said = "; ".join(f"{a['method']} {a['url']} → {a['status']} {a['text']}" for a in answers(browser))
         assert deleted == {"ok": True, "value": True}, (
-            f"{where('deletePasskey')}: the guide's deletePasskey gave {deleted['value'] if deleted['ok'] else deleted} "
-            f"after POST /api/auth/recovery-codes → 200 (10 codes); the server answered: {said}")
-        gone = run(browser, manager("hasPasskeys(args[0])"), username)
-        assert gone == {"ok": True, "value": False}, (where("hasPasskeys after deletion"), gone)
+            f"{where('deletePasskey')}: the guide's deletePasskey gave {deleted['value'] if deleted['ok'] else deleted}; "
+            f"the server answered: {said}")
         listed = fetch(browser, "/api/auth/passkeys")
-        assert listed["status"] == 200 and listed["json"]["passkeys"] == [], (where("GET /api/auth/passkeys"), listed)
+        assert listed["status"] == 200 and [p["id"] for p in listed["json"]["passkeys"]] == [added["value"]["id"]], (
+            where("GET /api/auth/passkeys after deletion"), listed)
+        still = run(browser, manager("hasPasskeys(args[0])"), username)
+        assert still == {"ok": True, "value": True}, (where("hasPasskeys after deleting one of two"), still)
+        last = run(browser, manager("deletePasskey(args[0])"), added["value"]["id"])
+        assert last == {"ok": True, "value": False}, (where("deleting the last passkey is refused"), last)
         assert_options_decode_with_atob(browser)

@@ -65,13 +65,15 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server
-    /// misconfiguration 500, any other refusal 401 for a sign-in and 400 for a registration.
+    /// misconfiguration 500, the authenticator policy's refusal 403, any other refusal 401 for a
+    /// sign-in and 400 for a registration.
     static func from(_ error: PasskeyServiceError) -> APIError {
         switch error.origin {
         case .ceremony(let signIn):
             if error.code.rawValue == WebAuthnError.Code.invalidConfiguration.rawValue { return internalError }
             let status: HTTPResponse.Status =
-                error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
+                error.code.rawValue == WebAuthnError.Code.authenticatorNotAllowed.rawValue
+                ? .forbidden : error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
             return APIError(status, error.code.rawValue, error.message)
         case .service:
             return APIError(statuses[error.code] ?? .badRequest, error.code.rawValue, error.message, retryAfter: error.retryAfter)

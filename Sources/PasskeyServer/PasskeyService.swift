@@ -250,7 +250,8 @@ public struct PasskeyService: Sendable {
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
-            throw PasskeyServiceError(error, signIn: false)
+            throw PasskeyServiceError(
+                error, signIn: false, message: error.code == .authenticatorNotAllowed ? configuration.acceptedAuthenticatorsMessage : nil)
         }
         // §7.1 step 26: Verify that the credentialId is not yet registered for any user.
         if try await store.passkey(credentialID: verified.credentialID) != nil { throw PasskeyServiceError.credentialExists }

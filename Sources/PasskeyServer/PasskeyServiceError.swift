@@ -37,9 +37,9 @@ public struct PasskeyServiceError: Error, Sendable, Equatable, CustomStringConve
 
     /// A ceremony the `WebAuthn` library refused: its code, and a message for people (the
     /// developer-facing reason goes to the log, never to the client).
-    public init(_ error: WebAuthnError, signIn: Bool, file: String = #fileID, line: Int = #line) {
+    public init(_ error: WebAuthnError, signIn: Bool, message: String? = nil, file: String = #fileID, line: Int = #line) {
         code = Code(rawValue: error.code.rawValue)
-        message = Self.message(for: error)
+        self.message = message ?? Self.message(for: error)
         origin = .ceremony(signIn: signIn)
         retryAfter = nil
         self.file = file
@@ -64,6 +64,7 @@ public struct PasskeyServiceError: Error, Sendable, Equatable, CustomStringConve
         case .counterRegression: "This passkey's counter went backwards; it may have been cloned."
         case .unsupportedAlgorithm: "The passkey uses an algorithm this server does not accept."
         case .attestationUntrusted: "The authenticator's attestation is not trusted by this server."
+        case .authenticatorNotAllowed: "This kind of authenticator is not accepted here."
         case .invalidConfiguration: "Something went wrong on the server."
         default: error.reason
         }

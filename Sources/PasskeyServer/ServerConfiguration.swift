@@ -159,6 +159,22 @@ public struct ServerConfiguration: Sendable {
     /// Origins served in `/.well-known/webauthn` (WebAuthn related origin requests).
     public var relatedOrigins: [String]
     public var userVerification: UserVerificationRequirement
+    /// What a person whose authenticator the policy refused is told: which ones are accepted.
+    public var acceptedAuthenticatorsMessage: String {
+        let policy = attestationPolicy
+        var parts: [String] = []
+        if let allowed = policy.allowedAAGUIDs {
+            let names = allowed.map { $0.providerName ?? $0.description }.sorted()
+            parts.append("This site accepts passkeys from: \(names.joined(separator: ", ")).")
+        } else {
+            parts.append("This kind of authenticator is not accepted here.")
+        }
+        if policy.requireDeviceBound {
+            parts.append("Only passkeys that stay on one device (such as a security key) are accepted; synced passkeys are not.")
+        }
+        return parts.joined(separator: " ")
+    }
+
     /// The user verification registration asks for; `nil`: ``userVerification``.
     public var registrationUserVerification: UserVerificationRequirement?
     /// The user verification sign-in asks for; `nil`: ``userVerification``.

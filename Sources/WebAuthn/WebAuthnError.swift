@@ -99,7 +99,7 @@ extension WebAuthnError.Code {
     /// The BE flag differs from the value recorded for the credential at registration (§7.2 step 19).
     public static let backupEligibilityChanged = Self(rawValue: "backup_eligibility_changed")
     /// A COSE key type, curve or algorithm this library does not verify; a credential algorithm not in the configured
-    /// algorithms (§7.1 step 19); or an RS1 (SHA-1) attestation without ``AttestationPolicy/unsafeAllowSHA1Attestation``.
+    /// algorithms (§7.1 step 19); or an RS1 (SHA-1) attestation statement while ``AttestationPolicy/allowSHA1Attestation`` is off.
     public static let unsupportedAlgorithm = Self(rawValue: "unsupported_algorithm")
     /// `id` does not encode `rawId`, `rawId` is not the attested credential ID, or the stored credential passed in
     /// is not the one that signed.

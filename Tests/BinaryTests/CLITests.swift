@@ -37,6 +37,7 @@ struct CLITests {
         var aaguid: String?
         var signCount: Int?
         var attestationTrusted: Bool?
+        var attestationUsedSHA1: Bool?
     }
 
     @Test(arguments: [
@@ -44,9 +45,8 @@ struct CLITests {
     ])
     func verifyAcceptsRealResponses(_ id: String) throws {
         let vector = try Self.vector(id)
-        // Windows Hello TPMs sign certInfo with SHA-1 (RS1): that needs the explicit unsafe switch.
-        let sha1 = id.contains("tpm") ? ["--unsafe-allow-sha1"] : []
-        let result = try CLI.run(Self.arguments(for: vector) + sha1, stdin: try Self.response(vector))
+        // Windows Hello TPMs sign certInfo with SHA-1 (RS1): accepted by default, and flagged.
+        let result = try CLI.run(Self.arguments(for: vector), stdin: try Self.response(vector))
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
         let verdict = try JSONDecoder().decode(Verdict.self, from: Data(result.stdout.utf8))
         #expect(verdict.ok)
@@ -54,11 +54,16 @@ struct CLITests {
         #expect(verdict.signCount.map(Double.init) == vector["expect"]?["signCount"]?.number)
     }
 
-    @Test func sha1TPMAttestationIsRefusedWithoutTheUnsafeSwitch() throws {
+    @Test func aSHA1TPMStatementVerifiesAndIsFlaggedUnlessRefused() throws {
+        // A real TPM's certInfo signed with RS1: accepted by default, as the peers do, and said so.
         let vector = try Self.vector("pywebauthn/tpm-es256-ecc")
         let result = try CLI.run(Self.arguments(for: vector), stdin: try Self.response(vector))
-        #expect(result.status == 1)
-        #expect(try JSONDecoder().decode(Verdict.self, from: Data(result.stdout.utf8)).code == "unsupported_algorithm")
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        let verdict = try JSONDecoder().decode(Verdict.self, from: Data(result.stdout.utf8))
+        #expect(verdict.ok && verdict.attestationUsedSHA1 == true)
+        let strict = try CLI.run(Self.arguments(for: vector) + ["--refuse-sha1-attestation"], stdin: try Self.response(vector))
+        #expect(strict.status == 1)
+        #expect(try JSONDecoder().decode(Verdict.self, from: Data(strict.stdout.utf8)).code == "unsupported_algorithm")
     }
 
     @Test func verifyAcceptsEveryAlgorithmItCanCheckUnlessToldWhatWasOffered() throws {

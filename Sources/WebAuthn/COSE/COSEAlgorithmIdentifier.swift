@@ -36,7 +36,8 @@ public struct COSEAlgorithmIdentifier: RawRepresentable, Hashable, Sendable, Cod
     /// ML-DSA-87 (FIPS 204).
     public static let mlDSA87 = Self(rawValue: -50)
     /// RSASSA-PKCS1-v1_5 with SHA-1. Insecure; only old TPM and fido-u2f era attestation uses it,
-    /// and it is accepted only when the relying party opts in (`unsafeAllowSHA1Attestation`).
+    /// and it is accepted as a credential key only when the relying party lists it in its algorithms; TPM
+    /// attestation statements signed with it are accepted and flagged (``AttestationPolicy/allowSHA1Attestation``).
     public static let rs1 = Self(rawValue: -65535)
 
     /// The JOSE-style name (`ES256`, `ML-DSA-65`, …), or `COSE(n)` for an identifier without one.
