@@ -21,6 +21,10 @@ public struct AttestationPolicy: Sendable {
     /// Accept RSASSA-PKCS1-v1_5 with SHA-1 (COSE -65535) in attestation statements. Some TPMs
     /// sign their certify structure with SHA-1; SHA-1 is broken for collision resistance.
     public var unsafeAllowSHA1Attestation: Bool
+    /// A verified FIDO metadata BLOB (MDS3): refuses authenticators reported compromised or
+    /// revoked, and adds each entry's attestation roots as anchors for its AAGUID
+    /// (``trustAnchors(for:)``). `nil`: no metadata.
+    public var metadata: FIDOMetadata? = nil
 
     /// Makes a policy. The defaults are the consumer-passkey setting: no anchors, trust not required, every format
     /// accepted, SafetyNet `ctsProfileMatch` required, SHA-1 refused.
