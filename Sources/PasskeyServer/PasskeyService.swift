@@ -20,6 +20,8 @@ public struct PasskeyService: Sendable {
     let logger: Logger
     /// Signing keys and access tokens.
     public let tokens: AccessTokens
+    /// The FIDO metadata in force, and the relying party registrations are verified with.
+    let metadataState: MetadataState
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
@@ -40,6 +42,7 @@ public struct PasskeyService: Sendable {
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
         secret = CachedSecret()
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
+        metadataState = MetadataState(relyingParty: relyingParty)
     }
 
     /// Who sent a request, for the audit log, rate limits and metrics.
@@ -241,7 +244,7 @@ public struct PasskeyService: Sendable {
         }
         let verified: VerifiedRegistration
         do {
-            verified = try relyingParty.finishRegistration(
+            verified = try metadataState.relyingParty.finishRegistration(
                 response: credential, clientData: clientData,
                 state: registrationState(record), now: now())
         } catch {
@@ -338,7 +341,7 @@ public struct PasskeyService: Sendable {
             aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
             backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
             attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
-            name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
+            name: name ?? providerName(verified.aaguid) ?? "Passkey", createdAt: time)
     }
 
     /// "Passkey", "Passkey 2", …: a default name the account's list can tell apart.
