@@ -1,6 +1,7 @@
 import Foundation
 import PasskeyServer
 import WebAuthn
+import X509
 
 /// Reads `passkeyd.json` (when present) and `PASSKEYD_*` environment variables (which win) into
 /// a validated ``ServerConfiguration``. Every bad value stops the start with the setting's name.
@@ -47,6 +48,7 @@ struct ConfigurationLoader {
         var webhooks: [ServerConfiguration.Webhook]?
         var apiKeyRequestsPerWindow: Int?
         var oidcRefreshTokenSeconds: Int?
+        var mdsRootCertificate: String?
     }
 
     struct TokensFile: Decodable {
@@ -173,8 +175,10 @@ struct ConfigurationLoader {
         }
         policy.requireTrustedAttestation = try bool("PASSKEYD_REQUIRE_TRUSTED_ATTESTATION", file.requireTrustedAttestation) ?? false
         policy.unsafeAllowSHA1Attestation = try bool("PASSKEYD_UNSAFE_ALLOW_SHA1_ATTESTATION", file.unsafeAllowSHA1Attestation) ?? false
-        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty {
-            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors")
+        let mdsRoot = string("PASSKEYD_MDS_ROOT_CERTIFICATE", file.mdsRootCertificate).flatMap { $0.isEmpty ? nil : $0 }
+        // FIDO metadata brings trust anchors of its own (each entry's attestation roots).
+        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty && mdsRoot == nil {
+            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors or mdsRootCertificate")
         }
 
         let listen = string("PASSKEYD_LISTEN", file.listen) ?? "127.0.0.1:8080"
@@ -269,10 +273,25 @@ struct ConfigurationLoader {
             }
             configuration.oidcRefreshTokenSeconds = seconds
         }
+        if let mdsRoot { configuration.mdsRootCertificates = try Self.mdsRoots(path: mdsRoot) }
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
         return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port, logFormat: logFormat)
+    }
+
+    /// The FIDO Metadata Service root(s) in a PEM file (`mdsRootCertificate`, `--root`).
+    static func mdsRoots(path: String) throws(ConfigurationError) -> [Certificate] {
+        guard let pem = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(setting: "mdsRootCertificate", problem: "cannot read \(path)")
+        }
+        do throws(WebAuthnError) {
+            let roots = try AttestationPolicy.certificates(pem: String(decoding: pem, as: UTF8.self))
+            guard !roots.isEmpty else { throw WebAuthnError(.invalidConfiguration, "no certificate in it") }
+            return roots
+        } catch {
+            throw ConfigurationError(setting: "mdsRootCertificate", problem: "\(path): \(error.reason)")
+        }
     }
 
     /// `rateLimits` (file) and `PASSKEYD_RATE_LIMIT*` (environment).
