@@ -3,6 +3,10 @@ import Testing
 import WebAuthn
 import WebAuthnTesting
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `passkeyd mds import|status`: a BLOB is verified before it is stored, an older one is refused,
 /// and a bad file leaves the store as it was.
 @Suite("passkeyd mds")
@@ -59,5 +63,30 @@ struct MDSCommandTests {
         #expect(try passkeyd(["mds", "import", six], environment: ["PASSKEYD_MDS_ROOT_CERTIFICATE": root]).status == 0)
         let forced = try passkeyd(["mds", "import", five, "--root", root, "--force"])
         #expect(forced.status == 0 && forced.stdout.contains("no. 5"))
+    }
+
+    @Test func serveLoadsTheImportedBLOBAndSaysWhenItIsStale() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-mds-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("mds.sqlite").path
+        let mds = try MetadataBLOBIssuer()
+        let root = directory.appendingPathComponent("root.pem").path
+        try mds.rootPEM.write(toFile: root, atomically: true, encoding: .utf8)
+        let blob = directory.appendingPathComponent("blob.jwt").path
+        try mds.blob(number: 3, nextUpdate: "2020-01-01", entries: []).write(toFile: blob, atomically: true, encoding: .utf8)
+        let imported = try PasskeyCLITests.run(
+            ServeBinaryTests.binary, ["mds", "import", blob, "--root", root, "--database", "sqlite://\(database)"],
+            environment: ["PASSKEYD_CONFIG": ""])
+        #expect(imported.status == 0 && imported.stderr.contains("has passed"), "\(imported.stderr)")
+
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(
+            port: port, database: database, environment: ["PASSKEYD_MDS_ROOT_CERTIFICATE": root])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(String(decoding: body, as: UTF8.self) == "ready\nwarning: FIDO metadata is stale (nextUpdate 2020-01-01)\n")
     }
 }
