@@ -8,7 +8,7 @@ public struct MetadataEntry: Sendable {
     public let aaguid: AAGUID
     /// `metadataStatement.description`: the model's name, e.g. "YubiKey 5 Series with NFC".
     public let description: String?
-    /// `metadataStatement.icon`: a `data:` URL of the model's icon (others are dropped).
+    /// `metadataStatement.icon`: a `data:image/…` URL of the model's icon (others are dropped).
     public let icon: String?
     /// `metadataStatement.attestationRootCertificates`: the roots its attestation chains lead to.
     public let attestationRootCertificates: [Certificate]

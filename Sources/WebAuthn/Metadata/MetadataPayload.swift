@@ -16,7 +16,7 @@ enum MetadataPayload {
     /// Most status reports, and most attestation roots, read for one entry.
     static let maxStatusReports = 1000
     static let maxRootCertificates = 64
-    /// An icon over this many bytes is dropped (MDS icons are a few KiB).
+    /// An icon over this many bytes, or not a `data:image/…` URL, is dropped (MDS icons are a few KiB).
     static let maxIconSize = 256 * 1024
 
     static func read(_ bytes: [UInt8]) throws(WebAuthnError) -> FIDOMetadata {
@@ -83,7 +83,8 @@ enum MetadataPayload {
             roots.append(certificate)
         }
         var icon = try statement?.optionalString("icon")
-        if let text = icon, !text.hasPrefix("data:") || text.utf8.count > maxIconSize { icon = nil }
+        // Only an image, inline: nothing a page showing it would fetch or run.
+        if let text = icon, !text.hasPrefix("data:image/") || text.utf8.count > maxIconSize { icon = nil }
 
         // §3.2 step 7c: Check whether the status report of the authenticator model has changed
         // compared to the cached entry by looking at the fields timeOfLastStatusChange and
