@@ -36,6 +36,8 @@ public struct PasskeyJSON: Encodable, Sendable {
     public let id: String
     public let name: String
     public let provider: String?
+    /// The provider's icon, a `data:` URL, when the FIDO metadata has one.
+    public let providerIcon: String?
     public let aaguid: String
     public let createdAt: Date
     public let lastUsedAt: Date?
@@ -48,10 +50,15 @@ public struct PasskeyJSON: Encodable, Sendable {
     public let attestationFormat: String
     public let userVerified: Bool
 
-    public init(_ passkey: Passkey) {
+    /// - Parameter metadata: FIDO metadata in force: its entry for the passkey's AAGUID names the
+    ///   provider (and gives its icon) before the bundled AAGUID list does.
+    public init(_ passkey: Passkey, metadata: FIDOMetadata? = nil) {
         id = Base64URLBytes(passkey.credentialID).base64URL
         name = passkey.name
-        provider = AAGUID(passkey.aaguid)?.providerName
+        let model = AAGUID(passkey.aaguid)
+        let entry = model.flatMap { metadata?.entry(for: $0) }
+        provider = entry?.description ?? model?.providerName
+        providerIcon = entry?.icon
         aaguid = passkey.aaguid
         createdAt = passkey.createdAt
         lastUsedAt = passkey.lastUsedAt

@@ -29,9 +29,11 @@ public enum PasskeyServer {
         app.beforeServerStarts {
             try await beforeServerStarts?()
             try await service.prepareIntegrations()
+            await service.refreshMetadata()
         }
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
         app.addServices(WebhookDispatcher(store: service.store, metrics: service.metrics, logger: logger, now: service.now))
+        app.addServices(MetadataRefresher(service: service))
         return app
     }
 
@@ -71,11 +73,12 @@ public enum PasskeyServer {
         }
         WellKnown(configuration: configuration).register(on: router)
         router.get("openapi.json") { _, _ in OpenAPIDocument.response() }
-        // Liveness: the process answers. Readiness: the database answers too.
+        // Liveness: the process answers. Readiness: the database answers too (stale FIDO metadata
+        // is a warning, not a reason to take the instance out of service).
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { _, _ in
             guard await service.ready() else { throw APIError.from(StoreError(.unavailable, "ping failed")) }
-            return "ready\n"
+            return "ready\n" + (service.metadataWarning.map { $0 + "\n" } ?? "")
         }
         // Closed unless the operator opens it (a token, or metricsPublic behind a proxy).
         if configuration.metricsToken != nil || configuration.metricsPublic {
@@ -91,7 +94,7 @@ public enum PasskeyServer {
             let supplied = SHA256.hash(data: Array((request.headers[.authorization] ?? "").utf8))
             guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.metricsUnauthorized }
         }
-        let text = try await service.metrics.render(store: service.store, now: Date())
+        let text = try await service.metrics.render(store: service.store, now: service.now(), metadata: service.fidoMetadata)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         headers[.cacheControl] = "no-store"

@@ -163,7 +163,8 @@ struct NativeAPI: Sendable {
         }
         return try HTTP.json(
             RegisterVerifyJSON(
-                user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey), token: result.token, accessToken: access?.token,
+                user: UserJSON(result.account), passkey: PasskeyJSON(result.passkey, metadata: service.fidoMetadata), token: result.token,
+                accessToken: access?.token,
                 accessTokenExpiresAt: access?.expiresAt),
             headers: headers)
     }
@@ -250,7 +251,8 @@ struct NativeAPI: Sendable {
 
     func listPasskeys(_ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        return try HTTP.json(PasskeyListJSON(passkeys: try await service.passkeys(of: signedIn).map(PasskeyJSON.init)))
+        return try HTTP.json(
+            PasskeyListJSON(passkeys: try await service.passkeys(of: signedIn).map { PasskeyJSON($0, metadata: service.fidoMetadata) }))
     }
 
     func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
@@ -259,7 +261,7 @@ struct NativeAPI: Sendable {
         let passkey = try await service.renamePasskey(
             try Self.passkeyID(context), to: body.name, signedIn: signedIn,
             client: service.client(request, context))
-        return try HTTP.json(PasskeyJSON(passkey))
+        return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
     }
 
     func deletePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

@@ -20,6 +20,8 @@ public struct PasskeyService: Sendable {
     let logger: Logger
     /// Signing keys and access tokens.
     public let tokens: AccessTokens
+    /// The FIDO metadata in force, and the relying party registrations are verified with.
+    let metadataState: MetadataState
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
@@ -40,6 +42,7 @@ public struct PasskeyService: Sendable {
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
         secret = CachedSecret()
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
+        metadataState = MetadataState(relyingParty: relyingParty)
     }
 
     /// Who sent a request, for the audit log, rate limits and metrics.
@@ -244,14 +247,13 @@ public struct PasskeyService: Sendable {
         }
         let verified: VerifiedRegistration
         do {
-            verified = try await relyingParty.finishRegistration(
+            verified = try await metadataState.relyingParty.finishRegistration(
                 response: credential, clientData: clientData,
                 state: registrationState(record), now: now())
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
-            throw PasskeyServiceError(
-                error, signIn: false, message: error.code == .authenticatorNotAllowed ? configuration.acceptedAuthenticatorsMessage : nil)
+            throw PasskeyServiceError(error, signIn: false, message: Self.refusalMessage(error, configuration: configuration))
         }
         // §7.1 step 26: Verify that the credentialId is not yet registered for any user.
         if try await store.passkey(credentialID: verified.credentialID) != nil { throw PasskeyServiceError.credentialExists }
@@ -342,7 +344,15 @@ public struct PasskeyService: Sendable {
             aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
             backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
             attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
-            name: name ?? verified.aaguid.providerName ?? "Passkey", createdAt: time)
+            name: name ?? providerName(verified.aaguid) ?? "Passkey", createdAt: time)
+    }
+
+    /// What a person is told when the authenticator policy refuses their passkey: the model and
+    /// its reported status for a FIDO metadata refusal, else which authenticators are accepted.
+    static func refusalMessage(_ error: WebAuthnError, configuration: ServerConfiguration) -> String? {
+        guard error.code == .authenticatorNotAllowed else { return nil }
+        if error.reason.hasPrefix("FIDO metadata") { return "This authenticator cannot be used here: \(error.reason)." }
+        return configuration.acceptedAuthenticatorsMessage
     }
 
     /// "Passkey", "Passkey 2", …: a default name the account's list can tell apart.

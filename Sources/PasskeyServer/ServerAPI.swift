@@ -191,7 +191,11 @@ struct ServerAPI: Sendable {
         read.get("users/:id") { _, context in try HTTP.json(AdminUserJSON(try await account(context))) }
         read.get("users/:id/passkeys") { _, context in
             let account = try await account(context)
-            return try HTTP.json(PasskeyListJSON(passkeys: try await service.store.passkeys(accountID: account.id).map(PasskeyJSON.init)))
+            return try HTTP.json(
+                PasskeyListJSON(
+                    passkeys: try await service.store.passkeys(accountID: account.id).map {
+                        PasskeyJSON($0, metadata: service.fidoMetadata)
+                    }))
         }
         read.get("users/:id/sessions") { _, context in
             let account = try await account(context)
@@ -204,7 +208,7 @@ struct ServerAPI: Sendable {
             let account = try await account(context)
             let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
             let passkey = try await admin.renamePasskey(try passkeyID(context), of: account, to: body.name, by: caller(context))
-            return try HTTP.json(PasskeyJSON(passkey))
+            return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
         }
         write.delete("users/:id/passkeys/:passkey") { _, context in
             let account = try await account(context)

@@ -1,5 +1,6 @@
 import Foundation
 import WebAuthn
+import X509
 
 /// Everything `passkeyd serve` needs, validated. Built by the executable from `passkeyd.json`
 /// and the environment; libraries never read either.
@@ -141,6 +142,9 @@ public struct ServerConfiguration: Sendable {
     public var apiKeyRequestsPerWindow = 6000
     /// How long an OpenID Connect refresh token lives (never past the session it stands on).
     public var oidcRefreshTokenSeconds = 30 * 86_400
+    /// Roots a FIDO metadata BLOB (MDS3) must chain to (`mdsRootCertificate`): the stored BLOB
+    /// is verified against them when loaded. Empty: no metadata is used.
+    public var mdsRootCertificates: [Certificate] = []
 
     /// `iss` of access tokens.
     public var issuer: String { tokens.issuer ?? webOrigins.first ?? "http://localhost:8080" }

@@ -101,7 +101,7 @@ public final class ServerMetrics: Sendable {
     }
 
     /// The exposition text, after refreshing the store gauges.
-    func render(store: any PasskeyStore, now: Date) async throws -> String {
+    func render(store: any PasskeyStore, now: Date, metadata: FIDOMetadata? = nil) async throws -> String {
         let stats = try await store.statistics(now: now, activeSince: now.addingTimeInterval(-30 * 86_400))
         gauge("passkeyd_accounts", stats.accounts)
         gauge("passkeyd_accounts_disabled", stats.disabledAccounts)
@@ -115,10 +115,16 @@ public final class ServerMetrics: Sendable {
         gauge("passkeyd_ceremonies_open", stats.openChallenges)
         var byProvider: [String: Int] = [:]
         for (aaguid, count) in stats.passkeysByAAGUID {
-            byProvider[AAGUID(aaguid)?.providerName ?? "Unknown", default: 0] += count
+            let known = AAGUID(aaguid).flatMap { metadata?.entry(for: $0)?.description ?? $0.providerName }
+            byProvider[known ?? "Unknown", default: 0] += count
         }
         for (provider, count) in byProvider {
             Gauge(label: "passkeyd_passkeys", dimensions: [("provider", provider)], factory: factory).record(count)
+        }
+        // FIDO metadata (MDS3): when the BLOB in force wants replacing.
+        if let metadata {
+            gauge("passkeyd_mds_next_update_timestamp_seconds", metadata.nextUpdate.timeIntervalSince1970)
+            gauge("passkeyd_mds_stale", metadata.isStale(at: now) ? 1 : 0)
         }
         return registry.emitToString()
     }

@@ -195,6 +195,15 @@ public protocol PasskeyStore: Sendable {
     func refreshFamily(hash: [UInt8]) async throws -> String?
     func consent(accountID: UUID, clientID: String) async throws -> String?
     func saveConsent(accountID: UUID, clientID: String, scope: String, at time: Date) async throws
+
+    // FIDO metadata (MDS3)
+    /// Stores a verified FIDO metadata BLOB in place of the one stored, only when its number is
+    /// greater (MDS3 §3.2 step 5), unless `force`; `outdated` otherwise, and nothing is written.
+    func saveMetadataBLOB(_ record: MetadataBLOBRecord, force: Bool) async throws
+    /// The stored BLOB, if any.
+    func metadataBLOB() async throws -> MetadataBLOBRecord?
+    /// The stored BLOB's number, without its text (the cheap check every instance polls).
+    func metadataBLOBNumber() async throws -> Int?
 }
 
 public enum PasskeyDeletion: Sendable, Equatable {

@@ -282,5 +282,20 @@ enum PostgresSchema {
                 )
                 """,
             ]),
+        .init(
+            version: 9,
+            statements: [
+                // The FIDO metadata BLOB (MDS3) last imported, as downloaded (its signature is
+                // checked again whenever it is read); one row.
+                """
+                CREATE TABLE fido_metadata (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    number BIGINT NOT NULL,
+                    next_update TEXT NOT NULL,
+                    blob TEXT NOT NULL,
+                    imported_at BIGINT NOT NULL
+                )
+                """
+            ]),
     ]
 }

@@ -17,11 +17,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         self.migrationTimeout = migrationTimeout
     }
 
-    private var reader: any SQLConnection { engine.reader }
-    private var writer: any SQLConnection { engine.writer }
-    private var dialect: SQLDialect { engine.dialect }
+    var reader: any SQLConnection { engine.reader }
+    var writer: any SQLConnection { engine.writer }
+    var dialect: SQLDialect { engine.dialect }
 
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         try await engine.transaction(timeout: nil, body)
     }
 

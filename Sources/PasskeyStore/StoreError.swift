@@ -12,6 +12,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A stored row does not hold what its columns must (a malformed ID, a missing key): the
         /// row is refused, never read with invented values.
         public static let corruptRow = Code(rawValue: "corrupt_row")
+        /// What is stored is as new as, or newer than, what was offered (a FIDO metadata BLOB
+        /// whose number is not greater than the stored one's): nothing was written.
+        public static let outdated = Code(rawValue: "outdated")
     }
 
     public let code: Code

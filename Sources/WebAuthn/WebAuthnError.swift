@@ -136,6 +136,12 @@ extension WebAuthnError.Code {
     /// compromised or revoked.
     public static let authenticatorNotAllowed = Self(rawValue: "authenticator_not_allowed")
 
+    // FIDO Metadata Service (MDS3).
+    /// A FIDO metadata BLOB (MDS3 §3.2) is refused: too large, not a compact JWS, a header without a usable `x5c`
+    /// (an `x5u` alone cannot be fetched offline), an unsupported `alg`, a chain that does not lead to a configured MDS
+    /// root at the verification time, a signature that does not verify, or a payload that is not the MDS3 shape.
+    public static let metadataInvalid = Self(rawValue: "metadata_invalid")
+
     // Configuration of the relying party.
     /// The relying party's configuration is unusable (RP ID, origins, algorithms, timeout) or trust-anchor PEM
     /// cannot be read. A server fault, never the client's.

@@ -1,6 +1,7 @@
 import Foundation
 import PasskeyServer
 import WebAuthn
+import X509
 
 /// Reads `passkeyd.json` (when present) and `PASSKEYD_*` environment variables (which win) into
 /// a validated ``ServerConfiguration``. Every bad value stops the start with the setting's name.
@@ -53,6 +54,7 @@ struct ConfigurationLoader {
         var webhooks: [ServerConfiguration.Webhook]?
         var apiKeyRequestsPerWindow: Int?
         var oidcRefreshTokenSeconds: Int?
+        var mdsRootCertificate: String?
     }
 
     struct TokensFile: Decodable {
@@ -112,7 +114,7 @@ struct ConfigurationLoader {
     }
 
     /// Attestation trust and the authenticator policy (docs/policy.md).
-    private func attestationPolicy(_ file: File) throws(ConfigurationError) -> AttestationPolicy {
+    private func attestationPolicy(_ file: File, hasMetadataRoot: Bool) throws(ConfigurationError) -> AttestationPolicy {
         var policy = AttestationPolicy()
         for path in list("PASSKEYD_ATTESTATION_TRUST_ANCHORS", file.attestationTrustAnchors) ?? [] {
             guard let pem = FileManager.default.contents(atPath: path) else {
@@ -125,8 +127,9 @@ struct ConfigurationLoader {
             }
         }
         policy.requireTrustedAttestation = try bool("PASSKEYD_REQUIRE_TRUSTED_ATTESTATION", file.requireTrustedAttestation) ?? false
-        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty {
-            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors")
+        // FIDO metadata brings trust anchors of its own (each entry's attestation roots).
+        if policy.requireTrustedAttestation && policy.trustAnchors.isEmpty && !hasMetadataRoot {
+            throw ConfigurationError(setting: "requireTrustedAttestation", problem: "needs attestationTrustAnchors or mdsRootCertificate")
         }
         policy.allowSHA1Attestation = try bool("PASSKEYD_ALLOW_SHA1_ATTESTATION", file.allowSHA1Attestation) ?? true
         policy.requireSafetyNetCTSProfileMatch =
@@ -207,7 +210,8 @@ struct ConfigurationLoader {
                         sha256CertFingerprints: parts[1].split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }))
             }
         }
-        let policy = try attestationPolicy(file)
+        let mdsRoot = string("PASSKEYD_MDS_ROOT_CERTIFICATE", file.mdsRootCertificate).flatMap { $0.isEmpty ? nil : $0 }
+        let policy = try attestationPolicy(file, hasMetadataRoot: mdsRoot != nil)
 
         let listen = string("PASSKEYD_LISTEN", file.listen) ?? "127.0.0.1:8080"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port),
@@ -307,10 +311,25 @@ struct ConfigurationLoader {
             }
             configuration.oidcRefreshTokenSeconds = seconds
         }
+        if let mdsRoot { configuration.mdsRootCertificates = try Self.mdsRoots(path: mdsRoot) }
         _ = try configuration.relyingParty()
         let databaseURL = string("PASSKEYD_DATABASE_URL", file.databaseURL) ?? "sqlite://passkeyd.sqlite"
         let logFormat = try choice("PASSKEYD_LOG_FORMAT", file.logFormat, setting: "logFormat", as: LogFormat.self)
         return Loaded(server: configuration, databaseURL: databaseURL, host: host, port: port, logFormat: logFormat)
+    }
+
+    /// The FIDO Metadata Service root(s) in a PEM file (`mdsRootCertificate`, `--root`).
+    static func mdsRoots(path: String) throws(ConfigurationError) -> [Certificate] {
+        guard let pem = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(setting: "mdsRootCertificate", problem: "cannot read \(path)")
+        }
+        do throws(WebAuthnError) {
+            let roots = try AttestationPolicy.certificates(pem: String(decoding: pem, as: UTF8.self))
+            guard !roots.isEmpty else { throw WebAuthnError(.invalidConfiguration, "no certificate in it") }
+            return roots
+        } catch {
+            throw ConfigurationError(setting: "mdsRootCertificate", problem: "\(path): \(error.reason)")
+        }
     }
 
     /// `rateLimits` (file) and `PASSKEYD_RATE_LIMIT*` (environment).

@@ -166,7 +166,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 8)
+        #expect(try await store.schemaVersion() == 9)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -537,5 +537,31 @@ struct StoreConformanceTests {
         #expect(try await store.takeRecoveryToken(hash: [7], now: Self.t0) == alan.id)
         #expect(try await store.takeRecoveryToken(hash: [7], now: Self.t0) == nil)
         #expect(try await store.takeRecoveryToken(hash: [8], now: Self.t0.addingTimeInterval(61)) == nil)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func aMetadataBLOBIsReplacedOnlyByANewerOne(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        #expect(try await store.metadataBLOB() == nil)
+        #expect(try await store.metadataBLOBNumber() == nil)
+        let first = MetadataBLOBRecord(number: 41, nextUpdate: "2027-02-01", blob: "a.b.c", importedAt: Self.t0)
+        try await store.saveMetadataBLOB(first, force: false)
+        #expect(try await store.metadataBLOB() == first)
+        // The same number again, or an older one: refused, the stored one stays.
+        for number in [41, 40] {
+            await #expect(throws: StoreError(.outdated, "")) {
+                try await store.saveMetadataBLOB(
+                    MetadataBLOBRecord(number: number, nextUpdate: "2026-01-01", blob: "old", importedAt: Self.t0), force: false)
+            }
+        }
+        #expect(try await store.metadataBLOB() == first)
+        let newer = MetadataBLOBRecord(
+            number: 42, nextUpdate: "2027-03-01", blob: String(repeating: "x", count: 100_000), importedAt: Self.t0)
+        try await store.saveMetadataBLOB(newer, force: false)
+        #expect(try await store.metadataBLOB() == newer)
+        #expect(try await store.metadataBLOBNumber() == 42)
+        // Forced: an operator rolls back on purpose.
+        try await store.saveMetadataBLOB(first, force: true)
+        #expect(try await store.metadataBLOBNumber() == 41)
     }
 }

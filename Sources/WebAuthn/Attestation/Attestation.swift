@@ -10,6 +10,8 @@ enum Attestation {
         if let allowed = input.policy.allowedFormats, !allowed.contains(input.format) {
             throw WebAuthnError(.attestationNotAllowed, "attestation format \(input.format) is not allowed by policy")
         }
+        // MDS3 §3.2 step 7c: an authenticator model the FIDO metadata reports revoked or compromised is refused.
+        try input.policy.checkMetadataStatus(of: input.credential.aaguid)
         // §7.1 step 22: Verify that attStmt is a correct attestation statement, conveying a valid
         // attestation signature, by using the attestation statement format fmt's verification
         // procedure given attStmt, authData and hash.
@@ -32,7 +34,7 @@ enum Attestation {
         var chain = CertificateChain.Outcome(trusted: false, failure: nil)
         if !result.certificates.isEmpty {
             chain = try await CertificateChain.validate(
-                result.certificates, anchors: input.policy.trustAnchors,
+                result.certificates, anchors: input.policy.trustAnchors(for: input.credential.aaguid),
                 at: input.verificationTime, format: input.format, notes: input.notes)
         }
         // §7.1 step 24: If the attestation statement is not trustworthy under the relying party's

@@ -35,6 +35,10 @@ public struct AttestationPolicy: Sendable {
     /// Refuse backup-eligible credentials (synced passkeys), for relying parties that need the
     /// key to stay on one device (§6.1.3, flag BE).
     public var requireDeviceBound: Bool
+    /// A verified FIDO metadata BLOB (MDS3): refuses authenticators reported compromised or
+    /// revoked, and adds each entry's attestation roots as anchors for its AAGUID
+    /// (``trustAnchors(for:)``). `nil`: no metadata.
+    public var metadata: FIDOMetadata? = nil
 
     /// Makes a policy. The defaults are the consumer-passkey setting: no anchors, trust not required, every format
     /// and authenticator accepted, SafetyNet `ctsProfileMatch` required, SHA-1 statements accepted and flagged.

@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import PasskeyStore
+import ServiceLifecycle
+import Synchronization
+import WebAuthn
+
+extension PasskeyService {
+    /// How often every instance looks for a BLOB another one imported.
+    static let metadataRefreshInterval: Duration = .seconds(300)
+
+    /// The FIDO metadata (MDS3) in force on this instance; `nil` until a stored BLOB verifies.
+    public var fidoMetadata: FIDOMetadata? { metadataState.current }
+
+    /// Loads the stored FIDO metadata BLOB when its number differs from the one in force: verifies
+    /// it against `mdsRootCertificates` at the current time (MDS3 §3.2 steps 2–4) and puts it in
+    /// force for registrations, provider names, `/readyz` and the metrics. A BLOB that does not
+    /// verify is logged once and left aside; the one in force, if any, stays.
+    public func refreshMetadata() async {
+        let roots = configuration.mdsRootCertificates
+        let number: Int
+        do {
+            guard let stored = try await store.metadataBLOBNumber() else { return }
+            number = stored
+        } catch {
+            logger.warning("FIDO metadata not read from the store", metadata: ["error": "\(error)"])
+            return
+        }
+        guard number != metadataState.current?.number, !metadataState.wasRefused(number) else { return }
+        guard !roots.isEmpty else {
+            metadataState.refuse(number)
+            logger.warning("a FIDO metadata BLOB (no. \(number)) is stored but mdsRootCertificate is not set: it is not used")
+            return
+        }
+        do {
+            guard let record = try await store.metadataBLOB() else { return }
+            let verified = try await FIDOMetadata.verify(blob: record.blob, roots: roots, at: now())
+            metadataState.replace(verified)
+            logger.info(
+                "FIDO metadata in force",
+                metadata: [
+                    "no": "\(verified.number)", "entries": "\(verified.entries.count)", "nextUpdate": "\(verified.nextUpdateDay)",
+                ])
+            if verified.isStale(at: now()) {
+                logger.warning("FIDO metadata is stale: import a newer BLOB", metadata: ["nextUpdate": "\(verified.nextUpdateDay)"])
+            }
+        } catch let error as WebAuthnError {
+            metadataState.refuse(number)
+            logger.error(
+                "the stored FIDO metadata BLOB does not verify; it is not used", metadata: ["no": "\(number)", "error": "\(error)"])
+        } catch {
+            logger.warning("FIDO metadata not read from the store", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The passkey provider's name for `aaguid`: the FIDO metadata's description when it has
+    /// an entry, else the bundled AAGUID list's name.
+    func providerName(_ aaguid: AAGUID) -> String? {
+        fidoMetadata?.entry(for: aaguid)?.description ?? aaguid.providerName
+    }
+
+    /// The `/readyz` warning when the metadata in force is past its `nextUpdate`.
+    var metadataWarning: String? {
+        guard let current = fidoMetadata, current.isStale(at: now()) else { return nil }
+        return "warning: FIDO metadata is stale (nextUpdate \(current.nextUpdateDay))"
+    }
+}
+
+/// The FIDO metadata in force and the relying party that judges registrations with it: swapped
+/// whole when a newer BLOB is loaded, read once per registration.
+final class MetadataState: Sendable {
+    private struct State {
+        var metadata: FIDOMetadata?
+        var relyingParty: RelyingParty
+        /// BLOB numbers that did not verify (not tried again).
+        var refused: Set<Int> = []
+    }
+    private let base: RelyingParty
+    private let state: Mutex<State>
+
+    init(relyingParty: RelyingParty) {
+        base = relyingParty
+        state = Mutex(State(metadata: nil, relyingParty: relyingParty))
+    }
+
+    var current: FIDOMetadata? { state.withLock { $0.metadata } }
+    var relyingParty: RelyingParty { state.withLock { $0.relyingParty } }
+
+    func replace(_ metadata: FIDOMetadata) {
+        var configuration = base.configuration
+        configuration.attestationPolicy.metadata = metadata
+        // The configuration was validated when `base` was made; metadata changes nothing it checks.
+        let relyingParty = (try? RelyingParty(configuration)) ?? base
+        state.withLock {
+            $0.metadata = metadata
+            $0.relyingParty = relyingParty
+        }
+    }
+
+    func refuse(_ number: Int) { _ = state.withLock { $0.refused.insert(number) } }
+    func wasRefused(_ number: Int) -> Bool { state.withLock { $0.refused.contains(number) } }
+}
+
+/// Reloads the FIDO metadata every ``PasskeyService/metadataRefreshInterval`` (another instance
+/// may have imported a newer BLOB).
+struct MetadataRefresher: Service {
+    let service: PasskeyService
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: PasskeyService.metadataRefreshInterval) }
+            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
+            await service.refreshMetadata()
+        }
+    }
+}
