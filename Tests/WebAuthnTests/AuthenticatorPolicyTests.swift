@@ -40,6 +40,17 @@ struct AuthenticatorPolicyTests {
         #expect(!attestation.usedSHA1)
     }
 
+    // MARK: SafetyNet
+
+    @Test func safetyNetCTSProfileMatchIsEnforcedByDefaultAndCanBeRelaxed() async throws {
+        let vector = try Self.vector("simplewebauthn/reg/enforce-cts-check-by-default")
+        let enforced = try await runVector(vector)
+        #expect(enforced.error?.code == .attestationInvalid && enforced.error?.reason.contains("ctsProfileMatch") == true)
+        let relaxed = try await runVector(vector) { $0.requireSafetyNetCTSProfileMatch = false }
+        #expect(relaxed.error == nil, "\(String(describing: relaxed.error))")
+        #expect(relaxed.registration?.attestation.format == "android-safetynet")
+    }
+
     // MARK: negative serial numbers
 
     @Test func aCertificateWithANegativeSerialIsRepairedAndItsSignatureCheckedOverTheOriginalBytes() async throws {
