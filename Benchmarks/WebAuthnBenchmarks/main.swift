@@ -110,6 +110,22 @@ let finishRegistration = try await measureAsync("finishRegistration from JSON", 
     blackHole(try await rp.finishRegistration(response: response, expectedChallenge: registration.challenge))
 }
 _ = finishRegistration
+// Packed attestation with an x5c chain: the statement, then the chain judged by the Verifier
+// twice (well formed; trusted by its root).
+let attestationCA = try AttestationCA()
+let attestedRP = try RelyingParty(
+    .init(
+        rpID: "example.com", rpName: "Bench", origins: ["https://example.com"], attestation: .direct,
+        attestationPolicy: AttestationPolicy(trustAnchors: [attestationCA.root], requireTrustedAttestation: true)))
+var attestingAuthenticator = SoftwareAuthenticator(seed: Array("bench-attested".utf8))
+attestingAuthenticator.attestation = .packedFull(attestationCA)
+let attestedBegin = attestedRP.beginRegistration(user: user)
+let (attestedResponse, _) = try attestingAuthenticator.register(options: attestedBegin.options, origin: "https://example.com")
+let attestedJSON = Array(try JSONEncoder().encode(attestedResponse))
+_ = try await measureAsync("finishRegistration, packed + x5c root", iterations: max(iterations / 10, 100)) {
+    let response = try RegistrationResponseJSON.decode(attestedJSON)
+    blackHole(try await attestedRP.finishRegistration(response: response, expectedChallenge: attestedBegin.challenge))
+}
 print(
     String(
         format:

@@ -12,7 +12,7 @@ extension PasskeyService {
     /// The FIDO metadata (MDS3) in force on this instance; `nil` until a stored BLOB verifies.
     public var fidoMetadata: FIDOMetadata? { metadataState.current }
 
-    /// Loads the stored FIDO metadata BLOB when its number differs from the one in force: verifies
+    /// Loads the stored FIDO metadata BLOB when its number is greater than the one in force: verifies
     /// it against `mdsRootCertificates` at the current time (MDS3 §3.2 steps 2–4) and puts it in
     /// force for registrations, provider names, `/readyz` and the metrics. A BLOB that does not
     /// verify is logged once and left aside; the one in force, if any, stays.
@@ -26,7 +26,9 @@ extension PasskeyService {
             logger.warning("FIDO metadata not read from the store", metadata: ["error": "\(error)"])
             return
         }
-        guard number != metadataState.current?.number, !metadataState.wasRefused(number) else { return }
+        // Only a greater number replaces the BLOB in force (MDS3 §3.2 step 5): a lower one written
+        // to the store (a forced rollback) takes effect when the server starts.
+        guard number > (metadataState.current?.number ?? Int.min), !metadataState.wasRefused(number) else { return }
         guard !roots.isEmpty else {
             metadataState.refuse(number)
             logger.warning("a FIDO metadata BLOB (no. \(number)) is stored but mdsRootCertificate is not set: it is not used")

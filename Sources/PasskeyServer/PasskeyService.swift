@@ -409,16 +409,15 @@ public struct PasskeyService: Sendable {
         return begin.options
     }
 
-    /// Whether `username` names an enabled account with at least one passkey (the `{hasPasskeys}`
-    /// check some web clients make before offering a passkey). It tells no more than sign-up
-    /// already does (whether a name is taken), its route is counted per address like sign-up,
-    /// and an unknown name costs the same two reads as a known one.
+    /// The `{hasPasskeys}` check some web clients make before offering a passkey: whether the
+    /// name is taken. That is exactly what sign-up already tells (409 `username_taken`), so it
+    /// answers `true` for password-only and disabled accounts too: telling them apart would
+    /// reveal what the decoy in `authenticate/options` hides (which accounts have no passkey:
+    /// the ones worth a password guess). Its route is counted per address like sign-up, and a
+    /// known name costs the same one read as an unknown one.
     public func hasPasskeys(username: String) async throws -> Bool {
         let name = try Self.validUsername(username)
-        let account = try await store.account(username: name)
-        let passkeys = try await store.passkeys(accountID: account?.id ?? UUID())
-        guard let account, !account.disabled else { return false }
-        return !passkeys.isEmpty
+        return try await store.account(username: name) != nil
     }
 
     public struct SignInResult: Sendable {

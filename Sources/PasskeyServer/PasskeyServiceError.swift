@@ -64,6 +64,7 @@ public struct PasskeyServiceError: Error, Sendable, Equatable, CustomStringConve
         case .counterRegression: "This passkey's counter went backwards; it may have been cloned."
         case .unsupportedAlgorithm: "The passkey uses an algorithm this server does not accept."
         case .attestationUntrusted: "The authenticator's attestation is not trusted by this server."
+        case .attestationInvalid: "The authenticator's attestation statement does not verify."
         case .authenticatorNotAllowed: "This kind of authenticator is not accepted here."
         case .invalidConfiguration: "Something went wrong on the server."
         default: error.reason

@@ -22,33 +22,27 @@ public struct MetadataBLOBIssuer: Sendable {
     ///   interval in the past for an expired one).
     public init(
         name: String = "passkeyd Test MDS Root", signingNotBefore: Date = Date(timeIntervalSince1970: 1_700_000_000),
-        signingNotAfter: Date = Date(timeIntervalSince1970: 2_500_000_000)
+        signingNotAfter: Date = Date(timeIntervalSince1970: 2_500_000_000),
+        signerHostname: String = FIDOMetadata.officialSignerHostname
     ) throws {
-        rootKey = P256.Signing.PrivateKey()
-        let rootName = try DistinguishedName {
-            CommonName(name)
-            OrganizationName("passkeyd tests")
-        }
-        root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey),
-            notValidBefore: Date(timeIntervalSince1970: 1_000_000_000), notValidAfter: Date(timeIntervalSince1970: 2_600_000_000),
-            issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: .init(rootKey))
+        // The root is a test CA like the attestation one.
+        let ca = try AttestationCA(
+            name: name, notBefore: Date(timeIntervalSince1970: 1_000_000_000), notAfter: Date(timeIntervalSince1970: 2_600_000_000))
+        rootKey = ca.rootKey
+        root = ca.root
+        let rootName = ca.root.subject
         signingKey = P256.Signing.PrivateKey()
         signingCertificate = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(signingKey.publicKey), notValidBefore: signingNotBefore,
             notValidAfter: signingNotAfter, issuer: rootName,
             subject: try DistinguishedName {
-                CommonName("mds.test")
+                CommonName(signerHostname)
                 OrganizationName("passkeyd tests")
             }, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
+                SubjectAlternativeNames([.dnsName(signerHostname)])
             },
             issuerPrivateKey: .init(rootKey))
     }

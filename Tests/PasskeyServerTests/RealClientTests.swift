@@ -86,9 +86,17 @@ struct RealClientTests {
                 #expect(check.status == .ok && check.json["hasPasskeys"] == .bool(true))
             }
             #expect(sawURLOnlyCharacters, "some of the 12 IDs must have needed the standard alphabet, or the test proves nothing")
-            // Unknown, and a password-only-like name that was never made: false, same shape.
+            // Unknown: false. A password-only account: true, like a passkey account, since sign-up
+            // says "taken" for both and telling them apart would single out password accounts.
             let unknown = try await api.request(.get, "/api/auth/passkeys/check?username=nobody")
             #expect(unknown.status == .ok && unknown.json == .object(["hasPasskeys": .bool(false)]))
+            try await harness.store.createAccount(
+                Account(
+                    username: "passwordonly", displayName: "P", userHandle: RelyingParty.makeUserHandle(), createdAt: Date(),
+                    passwordHash: "$2b$04$abcdefghijklmnopqrstuu5s2v8.iXieOjg/.AySBTTZIIVFJeBui"), audit: [])
+            let passwordOnly = try await api.request(.get, "/api/auth/passkeys/check?username=passwordonly")
+            #expect(passwordOnly.json == .object(["hasPasskeys": .bool(true)]))
+            #expect(try await api.post("/api/auth/register/options", ["username": "passwordonly"]).errorCode == "username_taken")
             let invalid = try await api.request(.get, "/api/auth/passkeys/check?username=%20")
             #expect(invalid.status == .badRequest && invalid.errorCode == "invalid_username")
         }

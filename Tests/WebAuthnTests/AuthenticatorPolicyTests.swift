@@ -233,6 +233,44 @@ struct AuthenticatorPolicyTests {
         #expect(!outcome.trusted && outcome.failure != nil)
     }
 
+    @Test func anOverlongChainIsRefusedBeforeAnySignatureIsChecked() async throws {
+        let ca = try AttestationCA()
+        let leaf = Self.der(try ca.issueAttestationCertificate(for: P256.Signing.PrivateKey(), aaguid: nil))
+        var harness = try CeremonyHarness { $0.attestation = .direct }
+        harness.authenticator.attestation = .packedFull(ca)
+        do {
+            _ = try await harness.register { r in
+                r.response.attestationObject = Base64URLBytes(
+                    AttestationTests.replacingStatement(r.response.attestationObject.bytes, format: "packed") { statement in
+                        guard case .map(let entries) = statement else { return statement }
+                        return .map(
+                            entries.map {
+                                $0.key == .text("x5c") ? CBORMapEntry($0.key, .array(Array(repeating: .bytes(leaf), count: 6))) : $0
+                            })
+                    })
+            }
+            Issue.record("a 6-certificate chain was accepted")
+        } catch let error as WebAuthnError {
+            #expect(error.code == .attestationInvalid && error.reason.contains("at most 5"), "\(error)")
+        }
+    }
+
+    @Test func aChainThatCouldBranchIsRefused() async throws {
+        // Look-alike issuers (one subject twice) would let the path search branch at every step.
+        let pki = try PKI()
+        let twin = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(pki.intermediateKey.publicKey),
+            notValidBefore: pki.intermediate.notValidBefore, notValidAfter: pki.intermediate.notValidAfter,
+            issuer: pki.intermediate.subject, subject: pki.intermediate.subject, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: pki.intermediate.extensions, issuerPrivateKey: .init(pki.intermediateKey))
+        for chain in [[pki.leaf, pki.intermediate, pki.intermediate], [pki.leaf, twin, pki.intermediate]] {
+            await #expect(throws: WebAuthnError(.attestationInvalid, "")) {
+                _ = try await CertificateChain.validate(
+                    chain, anchors: [pki.root], at: Self.now, format: "packed", notes: AttestationNotes())
+            }
+        }
+    }
+
     // MARK: the relying party's choice of authenticators
 
     @Test func allowedAndDeniedAAGUIDsDecideRegistration() async throws {

@@ -136,7 +136,22 @@ struct MetadataTests {
         }
     }
 
-    @Test func theLatestStatusReportByEffectiveDateDecides() {
+    @Test func aBLOBSignedUnderTheRootForAnotherNameIsRefused() async throws {
+        // The MDS root is a public web root: a certificate it issued to someone else's domain
+        // must not sign metadata.
+        let impostor = try MetadataBLOBIssuer(signerHostname: "evil.example")
+        let blob = try impostor.blob(number: 3, entries: [])
+        do {
+            _ = try await FIDOMetadata.verify(blob: blob, roots: [impostor.root], at: Self.now)
+            Issue.record("a BLOB signed for evil.example was accepted")
+        } catch {
+            #expect(error.code == .metadataInvalid && error.reason.contains("not to mds.fidoalliance.org"), "\(error)")
+        }
+        // A private metadata service names its own signer (or none).
+        #expect(try await FIDOMetadata.verify(blob: blob, roots: [impostor.root], at: Self.now, signerHostname: "evil.example").number == 3)
+    }
+
+    @Test func aRefusingStatusInEffectDecidesAndIsNotLiftedLater() {
         func entry(_ reports: [(String, String?)]) -> MetadataEntry {
             MetadataEntry(
                 aaguid: Self.key,
@@ -147,9 +162,16 @@ struct MetadataTests {
         #expect(entry([("FIDO_CERTIFIED", "2020-01-01"), ("USER_VERIFICATION_BYPASS", "2023-05-01")]).refusal == .userVerificationBypass)
         // Listed out of order: the later date wins, not the later position.
         #expect(entry([("REVOKED", "2023-05-01"), ("FIDO_CERTIFIED", "2020-01-01")]).refusal == .revoked)
-        // Fixed since: an update after the compromise lifts the refusal.
-        #expect(entry([("USER_KEY_REMOTE_COMPROMISE", "2021-01-01"), ("UPDATE_AVAILABLE", "2022-01-01")]).refusal == nil)
+        // A later update or certification does not lift a compromise: the devices made keep it.
+        #expect(
+            entry([("USER_KEY_REMOTE_COMPROMISE", "2021-01-01"), ("UPDATE_AVAILABLE", "2022-01-01")]).refusal == .userKeyRemoteCompromise)
+        #expect(
+            entry([("ATTESTATION_KEY_COMPROMISE", "2021-01-01"), ("FIDO_CERTIFIED_L2", "2024-01-01")]).refusal == .attestationKeyCompromise)
+        // A report dated in the future is not in effect yet.
+        let future = entry([("FIDO_CERTIFIED", "2020-01-01"), ("REVOKED", "2999-01-01")])
+        #expect(future.refusal == nil && future.refusal(at: MetadataDay.parse("3000-01-01")!)?.status == .revoked)
         #expect(entry([]).refusal == nil)
+        #expect(entry([("UPDATE_AVAILABLE", "2022-01-01")]).refusal == nil)
     }
 
     @Test(arguments: AuthenticatorStatus.refusing.map(\.rawValue).sorted())

@@ -52,6 +52,7 @@ enum AndroidSafetyNetAttestation {
         // §8.5 step 2: Verify that response is a valid SafetyNet response of version ver by
         // following the steps indicated by the SafetyNet online documentation.
         var chain: [Certificate] = []
+        try AttestationInput.checkChainLength(header.x5c.count, format: input.format)
         for encoded in header.x5c {
             guard let der = Base64.decode(encoded, flavor: .any) else {
                 throw WebAuthnError(.attestationInvalid, "android-safetynet x5c entry is not base64")

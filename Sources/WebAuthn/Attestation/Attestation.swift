@@ -11,7 +11,7 @@ enum Attestation {
             throw WebAuthnError(.attestationNotAllowed, "attestation format \(input.format) is not allowed by policy")
         }
         // MDS3 §3.2 step 7c: an authenticator model the FIDO metadata reports revoked or compromised is refused.
-        try input.policy.checkMetadataStatus(of: input.credential.aaguid)
+        try input.policy.checkMetadataStatus(of: input.credential.aaguid, at: input.verificationTime)
         // §7.1 step 22: Verify that attStmt is a correct attestation statement, conveying a valid
         // attestation signature, by using the attestation statement format fmt's verification
         // procedure given attStmt, authData and hash.
@@ -31,6 +31,11 @@ enum Attestation {
         // for that attestation type and statement format; assess the attestation trustworthiness
         // using the outputs of the verification procedure: for basic/attCA/anonCA, the x5c chain
         // must lead to an acceptable root certificate.
+        // A certificate signed with SHA-1 counts like an RS1 statement (a chosen-prefix
+        // collision can forge one): flagged, or refused under a strict policy.
+        if result.certificates.contains(where: { $0.signatureAlgorithm == .sha1WithRSAEncryption }) {
+            try input.noteSHA1("has a certificate signed with sha1WithRSAEncryption")
+        }
         var chain = CertificateChain.Outcome(trusted: false, failure: nil)
         if !result.certificates.isEmpty {
             chain = try await CertificateChain.validate(

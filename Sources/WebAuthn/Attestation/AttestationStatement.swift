@@ -43,6 +43,7 @@ struct AttestationInput {
         guard let array = value.arrayValue, !array.isEmpty else {
             throw WebAuthnError(.attestationInvalid, "\(format) attStmt.x5c is not a non-empty array")
         }
+        try Self.checkChainLength(array.count, format: format)
         var out: [Certificate] = []
         for element in array {
             guard let der = element.bytesValue else {
@@ -53,13 +54,26 @@ struct AttestationInput {
         return out
     }
 
+    /// Real attestation chains have at most four certificates; a longer one is refused before
+    /// any signature is checked, so a crafted chain cannot buy a registration many signature
+    /// checks and a long path search.
+    static let maxChainLength = 5
+
+    static func checkChainLength(_ count: Int, format: String) throws(WebAuthnError) {
+        guard count <= maxChainLength else {
+            throw WebAuthnError(.attestationInvalid, "\(format) x5c has \(count) certificates (at most \(maxChainLength))")
+        }
+    }
+
     /// Parses one attestation certificate; one whose serial number is negative (RFC 5280
     /// §4.1.2.2 forbids it; TPM vendors issue such AIK certificates) is read from a copy with the
     /// serial made positive, and its original bytes are kept for signature checks
     /// (``CertificateChain``).
     func certificate(_ der: [UInt8]) throws(WebAuthnError) -> Certificate {
         if let certificate = try? Certificate(derEncoded: der) { return certificate }
-        guard let repaired = NegativeSerial.repair(der), let certificate = try? Certificate(derEncoded: repaired.der) else {
+        // TPM chains only: that is where vendors issue such certificates.
+        guard format == "tpm", let repaired = NegativeSerial.repair(der), let certificate = try? Certificate(derEncoded: repaired.der)
+        else {
             throw WebAuthnError(.attestationInvalid, "an attestation certificate is not valid DER X.509")
         }
         notes.originals[certificate] = repaired.original

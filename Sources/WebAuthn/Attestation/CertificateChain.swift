@@ -30,6 +30,14 @@ enum CertificateChain {
         _ chain: [Certificate], anchors: [Certificate], at time: Date, format: String, notes: AttestationNotes
     ) async throws(WebAuthnError) -> Outcome {
         guard let leaf = chain.first else { return Outcome(trusted: false, failure: nil) }
+        // One issuer per step: no two x5c certificates share a subject, and none below the top
+        // is self-issued. Otherwise the Verifier's path search could branch at every step (a
+        // crafted chain of look-alike certificates makes thousands of paths).
+        guard Set(chain.map(\.subject)).count == chain.count,
+            !chain.dropLast().contains(where: { $0.issuer == $0.subject })
+        else {
+            throw WebAuthnError(.attestationInvalid, "\(format): x5c repeats a subject or has a self-issued certificate below its top")
+        }
         // Every link, over the bytes that were signed (a repaired certificate's original bytes).
         for index in 0..<(chain.count - 1) where !isSigned(chain[index], by: chain[index + 1], notes: notes) {
             throw WebAuthnError(.attestationInvalid, "\(format): x5c[\(index)] is not signed by x5c[\(index + 1)]")
@@ -91,7 +99,7 @@ enum CertificateChain {
         switch result {
         case .validCertificate: return nil
         case .couldNotValidate(let failures):
-            let reasons = failures.map { String(describing: $0.policyFailureReason) } + diagnostics.problems
+            let reasons = failures.prefix(3).map { compact(String(describing: $0.policyFailureReason)) } + diagnostics.problems
             return reasons.isEmpty ? "no path to the root" : reasons.joined(separator: "; ")
         }
     }
@@ -100,12 +108,42 @@ enum CertificateChain {
     /// signature that does not verify), without the certificate dumps.
     private final class Diagnostics: @unchecked Sendable {
         var problems: [String] = []
+        var seen = 0
         func record(_ diagnostic: VerificationDiagnostic) {
+            // Bounded: a diagnostic's text dumps whole certificates, so only the first few are read.
+            seen += 1
+            guard problems.count < 2, seen <= 16 else { return }
             let text = String(describing: diagnostic)
             let interesting = ["critical extension", "has not signed", "does not meet", "fails to meet"]
-            guard interesting.contains(where: { text.localizedCaseInsensitiveContains($0) }), problems.count < 4 else { return }
-            problems.append(String(text.prefix(400)))
+            guard interesting.contains(where: { text.localizedCaseInsensitiveContains($0) }) else { return }
+            problems.append(CertificateChain.compact(text))
         }
+    }
+
+    /// A Verifier reason without its certificate dumps (`Certificate(version: …)` becomes the
+    /// certificate's subject), at most 300 characters.
+    static func compact(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let start = rest.range(of: "Certificate(") {
+            out += rest[..<start.lowerBound]
+            var depth = 1
+            var index = start.upperBound
+            while index < rest.endIndex, depth > 0 {
+                if rest[index] == "(" { depth += 1 } else if rest[index] == ")" { depth -= 1 }
+                index = rest.index(after: index)
+            }
+            let dump = rest[start.lowerBound..<index]
+            if let subject = dump.range(of: "subject: \""), let end = dump[subject.upperBound...].firstIndex(of: "\"") {
+                out += "\"" + dump[subject.upperBound..<end] + "\""
+            } else {
+                out += "a certificate"
+            }
+            rest = rest[index...]
+            if out.count > 300 { break }
+        }
+        out += rest
+        return String(out.prefix(300))
     }
 
     /// Whether `child` carries a valid signature by `parent`'s key, over the bytes it was sent
@@ -203,6 +241,9 @@ enum NegativeSerial {
             let signatureBits = parts[2].value.first, signatureBits == 0,
             var fields = try? parts[0].children(), !fields.isEmpty
         else { return nil }
+        // Only a certificate this encoder reproduces byte for byte is repaired (definite minimal
+        // lengths, low tag numbers), so the repaired copy differs in the serial alone.
+        guard encode(certificate) == der else { return nil }
         let serialIndex = fields[0].tagClass == .contextSpecific && fields[0].tag == 0 ? 1 : 0
         guard serialIndex < fields.count, fields[serialIndex].isUniversal(2), let first = fields[serialIndex].value.first, first & 0x80 != 0
         else { return nil }

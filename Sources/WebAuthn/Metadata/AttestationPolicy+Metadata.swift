@@ -1,3 +1,4 @@
+import Foundation
 import X509
 
 extension AttestationPolicy {
@@ -14,14 +15,15 @@ extension AttestationPolicy {
     /// MDS3 §3.2 step 7c: "It is up to the relying party to specify behavior for authenticators
     /// with status reports that indicate a lack of certification, or known security issues.
     /// However, the status REVOKED indicates significant security issues related to such
-    /// authenticators." A model whose latest status report is one of
-    /// ``AuthenticatorStatus/refusing`` is refused with `authenticator_not_allowed`.
-    func checkMetadataStatus(of aaguid: AAGUID) throws(WebAuthnError) {
-        guard let entry = metadata?.entry(for: aaguid), let status = entry.refusal else { return }
+    /// authenticators." A model with a status report in effect at `time` that is one of
+    /// ``AuthenticatorStatus/refusing`` is refused with `authenticator_not_allowed`
+    /// (``MetadataEntry/refusal(at:)``: such statuses are not lifted by later reports).
+    func checkMetadataStatus(of aaguid: AAGUID, at time: Date) throws(WebAuthnError) {
+        guard let entry = metadata?.entry(for: aaguid), let report = entry.refusal(at: time) else { return }
         let name = entry.description.map { "\($0) (\(aaguid))" } ?? "AAGUID \(aaguid)"
-        let since = entry.latestStatus?.effectiveDate.map { " since \(MetadataDay.format($0))" } ?? ""
+        let since = report.effectiveDate.map { " since \(MetadataDay.format($0))" } ?? ""
         throw WebAuthnError(
             .authenticatorNotAllowed,
-            "FIDO metadata BLOB no. \(metadata?.number ?? 0) reports \(name) as \(status.rawValue)\(since)")
+            "FIDO metadata BLOB no. \(metadata?.number ?? 0) reports \(name) as \(report.status.rawValue)\(since)")
     }
 }

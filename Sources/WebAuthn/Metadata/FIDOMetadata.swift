@@ -23,6 +23,8 @@ import X509
 public struct FIDOMetadata: Sendable {
     /// Largest BLOB read (the real one is a few MiB, most of it icons).
     public static let maxBLOBSize = 16 * 1024 * 1024
+    /// The name the FIDO Alliance's BLOB signing certificate is issued to.
+    public static let officialSignerHostname = "mds.fidoalliance.org"
     /// Most entries read from one BLOB.
     public static let maxEntries = 100_000
 
@@ -58,7 +60,14 @@ public struct FIDOMetadata: Sendable {
     ///
     /// Step 5 (the number must exceed the last one processed) needs what was stored before: the
     /// caller keeps that (passkeyd's store refuses an older `no`).
-    public static func verify(blob: String, roots: [Certificate], at time: Date) async throws(WebAuthnError) -> FIDOMetadata {
+    ///
+    /// The signing certificate must also be issued to `signerHostname` (its subjectAltName
+    /// dNSName, or its common name when it has none): the FIDO root is a public web root
+    /// (GlobalSign R3), so a chain to it alone would let any holder of a GlobalSign certificate
+    /// sign a BLOB. `nil` skips the name check (a private metadata service with its own root).
+    public static func verify(
+        blob: String, roots: [Certificate], at time: Date, signerHostname: String? = officialSignerHostname
+    ) async throws(WebAuthnError) -> FIDOMetadata {
         guard blob.utf8.count <= maxBLOBSize else {
             throw invalid("the BLOB is over \(maxBLOBSize / 1024 / 1024) MiB")
         }
@@ -78,6 +87,7 @@ public struct FIDOMetadata: Sendable {
         let signer: Certificate
         if let chain = jws.header.x5c {
             signer = try await MetadataJWS.validate(chain: chain, roots: roots, at: time)
+            if let signerHostname { try MetadataJWS.checkSigner(signer, hostname: signerHostname) }
         } else {
             guard let root = roots.first(where: { jws.isSigned(by: $0) }) else {
                 throw invalid("the JWS header has no x5c and no configured MDS root signed the BLOB")

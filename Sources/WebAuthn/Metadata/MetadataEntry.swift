@@ -28,12 +28,23 @@ public struct MetadataEntry: Sendable {
         return latest
     }
 
-    /// The status that makes a relying party refuse new registrations of this model, when the
-    /// latest report has one (``AuthenticatorStatus/refusesRegistration``); `nil` otherwise.
-    public var refusal: AuthenticatorStatus? {
-        guard let status = latestStatus?.status, status.refusesRegistration else { return nil }
-        return status
+    /// The status that makes a relying party refuse new registrations of this model at `time`:
+    /// the latest report in effect then (`effectiveDate` not after `time`; undated reports are in
+    /// effect) whose status is one of ``AuthenticatorStatus/refusing``; `nil` when there is none.
+    ///
+    /// Refusing statuses are sticky: a later `UPDATE_AVAILABLE` or a new certification does not
+    /// lift a compromise or a revocation, since the devices already in people's hands keep the
+    /// flaw (a fixed model ships with a new AAGUID). A report dated in the future is not in effect yet.
+    public func refusal(at time: Date = Date()) -> StatusReport? {
+        var found: StatusReport?
+        for report in statusReports where report.status.refusesRegistration && (report.effectiveDate ?? .distantPast) <= time {
+            if found == nil || (report.effectiveDate ?? .distantPast) >= (found?.effectiveDate ?? .distantPast) { found = report }
+        }
+        return found
     }
+
+    /// ``refusal(at:)`` now, as a status.
+    public var refusal: AuthenticatorStatus? { refusal(at: Date())?.status }
 
     /// Makes an entry (tests and callers that assemble metadata themselves).
     public init(

@@ -96,6 +96,23 @@ struct MetadataJWS {
     }
 
     /// Whether `certificate`'s key made the signature (for a BLOB without x5c, §3.2 step 3).
+    /// The signing certificate names `hostname` (a subjectAltName dNSName, or the common name
+    /// when there is no subjectAltName) and, when it has a key usage, may sign.
+    static func checkSigner(_ signer: Certificate, hostname: String) throws(WebAuthnError) {
+        var names: [String] = []
+        if let alternatives = try? signer.extensions.subjectAlternativeNames {
+            for name in alternatives { if case .dnsName(let dns) = name { names.append(dns) } }
+        } else {
+            names = AttestationCertificates.attributeValues(signer.subject, oid: "2.5.4.3")
+        }
+        guard names.contains(where: { $0.lowercased() == hostname.lowercased() }) else {
+            throw FIDOMetadata.invalid("the BLOB signing certificate is issued to \(names) and not to \(hostname)")
+        }
+        if let usage = try? signer.extensions.keyUsage, !usage.digitalSignature {
+            throw FIDOMetadata.invalid("the BLOB signing certificate's key usage does not allow digitalSignature")
+        }
+    }
+
     func isSigned(by certificate: Certificate) -> Bool {
         (try? verifySignature(with: certificate)) != nil
     }
