@@ -107,16 +107,20 @@ enum CertificateChain {
     /// The Verifier's reasons for not finding a path (an unhandled critical extension, a
     /// signature that does not verify), without the certificate dumps.
     private final class Diagnostics: @unchecked Sendable {
-        var problems: [String] = []
-        var seen = 0
+        /// The first few diagnostics, kept as values: describing one prints whole certificates,
+        /// so that is done only when validation failed.
+        var kept: [VerificationDiagnostic] = []
         func record(_ diagnostic: VerificationDiagnostic) {
-            // Bounded: a diagnostic's text dumps whole certificates, so only the first few are read.
-            seen += 1
-            guard problems.count < 2, seen <= 16 else { return }
-            let text = String(describing: diagnostic)
+            if kept.count < 16 { kept.append(diagnostic) }
+        }
+        var problems: [String] {
+            var out: [String] = []
             let interesting = ["critical extension", "has not signed", "does not meet", "fails to meet"]
-            guard interesting.contains(where: { text.localizedCaseInsensitiveContains($0) }) else { return }
-            problems.append(CertificateChain.compact(text))
+            for diagnostic in kept where out.count < 2 {
+                let text = String(describing: diagnostic)
+                if interesting.contains(where: { text.contains($0) }) { out.append(CertificateChain.compact(text)) }
+            }
+            return out
         }
     }
 
