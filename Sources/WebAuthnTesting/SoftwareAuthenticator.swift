@@ -24,6 +24,8 @@ public struct SoftwareAuthenticator: Sendable {
 
     /// Flags and values used for the next operation.
     public var aaguid = AAGUID("c0ffee00-0000-4000-8000-00000000cafe")!
+    /// Whether a packed attestation certificate carries id-fido-gen-ce-aaguid.
+    public var attestationCertificateNamesAAGUID = true
     public var userPresent = true
     public var userVerified = true
     public var backupEligible = true
@@ -142,7 +144,8 @@ public struct SoftwareAuthenticator: Sendable {
             )
         case .packedFull(let ca):
             let attestationKey = P256.Signing.PrivateKey()
-            let certificate = try ca.issueAttestationCertificate(for: attestationKey, aaguid: aaguid)
+            let certificate = try ca.issueAttestationCertificate(
+                for: attestationKey, aaguid: attestationCertificateNamesAAGUID ? aaguid : nil)
             var serializer = DER.Serializer()
             try serializer.serialize(certificate)
             let sig = Array(try attestationKey.signature(for: authData + clientDataHash).derRepresentation)

@@ -136,7 +136,9 @@ struct ConfigurationLoader {
             try bool("PASSKEYD_REQUIRE_SAFETYNET_CTS_PROFILE_MATCH", file.requireSafetyNetCTSProfileMatch) ?? true
         policy.requireDeviceBound = try bool("PASSKEYD_REQUIRE_DEVICE_BOUND", file.requireDeviceBound) ?? false
         func aaguids(_ key: String, _ value: [String]?, setting: String) throws(ConfigurationError) -> Set<AAGUID>? {
-            guard let texts = list(key, value) else { return nil }
+            // An empty environment variable (a template's blank) reads as unset, not as an empty list.
+            let blank = environment[key].map { $0.trimmingCharacters(in: .whitespaces).isEmpty } ?? false
+            guard let texts = blank ? value : list(key, value) else { return nil }
             var out: Set<AAGUID> = []
             for text in texts {
                 guard let aaguid = AAGUID(text) else {

@@ -211,5 +211,24 @@ struct MetadataTests {
         // The same root does not vouch for a model whose entry does not list it.
         harness.authenticator.aaguid = Self.other
         await #expect(throws: WebAuthnError(.attestationUntrusted, "")) { try await harness.register() }
+        // Nor for a certificate that does not name its model: nothing binds the AAGUID to it.
+        harness.authenticator.aaguid = Self.key
+        harness.authenticator.attestationCertificateNamesAAGUID = false
+        do {
+            _ = try await harness.register()
+            Issue.record("metadata roots vouched for a certificate without id-fido-gen-ce-aaguid")
+        } catch let error as WebAuthnError {
+            #expect(error.code == .attestationUntrusted && error.reason.contains("id-fido-gen-ce-aaguid"), "\(error)")
+        }
+        // A root the operator configured still counts for it.
+        var configured = try CeremonyHarness {
+            $0.attestation = .direct
+            $0.attestationPolicy = AttestationPolicy(trustAnchors: [ca.root], requireTrustedAttestation: true)
+            $0.attestationPolicy.metadata = metadata
+        }
+        configured.authenticator.attestation = .packedFull(ca)
+        configured.authenticator.aaguid = Self.key
+        configured.authenticator.attestationCertificateNamesAAGUID = false
+        #expect(try await configured.register().0.attestation.trusted)
     }
 }

@@ -38,9 +38,14 @@ enum Attestation {
         }
         var chain = CertificateChain.Outcome(trusted: false, failure: nil)
         if !result.certificates.isEmpty {
+            let anchors = input.policy.trustAnchors(for: input.credential.aaguid, attestationCertificate: result.certificates.first)
             chain = try await CertificateChain.validate(
-                result.certificates, anchors: input.policy.trustAnchors(for: input.credential.aaguid),
-                at: input.verificationTime, format: input.format, notes: input.notes)
+                result.certificates, anchors: anchors.anchors, at: input.verificationTime, format: input.format, notes: input.notes)
+            if anchors.withheld && !chain.trusted {
+                chain.failure =
+                    "the FIDO metadata roots for \(input.credential.aaguid) vouch only for attestation certificates that name the model "
+                    + "(id-fido-gen-ce-aaguid), and this one does not" + (chain.failure.map { "; \($0)" } ?? "")
+            }
         }
         // §7.1 step 24: If the attestation statement is not trustworthy under the relying party's
         // policy, fail the registration ceremony.

@@ -12,6 +12,21 @@ extension AttestationPolicy {
         return trustAnchors + metadata.trustAnchors(for: aaguid)
     }
 
+    /// ``trustAnchors(for:)`` for one attestation: the metadata roots count only when the
+    /// attestation certificate names its model in id-fido-gen-ce-aaguid (which the format
+    /// verifiers have already matched against authData). A vendor root signs many models, and
+    /// an Android hardware key chains to Google's root whatever AAGUID its app writes: without
+    /// the extension nothing binds the AAGUID to the chain, so the model's metadata roots cannot
+    /// vouch for it. Configured ``trustAnchors`` always count.
+    func trustAnchors(for aaguid: AAGUID, attestationCertificate: Certificate?) -> (anchors: [Certificate], withheld: Bool) {
+        let fromMetadata = metadata?.trustAnchors(for: aaguid) ?? []
+        guard !fromMetadata.isEmpty else { return (trustAnchors, false) }
+        guard let leaf = attestationCertificate,
+            AttestationCertificates.extensionValue(leaf, oid: AttestationCertificates.aaguidExtension) != nil
+        else { return (trustAnchors, true) }
+        return (trustAnchors + fromMetadata, false)
+    }
+
     /// MDS3 §3.2 step 7c: "It is up to the relying party to specify behavior for authenticators
     /// with status reports that indicate a lack of certification, or known security issues.
     /// However, the status REVOKED indicates significant security issues related to such
