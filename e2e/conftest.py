@@ -3,12 +3,14 @@
 scripts/test sets PASSKEYD_BINARY; each test module gets its own server on a free loopback port
 and a temporary SQLite database, and each test a fresh browser.
 """
+import http.server
 import os
 import pathlib
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -24,6 +26,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_page(page, port):
+    """Serves one HTML page (`page`: the text) for every GET on 127.0.0.1:`port`, in a thread:
+    another origin's page (an app, an attacker) in browser tests. Stop it with `.shutdown()`."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = page.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
 
 
 class Server:

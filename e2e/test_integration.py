@@ -2,16 +2,14 @@
 origin signs up and in against passkeyd with `fetch(…, {credentials: "include"})` (CORS), a page
 on an unlisted origin is refused, and the access token it got is verified by PyJWT with nothing
 but passkeyd's JWKS document (an independent JOSE implementation)."""
-import http.server
 import json
-import threading
 import urllib.request
 
 import jwt
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import Server, authenticator_options, free_port
+from conftest import Server, authenticator_options, free_port, serve_page
 
 AUDIENCE = "https://api.shop.example"
 
@@ -50,24 +48,6 @@ fetch(%(auth)s + '/api/auth/authenticate/options', {method: 'POST', credentials:
   .then(r => r.text()).then(t => { document.getElementById('out').textContent = 'read ' + t; })
   .catch(e => { document.getElementById('out').textContent = 'blocked ' + e.name; });
 </script>"""
-
-
-def serve_page(page, port):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = page.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
 
 
 def out(browser, timeout=30):

@@ -4,10 +4,8 @@ screen, code exchange, ID token validation against the JWKS, userinfo, refresh w
 and reuse detection, revocation, and RP-initiated logout. Then the ways it must refuse."""
 import base64
 import hashlib
-import http.server
 import json
 import secrets
-import threading
 import urllib.parse
 import warnings
 
@@ -21,7 +19,7 @@ from authlib.oidc.core import CodeIDToken
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import Server, authenticator_options, free_port
+from conftest import Server, authenticator_options, free_port, serve_page
 from test_web import sign_up, visible
 
 
@@ -32,20 +30,7 @@ class App:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                body = b"<!doctype html><title>app</title><p id='app'>back in the app</p>"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd = serve_page("<!doctype html><title>app</title><p id='app'>back in the app</p>", self.port)
 
     def stop(self):
         self.httpd.shutdown()

@@ -1,13 +1,11 @@
 """The hardened edge as a browser meets it: reauthentication before a sensitive action, the list
 of sessions, and a cross-site form that tries to sign the browser in (login CSRF)."""
-import http.server
-import threading
 import time
 
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import Server, authenticator_options, free_port
+from conftest import Server, authenticator_options, free_port, serve_page
 from test_web import sign_up, visible, wait
 
 
@@ -36,29 +34,11 @@ def test_a_stale_session_confirms_with_a_passkey_first(reauth_server, browser):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#session-list li")) == 1
 
 
-class _CrossSite(http.server.BaseHTTPRequestHandler):
-    target = ""
-
-    def do_GET(self):
-        page = f"""<!doctype html><form id="f" method="POST" enctype="text/plain" action="{self.target}/api/auth/password/sign-in">
-<input name='{{"username":"mallory","password":"' value='x"}}'></form><script>document.getElementById('f').submit()</script>"""
-        body = page.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 def test_a_cross_site_form_cannot_sign_the_browser_in(server, browser):
     port = free_port()
-    handler = type("Handler", (_CrossSite,), {"target": server.origin})
-    attacker = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=attacker.serve_forever, daemon=True)
-    thread.start()
+    page = f"""<!doctype html><form id="f" method="POST" enctype="text/plain" action="{server.origin}/api/auth/password/sign-in">
+<input name='{{"username":"mallory","password":"' value='x"}}'></form><script>document.getElementById('f').submit()</script>"""
+    attacker = serve_page(page, port)
     try:
         browser.get(f"http://127.0.0.1:{port}/")
         wait(browser).until(lambda d: "error" in d.page_source and d.current_url.startswith(server.origin))
