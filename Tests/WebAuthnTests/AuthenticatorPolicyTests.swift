@@ -305,12 +305,8 @@ struct AuthenticatorPolicyTests {
 
     /// Offset of the serial's first content byte: Certificate SEQUENCE → TBS SEQUENCE → [0] version → INTEGER.
     static func serialOffset(_ der: [UInt8]) -> Int? {
-        func skipHeader(_ at: Int) -> Int {
-            let first = der[at + 1]
-            return at + 2 + (first < 0x80 ? 0 : Int(first & 0x7f))
-        }
-        let tbs = skipHeader(0)
-        let version = skipHeader(tbs)
+        let tbs = headerLength(der, 0)
+        let version = headerLength(der, tbs)
         let serial = version + 2 + Int(der[version + 1])
         guard der[serial] == 0x02 else { return nil }
         return serial + 2
@@ -318,7 +314,7 @@ struct AuthenticatorPolicyTests {
 
     /// After removing one byte inside the TBS, shorten the Certificate's and the TBS's lengths.
     static func shrinkLengths(_ der: inout [UInt8]) {
-        for at in [0, Self.headerLength(der, 0)] {
+        for at in [0, headerLength(der, 0)] {
             let first = der[at + 1]
             if first < 0x80 {
                 der[at + 1] = first - 1
@@ -335,6 +331,7 @@ struct AuthenticatorPolicyTests {
         }
     }
 
+    /// Where the contents of the element starting at `at` begin.
     static func headerLength(_ der: [UInt8], _ at: Int) -> Int {
         let first = der[at + 1]
         return at + 2 + (first < 0x80 ? 0 : Int(first & 0x7f))

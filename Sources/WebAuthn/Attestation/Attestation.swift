@@ -68,7 +68,8 @@ enum AuthenticatorPolicy {
     static func check(_ input: AttestationInput) throws(WebAuthnError) {
         let policy = input.policy
         let aaguid = input.credential.aaguid
-        let name = aaguid.providerName.map { "\($0) (\(aaguid))" } ?? "AAGUID \(aaguid)"
+        // Named only when refusing (a registration without a policy reads no name table).
+        var name: String { aaguid.providerName.map { "\($0) (\(aaguid))" } ?? "AAGUID \(aaguid)" }
         if let allowed = policy.allowedAAGUIDs, !allowed.contains(aaguid) {
             throw WebAuthnError(.authenticatorNotAllowed, "\(name) is not in allowedAAGUIDs")
         }
