@@ -1,6 +1,22 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+var linuxOnlyTargets: [Target] = []
+#if os(Linux)
+    // Apple's AuthenticationServices and Security do not exist here: the Apple adapter of
+    // PasskeyClient is type-checked against stand-ins declaring exactly the API it uses.
+    linuxOnlyTargets = [
+        .target(name: "AuthenticationServices", path: "Tests/Shims/AuthenticationServices"),
+        .target(name: "Security", path: "Tests/Shims/Security"),
+        .target(
+            name: "PasskeyClientAppleCheck",
+            dependencies: ["PasskeyClient", "AuthenticationServices", "Security"],
+            path: "Sources/PasskeyClient/Apple",
+            swiftSettings: [.define("PASSKEYCLIENT_APPLE_SHIM")]
+        ),
+    ]
+#endif
+
 let package = Package(
     name: "passkeyd",
     platforms: [.macOS(.v15)],
@@ -9,6 +25,8 @@ let package = Package(
         .library(name: "WebAuthnTesting", targets: ["WebAuthnTesting"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
         .library(name: "PasskeyServer", targets: ["PasskeyServer"]),
+        .library(name: "PasskeyClient", targets: ["PasskeyClient"]),
+        .library(name: "PasskeyClientSoftware", targets: ["PasskeyClientSoftware"]),
         .executable(name: "passkeyd", targets: ["passkeyd"]),
         .executable(name: "passkey", targets: ["passkey"]),
     ],
@@ -95,6 +113,14 @@ let package = Package(
             // The API document, edited by hand, compiled into the binary.
             resources: [.embedInCode("Resources/openapi.json")]
         ),
+        // The client library for apps: URLSession and Foundation only (no server, store or NIO).
+        .target(
+            name: "PasskeyClient",
+            exclude: linuxOnlyTargets.isEmpty ? [] : ["Apple"],
+            resources: [.embedInCode("Resources/messages.en.json"), .embedInCode("Resources/messages.fr.json")]
+        ),
+        // PasskeyClient's authenticator on Linux and in tests: the software authenticator.
+        .target(name: "PasskeyClientSoftware", dependencies: ["PasskeyClient", "WebAuthn", "WebAuthnTesting"]),
         .executableTarget(
             name: "passkeyd",
             dependencies: [
@@ -137,7 +163,8 @@ let package = Package(
         .testTarget(
             name: "BinaryTests",
             dependencies: [
-                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer",
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer", "PasskeyClient",
+                "PasskeyClientSoftware",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -163,5 +190,5 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-    ]
+    ] + linuxOnlyTargets
 )

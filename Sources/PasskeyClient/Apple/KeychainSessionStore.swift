@@ -1,0 +1,48 @@
+// The session in the Keychain on Apple platforms; type-checked on Linux against
+// `Tests/Shims/Security` (target `PasskeyClientAppleCheck`).
+#if (os(iOS) || os(macOS) || os(visionOS) || os(tvOS) || os(watchOS) || PASSKEYCLIENT_APPLE_SHIM) && canImport(Security)
+    import Foundation
+    import Security
+    #if PASSKEYCLIENT_APPLE_SHIM
+        import PasskeyClient
+    #endif
+
+    /// Sessions as generic-password items (service ``service``, account: the server URL), readable
+    /// after the first unlock and never synced or restored to another device.
+    public struct KeychainSessionStore: SessionStore {
+        public let service: String
+
+        public init(service: String = "passkeyd") { self.service = service }
+
+        public func load(server: String) async throws -> StoredSession? {
+            var query = query(server)
+            query[kSecReturnData as String] = true
+            query[kSecMatchLimit as String] = kSecMatchLimitOne
+            var item: CFTypeRef?
+            let status = SecItemCopyMatching(query as CFDictionary, &item)
+            if status == errSecItemNotFound { return nil }
+            guard status == errSecSuccess, let data = item as? Data else {
+                throw PasskeyClientError.unsupported("the Keychain answered \(status)")
+            }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try? decoder.decode(StoredSession.self, from: data)
+        }
+
+        public func save(_ session: StoredSession?, server: String) async throws {
+            _ = SecItemDelete(query(server) as CFDictionary)
+            guard let session else { return }
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            var item = query(server)
+            item[kSecValueData as String] = try encoder.encode(session)
+            item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            let status = SecItemAdd(item as CFDictionary, nil)
+            guard status == errSecSuccess else { throw PasskeyClientError.unsupported("the Keychain answered \(status)") }
+        }
+
+        private func query(_ server: String) -> [String: Any] {
+            [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: server]
+        }
+    }
+#endif

@@ -1,0 +1,474 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// passkeyd's client for apps: sign-up, sign-in (sheet or AutoFill), passkey management,
+/// password and recovery sign-ins, over passkeyd's native JSON API.
+///
+/// ```swift
+/// let passkeys = PasskeyClient(server: URL(string: "https://login.example.com")!,
+///                              authenticator: ApplePasskeyAuthenticator())
+/// let signedIn = try await passkeys.signIn()
+/// ```
+///
+/// The session token is kept by a ``SessionStore`` (the Keychain on Apple platforms) and sent as
+/// `Authorization: Bearer`; no cookies are used. Every failure is a ``PasskeyClientError``.
+public actor PasskeyClient {
+    public let server: URL
+    public let authenticator: any PasskeyAuthenticator
+    public let sessions: any SessionStore
+    private let http: URLSession
+    /// The stored session, once read (`.some(nil)`: read, and there is none).
+    private var current: StoredSession??
+
+    /// - Parameters:
+    ///   - server: passkeyd's base URL (`https://login.example.com`); a path prefix is kept.
+    ///   - authenticator: the platform authenticator (``ApplePasskeyAuthenticator`` on Apple platforms).
+    ///   - sessions: where the session is kept; the Keychain on Apple platforms, else
+    ///     ``FileSessionStore/defaultPath()``.
+    ///   - urlSession: for tests and proxies; the default keeps no cookies and no cache.
+    public init(
+        server: URL, authenticator: any PasskeyAuthenticator, sessions: (any SessionStore)? = nil, urlSession: URLSession? = nil
+    ) {
+        self.server = server
+        self.authenticator = authenticator
+        self.sessions = sessions ?? Self.defaultSessionStore()
+        self.http = urlSession ?? Self.makeURLSession()
+    }
+
+    static func defaultSessionStore() -> any SessionStore {
+        #if (os(iOS) || os(macOS) || os(visionOS) || os(tvOS) || os(watchOS)) && canImport(Security)
+            return KeychainSessionStore()
+        #else
+            return FileSessionStore(path: FileSessionStore.defaultPath())
+        #endif
+    }
+
+    static func makeURLSession() -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.timeoutIntervalForRequest = 30
+        return URLSession(configuration: configuration)
+    }
+
+    // MARK: Signing up and in
+
+    /// Creates an account with a new passkey and signs in (WebAuthn registration).
+    public func signUp(username: String, displayName: String? = nil) async throws -> SignInResult {
+        var body = ["username": username]
+        if let displayName { body["displayName"] = displayName }
+        let (request, _) = try await registrationRequest(body: body, signedIn: false)
+        let credential = try await register(request)
+        let answer: SignInAnswer = try await call("POST", "register/verify", body: VerifyBody(credential: credential), signedIn: false)
+        return try await keep(answer, method: .signUp)
+    }
+
+    /// Signs in with a passkey in a sheet. With a `username`, only that account's passkeys are
+    /// offered; without one, any passkey of the site (discoverable credentials).
+    public func signIn(username: String? = nil) async throws -> SignInResult {
+        try await passkeySignIn(username: username, presentation: .modal)
+    }
+
+    /// Passkey AutoFill: waits until the person picks a passkey from the keyboard's suggestions
+    /// of a username field (`textContentType(.username)`), then signs in. Cancel the calling task
+    /// to stop waiting (SwiftUI's `.task` does so when the view goes away).
+    public func signInWithAutoFill() async throws -> SignInResult {
+        try await passkeySignIn(username: nil, presentation: .autoFill)
+    }
+
+    /// Signs in with a password (accounts that have one). ``SignInResult/canCreatePasskey`` says
+    /// the account has no passkey yet: offer ``upgradeToPasskey(removingPassword:)``.
+    public func signIn(username: String, password: String) async throws -> SignInResult {
+        let answer: SignInAnswer = try await call(
+            "POST", "password/sign-in", body: ["username": username, "password": password], signedIn: false)
+        return try await keep(answer, method: .password)
+    }
+
+    /// Signs in with one of the account's recovery codes. Every other session ends; register a
+    /// new passkey next (``addPasskey(name:)``).
+    public func signIn(username: String, recoveryCode: String) async throws -> SignInResult {
+        let answer: SignInAnswer = try await call(
+            "POST", "recovery/sign-in", body: ["username": username, "code": recoveryCode], signedIn: false)
+        return try await keep(answer, method: .recoveryCode)
+    }
+
+    /// Signs in with the token of a recovery link the operator sent (the `token` of the link).
+    public func signIn(recoveryLinkToken token: String) async throws -> SignInResult {
+        let answer: SignInAnswer = try await call("POST", "recovery/link", body: ["token": token], signedIn: false)
+        return try await keep(answer, method: .recoveryLink)
+    }
+
+    /// Ends this session on the server and forgets it here. Not signed in: nothing to do.
+    public func signOut() async throws {
+        defer { current = .some(nil) }
+        do {
+            try await callWithoutAnswer("DELETE", "session")
+        } catch PasskeyClientError.notSignedIn {}
+        try await sessions.save(nil, server: server.absoluteString)
+    }
+
+    // MARK: The signed-in account
+
+    /// The current session, or `nil` when not signed in (or it ended on the server).
+    public func session() async throws -> SessionInfo? {
+        guard try await stored() != nil else { return nil }
+        do {
+            return try await call("GET", "session")
+        } catch PasskeyClientError.notSignedIn {
+            return nil
+        }
+    }
+
+    /// Adds a passkey to the signed-in account (after a password or recovery sign-in, or a second
+    /// device's provider). The server may ask to confirm with an existing passkey first; the
+    /// client does that itself.
+    public func addPasskey(name: String? = nil) async throws -> Passkey {
+        try await reauthenticatingIfAsked {
+            let (request, _) = try await self.registrationRequest(body: [String: String](), signedIn: true)
+            let credential = try await self.register(request)
+            let answer: SignInAnswer = try await self.call("POST", "register/verify", body: VerifyBody(credential: credential, name: name))
+            guard let passkey = answer.passkey else { throw PasskeyClientError.invalidResponse("register/verify: no passkey") }
+            return passkey
+        }
+    }
+
+    /// After a password sign-in: a passkey for the account, then, if asked, no more password.
+    public func upgradeToPasskey(removingPassword: Bool = false) async throws -> Passkey {
+        let passkey = try await addPasskey()
+        if removingPassword { try await removePassword() }
+        return passkey
+    }
+
+    /// The account's passkeys.
+    public func passkeys() async throws -> [Passkey] {
+        let list: PasskeyList = try await call("GET", "passkeys")
+        return list.passkeys
+    }
+
+    /// Renames one of the account's passkeys (names are for people: "Work laptop").
+    @discardableResult
+    public func rename(passkey id: Passkey.ID, to name: String) async throws -> Passkey {
+        try await call("PATCH", "passkeys/\(try Self.pathSegment(id))", body: ["name": name])
+    }
+
+    /// Deletes one of the account's passkeys. The server refuses to delete the last way in
+    /// (`last_passkey`); the sessions that passkey made end with it.
+    public func delete(passkey id: Passkey.ID) async throws {
+        let segment = try Self.pathSegment(id)
+        try await reauthenticatingIfAsked { try await self.callWithoutAnswer("DELETE", "passkeys/\(segment)") }
+    }
+
+    /// Ten new recovery codes (the old ones stop working). Show them once; never store them.
+    public func newRecoveryCodes() async throws -> [String] {
+        try await reauthenticatingIfAsked {
+            let codes: RecoveryCodes = try await self.call("POST", "recovery-codes")
+            return codes.codes
+        }
+    }
+
+    /// Sets or changes the account's password.
+    public func setPassword(_ password: String) async throws {
+        try await reauthenticatingIfAsked { try await self.callWithoutAnswer("POST", "password", body: ["newPassword": password]) }
+    }
+
+    /// Removes the account's password (it keeps its passkeys).
+    public func removePassword() async throws {
+        try await reauthenticatingIfAsked { try await self.callWithoutAnswer("DELETE", "password") }
+    }
+
+    /// The account's live sessions, this one included (``DeviceSession/current``).
+    public func deviceSessions() async throws -> [DeviceSession] {
+        let list: SessionList = try await call("GET", "sessions")
+        return list.sessions
+    }
+
+    /// Ends one of the account's other sessions.
+    public func revoke(session id: DeviceSession.ID) async throws {
+        try await callWithoutAnswer("DELETE", "sessions/\(try Self.pathSegment(id))")
+    }
+
+    /// An access token for the app's own backend (`Authorization: Bearer`), fresh for at least
+    /// `validFor` more: the one from the sign-in while it lasts, then a new one from the server.
+    public func accessToken(validFor margin: Duration = .seconds(30)) async throws -> AccessToken {
+        guard var kept = try await stored() else { throw PasskeyClientError.notSignedIn }
+        let seconds = Double(margin.components.seconds)
+        if let token = kept.accessToken, let expiry = kept.accessTokenExpiresAt, expiry.timeIntervalSinceNow > seconds {
+            return AccessToken(token: token, expiresAt: expiry)
+        }
+        let answer: TokenAnswer = try await call("POST", "token")
+        kept.accessToken = answer.accessToken
+        kept.accessTokenExpiresAt = answer.accessTokenExpiresAt
+        try await remember(kept)
+        return AccessToken(token: answer.accessToken, expiresAt: answer.accessTokenExpiresAt)
+    }
+
+    // MARK: Ceremonies
+
+    private func passkeySignIn(username: String?, presentation: AssertionRequest.Presentation) async throws -> SignInResult {
+        let body = username.map { ["username": $0] } ?? [:]
+        let (data, options): (Data, RequestOptionsJSON) = try await callRaw("POST", "authenticate/options", body: body, signedIn: false)
+        let request = AssertionRequest(
+            relyingPartyID: options.rpId, challenge: try Self.bytes(options.challenge, "challenge"),
+            allowCredentials: try (options.allowCredentials ?? []).map {
+                CredentialDescriptor(id: try Self.bytes($0.id, "allowCredentials"), transports: $0.transports ?? [])
+            },
+            userVerification: options.userVerification ?? "preferred", timeout: Duration(milliseconds: options.timeout),
+            presentation: presentation, json: data)
+        let assertion: AssertionResult
+        do {
+            assertion = try await authenticator.authenticate(request)
+        } catch {
+            throw Self.clientError(error)
+        }
+        let credential = AssertionJSON(assertion)
+        do {
+            let answer: SignInAnswer = try await call(
+                "POST", "authenticate/verify", body: VerifyBody(credential: credential), signedIn: false)
+            return try await keep(answer, method: .passkey)
+        } catch PasskeyClientError.passkeyRemoved {
+            await authenticator.credentialRemoved(id: assertion.credentialID, relyingPartyID: options.rpId)
+            throw PasskeyClientError.passkeyRemoved
+        }
+    }
+
+    private func registrationRequest(body: some Encodable & Sendable, signedIn: Bool) async throws -> (RegistrationRequest, Data) {
+        let (data, options): (Data, CreationOptionsJSON) = try await callRaw("POST", "register/options", body: body, signedIn: signedIn)
+        let request = RegistrationRequest(
+            relyingPartyID: options.rp.id, relyingPartyName: options.rp.name ?? options.rp.id,
+            challenge: try Self.bytes(options.challenge, "challenge"), userID: try Self.bytes(options.user.id, "user.id"),
+            userName: options.user.name, userDisplayName: options.user.displayName ?? options.user.name,
+            algorithms: (options.pubKeyCredParams ?? []).map(\.alg),
+            excludeCredentials: try (options.excludeCredentials ?? []).map {
+                CredentialDescriptor(id: try Self.bytes($0.id, "excludeCredentials"), transports: $0.transports ?? [])
+            },
+            userVerification: options.authenticatorSelection?.userVerification ?? "preferred",
+            attestation: options.attestation ?? "none", residentKey: options.authenticatorSelection?.residentKey ?? "required",
+            timeout: Duration(milliseconds: options.timeout), json: data)
+        return (request, data)
+    }
+
+    private func register(_ request: RegistrationRequest) async throws -> RegistrationJSON {
+        do {
+            return RegistrationJSON(try await authenticator.register(request))
+        } catch {
+            throw Self.clientError(error)
+        }
+    }
+
+    /// Runs `body`; when the server asks for a fresh sign-in first (`reauthentication_required`),
+    /// signs in again with a passkey of the same account and runs it once more.
+    private func reauthenticatingIfAsked<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch PasskeyClientError.refused(let code, _, _, _) where code == "reauthentication_required" {
+            let username = try await session()?.user.username
+            guard let username else { throw PasskeyClientError.notSignedIn }
+            _ = try await signIn(username: username)
+            return try await body()
+        }
+    }
+
+    /// Keeps the new session (it replaces any earlier one) and describes the sign-in.
+    private func keep(_ answer: SignInAnswer, method: SignInMethod) async throws -> SignInResult {
+        if let token = answer.token {
+            try await remember(
+                StoredSession(
+                    sessionToken: token, expiresAt: answer.expiresAt, username: answer.user.username, accessToken: answer.accessToken,
+                    accessTokenExpiresAt: answer.accessTokenExpiresAt))
+        }
+        var access: AccessToken?
+        if let token = answer.accessToken, let expiry = answer.accessTokenExpiresAt {
+            access = AccessToken(token: token, expiresAt: expiry)
+        }
+        return SignInResult(
+            user: answer.user, method: answer.method ?? method, passkey: answer.passkey, canCreatePasskey: answer.canCreatePasskey ?? false,
+            recovery: answer.recovery ?? false, sessionExpiresAt: answer.expiresAt, accessToken: access)
+    }
+
+    private func stored() async throws -> StoredSession? {
+        if let current { return current }
+        let loaded = try await sessions.load(server: server.absoluteString)
+        current = .some(loaded)
+        return loaded
+    }
+
+    private func remember(_ session: StoredSession?) async throws {
+        current = .some(session)
+        try await sessions.save(session, server: server.absoluteString)
+    }
+
+    // MARK: HTTP
+
+    private struct VerifyBody<Credential: Encodable & Sendable>: Encodable, Sendable {
+        var credential: Credential
+        var name: String?
+    }
+
+    private func call<T: Decodable>(
+        _ method: String, _ path: String, body: (some Encodable & Sendable)? = [String: String]?.none, signedIn: Bool = true
+    )
+        async throws -> T
+    {
+        try await callRaw(method, path, body: body, signedIn: signedIn).1
+    }
+
+    private func callWithoutAnswer(_ method: String, _ path: String, body: (some Encodable & Sendable)? = [String: String]?.none)
+        async throws
+    {
+        _ = try await send(method, path, body: body, signedIn: true)
+    }
+
+    private func callRaw<T: Decodable>(_ method: String, _ path: String, body: (some Encodable & Sendable)?, signedIn: Bool) async throws
+        -> (
+            Data, T
+        )
+    {
+        let data = try await send(method, path, body: body, signedIn: signedIn)
+        do {
+            return (data, try JSONDecoder.passkeyd.decode(T.self, from: data))
+        } catch {
+            throw PasskeyClientError.invalidResponse("\(path): \(error)")
+        }
+    }
+
+    /// One request to `/api/auth/<path>`; a 2xx answer's body, or the error it means.
+    private func send(_ method: String, _ path: String, body: (some Encodable & Sendable)?, signedIn: Bool) async throws -> Data {
+        var request = URLRequest(url: server.appendingPathComponent("api/auth/" + path))
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue(Self.userAgent, forHTTPHeaderField: "User-Agent")
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONEncoder().encode(body)
+        }
+        if signedIn {
+            guard let token = try await stored()?.sessionToken else { throw PasskeyClientError.notSignedIn }
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await http.data(for: request)
+        } catch is CancellationError {
+            throw PasskeyClientError.cancelled
+        } catch let error as URLError where error.code == .cancelled {
+            throw PasskeyClientError.cancelled
+        } catch {
+            throw PasskeyClientError.network(error.localizedDescription)
+        }
+        guard let http = response as? HTTPURLResponse else { throw PasskeyClientError.invalidResponse("not HTTP") }
+        if (200..<300).contains(http.statusCode) { return data }
+        guard let answer = try? JSONDecoder().decode(ErrorAnswer.self, from: data) else {
+            throw PasskeyClientError.invalidResponse("\(path) answered HTTP \(http.statusCode); is \(server.absoluteString) passkeyd?")
+        }
+        switch answer.error.code {
+        case "not_signed_in":
+            // The session ended on the server (signed out elsewhere, expired, passkey deleted).
+            if signedIn { try await remember(nil) }
+            throw PasskeyClientError.notSignedIn
+        case "credential_not_found":
+            throw PasskeyClientError.passkeyRemoved
+        default:
+            let retry = http.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) }
+            throw PasskeyClientError.refused(
+                code: answer.error.code, message: answer.error.message ?? "", status: http.statusCode, retryAfter: retry)
+        }
+    }
+
+    static let userAgent: String = {
+        #if os(iOS)
+            "passkeyd-swift/1 (iOS app)"
+        #elseif os(macOS)
+            "passkeyd-swift/1 (macOS app)"
+        #else
+            "passkeyd-swift/1"
+        #endif
+    }()
+
+    static func pathSegment(_ id: String) throws -> String {
+        // IDs are base64url; anything else could walk the path.
+        guard !id.isEmpty,
+            id.utf8.allSatisfy({
+                $0 == 0x2D || $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            })
+        else { throw PasskeyClientError.refused(code: "passkey_not_found", message: "", status: 404, retryAfter: nil) }
+        return id
+    }
+
+    static func bytes(_ text: String, _ field: String) throws -> Data {
+        guard let data = Base64URL.decode(text) else { throw PasskeyClientError.invalidResponse("\(field) is not base64url") }
+        return data
+    }
+
+    static func clientError(_ error: any Error) -> PasskeyClientError {
+        switch error {
+        case let error as PasskeyClientError: error
+        case let error as PasskeyAuthenticatorError:
+            switch error {
+            case .cancelled: .cancelled
+            case .noCredentials: .noPasskeyOnDevice
+            case .excludedCredentialExists: .passkeyAlreadyOnDevice
+            case .unsupported(let why): .unsupported(why)
+            case .failed(let why): .refused(code: "authenticator_failed", message: why, status: 0, retryAfter: nil)
+            }
+        case is CancellationError: .cancelled
+        default: .refused(code: "authenticator_failed", message: "\(error)", status: 0, retryAfter: nil)
+        }
+    }
+}
+
+// MARK: Level 3 response JSON
+
+/// `RegistrationResponseJSON` (WebAuthn L3 §5.1.8).
+struct RegistrationJSON: Encodable, Sendable {
+    struct Response: Encodable, Sendable {
+        var clientDataJSON: String
+        var attestationObject: String
+        var transports: [String]
+    }
+    var id: String
+    var rawId: String
+    var type = "public-key"
+    var response: Response
+    var authenticatorAttachment: String?
+    var clientExtensionResults: [String: String] = [:]
+
+    init(_ result: RegistrationResult) {
+        id = Base64URL.encode(result.credentialID)
+        rawId = id
+        response = Response(
+            clientDataJSON: Base64URL.encode(result.clientDataJSON), attestationObject: Base64URL.encode(result.attestationObject),
+            transports: result.transports)
+        authenticatorAttachment = result.attachment
+    }
+}
+
+/// `AuthenticationResponseJSON` (WebAuthn L3 §5.1.9).
+struct AssertionJSON: Encodable, Sendable {
+    struct Response: Encodable, Sendable {
+        var clientDataJSON: String
+        var authenticatorData: String
+        var signature: String
+        var userHandle: String?
+    }
+    var id: String
+    var rawId: String
+    var type = "public-key"
+    var response: Response
+    var authenticatorAttachment: String?
+    var clientExtensionResults: [String: String] = [:]
+
+    init(_ result: AssertionResult) {
+        id = Base64URL.encode(result.credentialID)
+        rawId = id
+        response = Response(
+            clientDataJSON: Base64URL.encode(result.clientDataJSON), authenticatorData: Base64URL.encode(result.authenticatorData),
+            signature: Base64URL.encode(result.signature), userHandle: result.userHandle.map(Base64URL.encode))
+        authenticatorAttachment = result.attachment
+    }
+}
