@@ -14,12 +14,20 @@ var linuxOnlyTargets: [Target] = []
             path: "Sources/PasskeyClient/Apple",
             swiftSettings: [.define("PASSKEYCLIENT_APPLE_SHIM")]
         ),
+        // The example app's model (no SwiftUI) against the real PasskeyClient API.
+        .target(
+            name: "PasskeysAppModelCheck",
+            dependencies: ["PasskeyClient"],
+            path: "Examples/PasskeysApp/PasskeysApp",
+            exclude: ["PasskeysApp.swift", "ContentView.swift", "PasskeysApp.entitlements"],
+            sources: ["AccountModel.swift"]
+        ),
     ]
 #endif
 
 let package = Package(
     name: "passkeyd",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "WebAuthnTesting", targets: ["WebAuthnTesting"]),

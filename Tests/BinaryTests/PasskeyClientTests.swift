@@ -3,6 +3,7 @@ import PasskeyClient
 import PasskeyClientSoftware
 import PasskeyServer
 import Testing
+import WebAuthn
 import WebAuthnTesting
 
 #if canImport(FoundationNetworking)
@@ -213,6 +214,34 @@ struct PasskeyClientTests {
         #expect(try await client.newRecoveryCodes().count == 10)
         let sessions = try await client.deviceSessions()
         #expect(sessions.contains { $0.current && $0.method == "passkey" })
+    }
+}
+
+extension PasskeyClientTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Examples/PasskeysApp")
+
+    /// The example app's entitlement, its passkeyd.json and what passkeyd serves agree: the
+    /// domain is the RP ID, and the app ID is in apple-app-site-association.
+    @Test func theExampleAppAndItsServerConfigurationAgree() async throws {
+        let entitlements = try String(
+            contentsOf: Self.example.appendingPathComponent("PasskeysApp/PasskeysApp.entitlements"), encoding: .utf8)
+        let configuration = try JSONReader.parse(Array(Data(contentsOf: Self.example.appendingPathComponent("passkeyd.json"))))
+        guard case .string(let rpID)? = configuration["rpID"], case .array(let apps)? = configuration["appleAppIDs"],
+            case .string(let app)? = apps.first
+        else {
+            Issue.record("passkeyd.json lacks rpID or appleAppIDs")
+            return
+        }
+        #expect(entitlements.contains("<string>webcredentials:\(rpID)</string>"))
+        let project = try String(contentsOf: Self.example.appendingPathComponent("project.yml"), encoding: .utf8)
+        #expect(app.hasSuffix("." + (project.split(separator: "PRODUCT_BUNDLE_IDENTIFIER: ").last?.prefix { $0 != "\n" } ?? "")))
+
+        let fixture = try await Fixture(environment: ["PASSKEYD_CONFIG": Self.example.appendingPathComponent("passkeyd.json").path])
+        defer { fixture.stop() }
+        let (status, association) = try await fixture.server.call("GET", "/.well-known/apple-app-site-association")
+        #expect(status == 200)
+        #expect(association["webcredentials"]?["apps"] == .array([.string(app)]))
     }
 }
 
