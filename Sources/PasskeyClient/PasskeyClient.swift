@@ -341,7 +341,7 @@ public actor PasskeyClient {
         var request = URLRequest(url: server.appendingPathComponent("api/auth/" + path))
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue(Self.userAgent, forHTTPHeaderField: "User-Agent")
+        if let agent = Self.userAgent { request.setValue(agent, forHTTPHeaderField: "User-Agent") }
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = try JSONEncoder().encode(body)
@@ -380,11 +380,11 @@ public actor PasskeyClient {
         }
     }
 
-    static let userAgent: String = {
-        #if os(iOS)
-            "passkeyd-swift/1 (iOS app)"
-        #elseif os(macOS)
-            "passkeyd-swift/1 (macOS app)"
+    /// Apple platforms keep URLSession's own (`App/1 CFNetwork/… Darwin/…`: passkeyd lists the
+    /// session as "iOS app"); elsewhere the library names itself.
+    static let userAgent: String? = {
+        #if canImport(Darwin)
+            nil
         #else
             "passkeyd-swift/1"
         #endif
