@@ -9,7 +9,7 @@ at rest and during load. Prints one table (and writes it as JSON when --json FIL
 The background accounts are written with SQL (random user handles, credential IDs and keys): they
 size the tables and indexes exactly as real ones would; the load users register real passkeys.
 """
-import argparse, json, os, socket, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request, uuid
+import argparse, json, os, resource, socket, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
@@ -17,6 +17,18 @@ RELEASE = os.path.join(ROOT, ".build", "release")
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
+
+
+def cpu_seconds(pid):
+    """User + system CPU time the process has used so far (/proc/PID/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def rss_kib(pid):
@@ -47,20 +59,28 @@ class Server:
         self.process.terminate(); self.process.wait(timeout=30); self.log.close()
 
 
-def load(server, mode, users, seconds, store):
-    """Runs `passkey load` while sampling the server's RSS; returns (report, peak RSS KiB)."""
+def load(server, mode, users, seconds, store, pin=None):
+    """Runs `passkey load` while sampling the server's RSS; returns (report, peak RSS KiB). The
+    report gains the server's and the generator's CPU milliseconds per ceremony. `pin`: a CPU
+    list for `taskset` (the generator then runs there; the caller pins the server)."""
     peak = [0]; done = threading.Event()
     def sample():
         while not done.is_set():
             peak[0] = max(peak[0], rss_kib(server.process.pid)); time.sleep(0.2)
     sampler = threading.Thread(target=sample); sampler.start()
+    server_before, generator_before = cpu_seconds(server.process.pid), children_cpu_seconds()
     try:
-        out = subprocess.run([os.path.join(RELEASE, "passkey"), "load", "--server", f"http://localhost:{server.port}", "--users", str(users),
+        out = subprocess.run((["taskset", "-c", pin] if pin else []) + [os.path.join(RELEASE, "passkey"), "load", "--server", f"http://localhost:{server.port}", "--users", str(users),
                               "--duration", str(seconds), "--mode", mode, "--store", store, "--json"],
                              check=True, capture_output=True, text=True).stdout
     finally:
         done.set(); sampler.join()
-    return json.loads(out), peak[0]
+    report = json.loads(out)
+    # Registering the users before the timed run is included: 16 sign-ups beside thousands of sign-ins.
+    total = max(1, report["ceremonies"] + (users if mode == "sign-in" else 0))
+    report["serverCPUms"] = (cpu_seconds(server.process.pid) - server_before) * 1000 / total
+    report["generatorCPUms"] = (children_cpu_seconds() - generator_before) * 1000 / total
+    return report, peak[0]
 
 
 def seed_sqlite(path, start, count):
