@@ -133,9 +133,12 @@ struct JSONRequestMiddleware: RouterMiddleware {
     /// list of both: each must be JSON.
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType, !contentType.isEmpty else { return false }
-        return contentType.split(separator: ",").allSatisfy { value in
-            value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-                == "application/json"
+        // Byte by byte (Foundation's trimming and lower-casing cost ~2% of an options request).
+        return contentType.utf8.split(separator: UInt8(ascii: ",")).allSatisfy { value in
+            var type = value.prefix { $0 != UInt8(ascii: ";") }
+            while let first = type.first, first == 0x20 || first == 0x09 { type = type.dropFirst() }
+            while let last = type.last, last == 0x20 || last == 0x09 { type = type.dropLast() }
+            return type.count == 16 && zip(type, "application/json".utf8).allSatisfy { ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }
         }
     }
 }

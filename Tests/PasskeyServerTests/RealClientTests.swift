@@ -28,6 +28,27 @@ struct RealClientTests {
         #expect(Set((0..<2000).map { _ in RelyingParty.makeChallenge() }).count == 2000)
     }
 
+    /// Every length is neutral; each character of the text is uniform over the 62 allowed ones
+    /// (4,000 challenges: ~2,709 of each, 6 standard deviations either side), and the last,
+    /// partial group takes all 16 of its values.
+    @Test func alphabetNeutralBytesAreUniformOverTheAllowedCharacters() {
+        for count in 1...70 {
+            let bytes = RelyingParty.alphabetNeutralRandomBytes(count)
+            #expect(bytes.count == count && Self.atobDecodes(Base64URLBytes(bytes).base64URL), "\(count)")
+        }
+        var full: [Character: Int] = [:]
+        var last: [Character: Int] = [:]
+        for _ in 0..<4000 {
+            let text = Array(Base64URLBytes(RelyingParty.makeChallenge()).base64URL)
+            #expect(text.count == 43)
+            for character in text.dropLast() { full[character, default: 0] += 1 }
+            last[text[42], default: 0] += 1
+        }
+        #expect(
+            full.count == 62 && full.values.allSatisfy { (2400...3020).contains($0) }, "\(full.sorted { $0.value < $1.value }.prefix(3))")
+        #expect(Set(last.keys) == Set("AEIMQUYcgkosw048"))
+    }
+
     @Test func theGuideClientsRequestsWork() async throws {
         let harness = try await ServerHarness()
         try await harness.run { api in

@@ -51,11 +51,49 @@ public struct RelyingParty: Sendable {
     /// that avoid them: for 32 bytes, 42 full groups each lose 2 of 64 values, so the entropy is
     /// 42 · log₂ 62 + 4 ≈ 254.1 bits (of 256), and a value takes (64/62)^42 ≈ 3.8 draws on average
     /// (64 bytes: ≈ 508.1 bits, ≈ 15 draws; each draw is one call to the generator).
+    ///
+    /// The same distribution comes from drawing each 6-bit group on its own, uniformly from the
+    /// 62 allowed values (a random byte's low 6 bits, redrawn when 62 or 63), plus the 2 or 4
+    /// leftover bits of the last partial group (any value: zero-filled, it stays below 62). That
+    /// takes one call to the generator instead of ~3.8 (or ~15) calls of a whole value each.
     public static func alphabetNeutralRandomBytes(_ count: Int) -> [UInt8] {
-        while true {
-            let bytes = randomBytes(count)
-            if Base64.isAlphabetNeutral(bytes) { return bytes }
+        let groups = count * 8 / 6
+        let leftover = count * 8 % 6
+        // 64/62 draws per group on average; a spare margin makes a refill rare.
+        var pool = randomBytes(groups + groups / 8 + 8)
+        var next = 0
+        func draw() -> UInt32 {
+            while true {
+                if next == pool.count {
+                    pool = randomBytes(16)
+                    next = 0
+                }
+                let value = UInt32(pool[next] & 0x3F)
+                next += 1
+                if value < 62 { return value }
+            }
         }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for _ in 0..<groups {
+            accumulator = (accumulator << 6) | draw()
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        if leftover > 0 {
+            // The last byte's low `leftover` bits: any value. Draws read only a byte's low 6
+            // bits, so the top 2 bits of two pool bytes are still unused and uniform.
+            let tail = (UInt32(pool[0] >> 6) << 2 | UInt32(pool[1] >> 6)) & ((1 << UInt32(leftover)) - 1)
+            accumulator = (accumulator << UInt32(leftover)) | tail
+            bytes.append(UInt8(truncatingIfNeeded: accumulator))
+        }
+        return bytes
     }
 
     /// `count` bytes from a cryptographically secure generator (BoringSSL's, seeded by the
