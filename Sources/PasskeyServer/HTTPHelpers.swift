@@ -21,6 +21,11 @@ enum HTTP {
         var headers = extra
         headers[.contentType] = "application/json; charset=utf-8"
         headers[.cacheControl] = "no-store"
+        if let writable = value as? any JSONWritable {
+            var writer = JSONWriter()
+            writable.write(to: &writer)
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        }
         let data = try encoder.encode(value)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

@@ -1,0 +1,173 @@
+import Foundation
+import WebAuthn
+
+/// The hot answers (sign-in options, sign-in results) written straight into bytes: Foundation's
+/// `JSONEncoder` builds a tree of boxed values and sorts its keys on every answer, ~5–9% of a
+/// ceremony's server CPU. The output is byte for byte what ``HTTP/encoder`` writes (keys sorted,
+/// slashes unescaped, ISO 8601 dates in whole seconds): a test compares the two on every type.
+protocol JSONWritable {
+    func write(to json: inout JSONWriter)
+}
+
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
+
+    /// `{…}`: `body` writes the members, keys in sorted order.
+    mutating func object(_ body: (inout Members) -> Void) {
+        bytes.append(UInt8(ascii: "{"))
+        var members = Members(writer: self)
+        self = JSONWriter()  // `members` owns the buffer meanwhile (no copy)
+        body(&members)
+        self = members.writer
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    mutating func array<T>(_ elements: [T], _ element: (inout JSONWriter, T) -> Void) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            element(&self, value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    mutating func string(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func integer(_ value: Int) { bytes += Array(String(value).utf8) }
+    mutating func bool(_ value: Bool) { bytes += Array((value ? "true" : "false").utf8) }
+    mutating func null() { bytes += Array("null".utf8) }
+
+    /// ISO 8601 in UTC, whole seconds (`2026-11-23T22:17:47Z`), as `.iso8601` writes it.
+    mutating func date(_ date: Date) {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> [UInt8] { [UInt8(48 + value / 10), UInt8(48 + value % 10)] }
+        let year = Int(parts.tm_year) + 1900
+        bytes.append(UInt8(ascii: "\""))
+        bytes += Array(String(year).utf8)
+        bytes.append(UInt8(ascii: "-"))
+        bytes += two(parts.tm_mon + 1)
+        bytes.append(UInt8(ascii: "-"))
+        bytes += two(parts.tm_mday)
+        bytes.append(UInt8(ascii: "T"))
+        bytes += two(parts.tm_hour)
+        bytes.append(UInt8(ascii: ":"))
+        bytes += two(parts.tm_min)
+        bytes.append(UInt8(ascii: ":"))
+        bytes += two(parts.tm_sec)
+        bytes += Array("Z\"".utf8)
+    }
+
+    /// A `JSONValue` (extension inputs): objects with sorted keys; numbers as `JSONEncoder`
+    /// writes a `Double` when integral, else through `JSONEncoder` itself.
+    mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let flag): bool(flag)
+        case .string(let text): string(text)
+        case .number(let number):
+            if number.rounded() == number, abs(number) < 1e15 {
+                integer(Int(number))
+            } else {
+                bytes += (try? JSONEncoder().encode(number)).map(Array.init) ?? Array("null".utf8)
+            }
+        case .array(let elements): array(elements) { $0.value($1) }
+        case .object(let members):
+            object { writer in
+                for key in members.keys.sorted() {
+                    writer.member(key) { $0.value(members[key]!) }
+                }
+            }
+        }
+    }
+
+    /// The members of one object; commas are placed here.
+    struct Members {
+        fileprivate var writer: JSONWriter
+        private var first = true
+
+        fileprivate init(writer: JSONWriter) { self.writer = writer }
+
+        mutating func member(_ key: String, _ value: (inout JSONWriter) -> Void) {
+            if !first { writer.bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writer.string(key)
+            writer.bytes.append(UInt8(ascii: ":"))
+            value(&writer)
+        }
+
+        mutating func string(_ key: String, _ text: String) { member(key) { $0.string(text) } }
+        mutating func optionalString(_ key: String, _ text: String?) { if let text { string(key, text) } }
+        mutating func strings(_ key: String, _ texts: [String]) { member(key) { $0.array(texts) { $0.string($1) } } }
+        mutating func date(_ key: String, _ date: Date) { member(key) { $0.date(date) } }
+        mutating func bool(_ key: String, _ flag: Bool) { member(key) { $0.bool(flag) } }
+    }
+}
+
+extension PublicKeyCredentialRequestOptionsJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.member("allowCredentials") { writer in
+                writer.array(allowCredentials) { writer, descriptor in
+                    writer.object { fields in
+                        fields.string("id", descriptor.id.base64URL)
+                        if let transports = descriptor.transports { fields.strings("transports", transports) }
+                        fields.string("type", descriptor.type)
+                    }
+                }
+            }
+            members.string("challenge", challenge.base64URL)
+            if let extensions { members.member("extensions") { $0.value(.object(extensions)) } }
+            members.strings("hints", hints)
+            members.string("rpId", rpId)
+            if let timeout { members.member("timeout") { $0.integer(timeout) } }
+            members.string("userVerification", userVerification)
+        }
+    }
+}
+
+extension UserJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.string("displayName", displayName)
+            members.optionalString("externalId", externalId)
+            members.string("id", id)
+            members.string("userHandle", userHandle)
+            members.string("username", username)
+        }
+    }
+}
+
+extension SignInJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.string("accessToken", accessToken)
+            members.date("accessTokenExpiresAt", accessTokenExpiresAt)
+            members.date("expiresAt", expiresAt)
+            members.string("token", token)
+            members.member("user") { user.write(to: &$0) }
+            members.bool("verified", verified)
+        }
+    }
+}
