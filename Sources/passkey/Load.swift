@@ -43,60 +43,83 @@ struct Load: AsyncParsableCommand {
     func run() async throws {
         guard users >= 1, users <= 256 else { throw ValidationError("--users must be 1...256") }
         guard duration > 0, duration <= 600 else { throw ValidationError("--duration must be 0...600 seconds") }
-        let api = API(server: try options.serverURL(), origin: try options.claimedOrigin())
+        let url = try options.serverURL()
+        guard url.scheme == "http" else { throw ValidationError("load runs beside the server: --server must be an http:// URL") }
+        let origin = try options.claimedOrigin()
         let prefix = self.prefix ?? "load-" + String(UUID().uuidString.prefix(8)).lowercased()
         let mode = self.mode
+        let milliseconds = Int(duration * 1000)
 
-        // Sign-in mode: every user gets an account and a passkey first.
-        var credentials: [SoftwareCredential] = []
-        if mode == .signIn {
-            credentials = try await withThrowingTaskGroup(of: SoftwareCredential.self) { group in
-                for index in 0..<users {
-                    group.addTask { try await Self.signUp(api, username: "\(prefix)-\(index)") }
-                }
-                var all: [SoftwareCredential] = []
-                for try await credential in group { all.append(credential) }
-                return all
-            }
-        }
-
-        let start = ContinuousClock.now
-        let deadline = start + .milliseconds(Int(duration * 1000))
-        let tallies = await withTaskGroup(of: Tally.self) { group in
-            for index in 0..<users {
-                let credential = credentials.isEmpty ? nil : credentials[index]
-                group.addTask {
-                    var tally = Tally()
-                    var credential = credential
-                    var round = 0
-                    while ContinuousClock.now < deadline {
-                        let began = ContinuousClock.now
-                        do {
-                            if mode == .signIn, var current = credential {
-                                try await Self.signIn(api, credential: &current)
-                                credential = current
-                            } else {
-                                _ = try await Self.signUp(api, username: "\(prefix)-\(index)-\(round)")
-                            }
-                            let elapsed = ContinuousClock.now - began
-                            _ = tally.histogram.record(
-                                UInt64(max(1, elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)))
-                            tally.ok += 1
-                        } catch let failure as Failure {
-                            tally.errors[Self.code(of: failure), default: 0] += 1
-                        } catch {
-                            tally.errors["client_error", default: 0] += 1
-                        }
-                        round += 1
+        // One thread and one kept-alive connection per simulated user (blocking I/O: the cheapest
+        // client there is). In sign-in mode every user first gets an account and a passkey; the
+        // clock starts when all of them have one.
+        let ready = DispatchGroup()
+        let start = Locked<ContinuousClock.Instant?>(nil)
+        let failures = Locked<[String]>([])
+        let results = Locked<[Tally]>([])
+        let finished = DispatchGroup()
+        for index in 0..<users {
+            ready.enter()
+            finished.enter()
+            let thread = Thread {
+                defer { finished.leave() }
+                var tally = Tally()
+                var credential: SoftwareCredential?
+                var connection: PlainHTTPConnection?
+                do {
+                    connection = try PlainHTTPConnection(url: url)
+                    if mode == .signIn {
+                        credential = try Self.signUp(connection!, origin: origin, username: "\(prefix)-\(index)")
                     }
-                    return tally
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
                 }
+                ready.leave()
+                ready.wait()
+                guard var connection else { return }
+                let deadline =
+                    start.withLock { begun in
+                        if begun == nil { begun = ContinuousClock.now }
+                        return begun!
+                    } + .milliseconds(milliseconds)
+                var round = 0
+                while ContinuousClock.now < deadline {
+                    let began = ContinuousClock.now
+                    do {
+                        if mode == .signIn, var current = credential {
+                            try Self.signIn(connection, origin: origin, credential: &current)
+                            credential = current
+                        } else {
+                            _ = try Self.signUp(connection, origin: origin, username: "\(prefix)-\(index)-\(round)")
+                        }
+                        let elapsed = ContinuousClock.now - began
+                        _ = tally.histogram.record(
+                            UInt64(max(1, elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)))
+                        tally.ok += 1
+                    } catch let failure as Failure {
+                        tally.errors[Self.code(of: failure), default: 0] += 1
+                        // A lost connection is replaced, as a browser would.
+                        if Self.code(of: failure) == "unreachable", let fresh = try? PlainHTTPConnection(url: url) { connection = fresh }
+                    } catch {
+                        tally.errors["client_error", default: 0] += 1
+                    }
+                    round += 1
+                }
+                results.withLock { $0.append(tally) }
             }
-            var all: [Tally] = []
-            for await tally in group { all.append(tally) }
-            return all
+            thread.stackSize = 1 << 20
+            thread.start()
         }
-        let elapsed = ContinuousClock.now - start
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                finished.wait()
+                continuation.resume()
+            }
+        }
+        if let failure = failures.withLock({ $0.first }) { throw Failure("could not prepare the users: \(failure)") }
+        let tallies = results.withLock { $0 }
+        let began = start.withLock { $0 } ?? ContinuousClock.now
+        let elapsed = ContinuousClock.now - began
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000)
         var errors: [String: Int] = [:]
@@ -134,20 +157,65 @@ struct Load: AsyncParsableCommand {
         return parts.count >= 2 ? parts[1].trimmingCharacters(in: .whitespaces) : "unreachable"
     }
 
-    static func signUp(_ api: API, username: String) async throws -> SoftwareCredential {
-        let options = try await api.call(.POST, "/api/auth/register/options", json: Array(#"{"username":"\#(username)"}"#.utf8))
+    /// A whole sign-up on `connection`: options, a new software passkey, verify.
+    static func signUp(_ connection: PlainHTTPConnection, origin: String, username: String) throws -> SoftwareCredential {
+        let options = try answer(
+            connection.post("/api/auth/register/options", json: Array(#"{"username":"\#(username)"}"#.utf8), origin: origin),
+            "register/options")
         var authenticator = SoftwareAuthenticator()
-        let (registration, credential) = try authenticator.register(
-            options: try API.decode(PublicKeyCredentialCreationOptionsJSON.self, options, what: "creation options"), origin: api.origin)
-        _ = try await api.call(.POST, "/api/auth/register/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: registration))))
+        let creation: PublicKeyCredentialCreationOptionsJSON
+        do {
+            creation = try JSONDecoder().decode(PublicKeyCredentialCreationOptionsJSON.self, from: Data(options))
+        } catch {
+            throw Failure("register/options: bad_options: not WebAuthn JSON")
+        }
+        let (registration, credential) = try authenticator.register(options: creation, origin: origin)
+        _ = try answer(
+            connection.post(
+                "/api/auth/register/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: registration))), origin: origin),
+            "register/verify")
         return credential
     }
 
-    static func signIn(_ api: API, credential: inout SoftwareCredential) async throws {
-        let options = try await api.call(.POST, "/api/auth/authenticate/options", json: Array("{}".utf8))
-        let request = try API.decode(PublicKeyCredentialRequestOptionsJSON.self, options, what: "request options")
-        let assertion = try SoftwareAuthenticator().authenticate(options: request, origin: api.origin, credential: &credential)
-        _ = try await api.call(
-            .POST, "/api/auth/authenticate/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: assertion))))
+    /// A whole sign-in on `connection`, with no Foundation JSON: the options are read with the
+    /// library's JSON reader and the assertion is written by hand.
+    static func signIn(_ connection: PlainHTTPConnection, origin: String, credential: inout SoftwareCredential) throws {
+        let body = try answer(
+            connection.post("/api/auth/authenticate/options", json: Array("{}".utf8), origin: origin), "authenticate/options")
+        guard let json = try? JSONReader.parse(body), case .string(let challenge)? = json["challenge"],
+            let bytes = Base64URLBytes(encoded: challenge), case .string(let rpID)? = json["rpId"]
+        else { throw Failure("authenticate/options: bad_options: not WebAuthn JSON") }
+        let request = PublicKeyCredentialRequestOptionsJSON(
+            challenge: bytes, timeout: nil, rpId: rpID, allowCredentials: [], userVerification: "required")
+        let assertion = try SoftwareAuthenticator().authenticate(options: request, origin: origin, credential: &credential)
+        let response = assertion.response
+        var text = #"{"credential":{"id":""#
+        text += assertion.id + #"","rawId":""# + assertion.rawId.base64URL
+        text += #"","type":"public-key","response":{"clientDataJSON":""# + response.clientDataJSON.base64URL
+        text += #"","authenticatorData":""# + response.authenticatorData.base64URL + #"","signature":""# + response.signature.base64URL
+        if let handle = response.userHandle { text += #"","userHandle":""# + handle.base64URL }
+        text += #""},"clientExtensionResults":{}}}"#
+        _ = try answer(connection.post("/api/auth/authenticate/verify", json: Array(text.utf8), origin: origin), "authenticate/verify")
+    }
+
+    /// The body of a 2xx answer; otherwise a failure named "path: code: message".
+    static func answer(_ answer: PlainHTTPConnection.Answer, _ path: String) throws -> [UInt8] {
+        if (200..<300).contains(answer.status) { return answer.body }
+        if let json = try? JSONReader.parse(answer.body), case .string(let code)? = json["error"]?["code"] {
+            throw Failure("\(path): \(code): HTTP \(answer.status)")
+        }
+        throw Failure("\(path): http_\(answer.status): not passkeyd's answer")
+    }
+}
+
+/// A value several threads share, behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
     }
 }

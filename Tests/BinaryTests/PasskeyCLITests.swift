@@ -102,6 +102,10 @@ struct PasskeyCLITests {
         }
         let bad = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "0"])
         #expect(bad.status == 2)
+        // Its own HTTP/1.1 client speaks plain http beside the server; nothing listening is said so.
+        #expect(try Self.passkey(["load", "--server", "https://localhost:\(port)"]).status == 2)
+        let nobody = try Self.passkey(["load", "--server", "http://127.0.0.1:\(try ServeBinaryTests.freePort())", "--users", "1"])
+        #expect(nobody.status != 0 && nobody.stderr.contains("cannot reach"), "\(nobody.stderr)")
     }
 }
 
