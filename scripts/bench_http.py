@@ -2,9 +2,12 @@
 """HTTP figures for scripts/bench: a release `passkeyd serve` on loopback (SQLite, then
 PostgreSQL), the `passkey load` generator on the same machine, and the server's resident memory.
 
-For each store: seed the database with background accounts (1k, then 10k, then 100k), run
+For each store: seed the database with background accounts (1k, then 100k, then 1M), run
 sign-ins with N concurrent users for a bounded time, and a sign-up run; sample the server's RSS
-at rest and during load. Prints one table (and writes it as JSON when --json FILE is given).
+at rest and during load, and the server's and the generator's CPU time (/proc/PID/stat,
+getrusage) per ceremony. Then: the SQLite server pinned to CPU 0 with the generator on CPU 1
+(`taskset`), and two instances sharing the PostgreSQL database. Prints one table and the facts
+(database bytes per account, seeding and start-up times); writes them as JSON with --json FILE.
 
 The background accounts are written with SQL (random user handles, credential IDs and keys): they
 size the tables and indexes exactly as real ones would; the load users register real passkeys.
@@ -40,16 +43,18 @@ def rss_kib(pid):
 
 
 class Server:
-    def __init__(self, database, workdir):
+    def __init__(self, database, workdir, pin=None):
         self.port = free_port()
+        started = time.monotonic()
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=f"http://localhost:{self.port}",
                    PASSKEYD_RATE_LIMITS="off", PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="")
         self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
-        self.process = subprocess.Popen([os.path.join(RELEASE, "passkeyd"), "serve", "--database", database],
+        self.process = subprocess.Popen((["taskset", "-c", pin] if pin else []) + [os.path.join(RELEASE, "passkeyd"), "serve", "--database", database],
                                         env=env, stdout=self.log, stderr=self.log, cwd=workdir)
         for _ in range(200):
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1).read()
+                self.startup = time.monotonic() - started
                 return
             except Exception:
                 time.sleep(0.1)
@@ -86,17 +91,29 @@ def load(server, mode, users, seconds, store, pin=None):
 def seed_sqlite(path, start, count):
     db = sqlite3.connect(path, timeout=30)
     now = int(time.time() * 1000)
-    rows, keys = [], []
-    for n in range(start, start + count):
-        account = str(uuid.uuid4()).upper()
-        rows.append((account, f"seed{n}", f"seed{n}", f"Seed {n}", os.urandom(64), now, 0))
-        keys.append((os.urandom(32), account, os.urandom(77), 0, "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", '["internal","hybrid"]',
-                     1, 1, 1, "none", 0, "iCloud Keychain", now))
-    with db:
-        db.executemany("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled) VALUES (?,?,?,?,?,?,?)", rows)
-        db.executemany("""INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
-                          user_verified, attestation_format, attestation_trusted, name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
+    for first in range(start, start + count, 100_000):
+        rows, keys = [], []
+        for n in range(first, min(first + 100_000, start + count)):
+            account = str(uuid.uuid4()).upper()
+            rows.append((account, f"seed{n}", f"seed{n}", f"Seed {n}", os.urandom(64), now, 0))
+            keys.append((os.urandom(32), account, os.urandom(77), 0, "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", '["internal","hybrid"]',
+                         1, 1, 1, "none", 0, "iCloud Keychain", now))
+        with db:
+            db.executemany("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled) VALUES (?,?,?,?,?,?,?)", rows)
+            db.executemany("""INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                              user_verified, attestation_format, attestation_trusted, name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
+
+
+def sqlite_bytes(path):
+    return sum(os.path.getsize(path + suffix) for suffix in ("", "-wal") if os.path.exists(path + suffix))
+
+
+def postgres_bytes(url):
+    out = subprocess.run(["psql", "-tA", url.split("?")[0], "-c", "SELECT pg_database_size(current_database())"], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.strip())
 
 
 def seed_postgres(url, start, count):
@@ -119,28 +136,73 @@ def seed_postgres(url, start, count):
     subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", url.split("?")[0], "-c", sql], check=True, capture_output=True)
 
 
-def run_store(name, database, seed, workdir, users, seconds, results):
+SIZES = (1_000, 100_000, 1_000_000)
+
+
+def row(store, accounts, mode, users, report, at_rest, peak, note=""):
+    return {"store": store, "accounts": accounts, "mode": mode, "users": users, "perSecond": report["perSecond"],
+            "p50": report["p50Milliseconds"], "p99": report["p99Milliseconds"], "errors": sum(report["errors"].values()),
+            "serverCPUms": report["serverCPUms"], "generatorCPUms": report["generatorCPUms"],
+            "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1), "note": note}
+
+
+def run_store(name, database, seed, size_of, workdir, users, seconds, results, facts):
     server = Server(database, workdir)
     try:
         time.sleep(1)
         at_rest = rss_kib(server.process.pid)
         seeded = 0
-        for size in (1_000, 10_000, 100_000):
+        for size in SIZES:
+            started = time.monotonic()
             seed(seeded, size - seeded); seeded = size
+            facts.append(f"{name}: seeded to {size:,} accounts in {time.monotonic() - started:.0f} s; "
+                         f"{size_of() / size:,.0f} bytes per account (database size / accounts)")
             store = os.path.join(workdir, f"vault-{name}-{size}.json")
             report, peak = load(server, "sign-in", users, seconds, store)
-            results.append({"store": name, "accounts": size, "mode": "sign-in", "users": users, "perSecond": report["perSecond"],
-                            "p50": report["p50Milliseconds"], "p99": report["p99Milliseconds"], "errors": sum(report["errors"].values()),
-                            "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1)})
-            print(f"  {name} {size:>7} accounts  sign-in {report['perSecond']:.0f}/s  p99 {report['p99Milliseconds']:.1f} ms  RSS peak {peak / 1024:.0f} MiB", file=sys.stderr)
+            results.append(row(name, size, "sign-in", users, report, at_rest, peak))
+            print(f"  {name} {size:>9,} accounts  sign-in {report['perSecond']:.0f}/s  p99 {report['p99Milliseconds']:.1f} ms  "
+                  f"server {report['serverCPUms']:.2f} ms/ceremony  RSS peak {peak / 1024:.0f} MiB", file=sys.stderr)
         report, peak = load(server, "sign-up", users, max(3, seconds // 2), os.path.join(workdir, f"vault-{name}-signup.json"))
-        results.append({"store": name, "accounts": seeded, "mode": "sign-up", "users": users, "perSecond": report["perSecond"],
-                        "p50": report["p50Milliseconds"], "p99": report["p99Milliseconds"], "errors": sum(report["errors"].values()),
-                        "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1)})
-        time.sleep(2)
-        results[-1]["rssAfterMiB"] = round(rss_kib(server.process.pid) / 1024, 1)
+        results.append(row(name, seeded, "sign-up", users, report, at_rest, peak))
     finally:
         server.stop()
+    # A restart on the 1M-account database: open, check every migration is applied, serve.
+    server = Server(database, workdir)
+    facts.append(f"{name}: start on the {seeded:,}-account database (schema check, migrations up to date) to ready: {server.startup:.2f} s")
+    server.stop()
+
+
+def run_pinned(database, workdir, users, seconds, results):
+    """The server alone on CPU 0, the generator on CPU 1: the server's own capacity per core."""
+    server = Server(database, workdir, pin="0")
+    try:
+        time.sleep(1)
+        at_rest = rss_kib(server.process.pid)
+        report, peak = load(server, "sign-in", users, seconds, os.path.join(workdir, "vault-pinned.json"), pin="1")
+        results.append(row("SQLite", SIZES[-1], "sign-in", users, report, at_rest, peak, "server pinned to CPU 0, generator to CPU 1"))
+    finally:
+        server.stop()
+
+
+def run_two_instances(url, workdir, users, seconds, results):
+    """Two passkeyd instances on one PostgreSQL, each with its own generator, at once."""
+    servers = [Server(url, workdir), Server(url, workdir)]
+    try:
+        time.sleep(1)
+        reports = [None, None]
+        def drive(index):
+            reports[index] = load(servers[index], "sign-in", users // 2, seconds, os.path.join(workdir, f"vault-two-{index}.json"))
+        threads = [threading.Thread(target=drive, args=(i,)) for i in range(2)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        (a, peak_a), (b, peak_b) = reports
+        total = {"perSecond": a["perSecond"] + b["perSecond"], "p50Milliseconds": max(a["p50Milliseconds"], b["p50Milliseconds"]),
+                 "p99Milliseconds": max(a["p99Milliseconds"], b["p99Milliseconds"]), "errors": {**a["errors"], **b["errors"]},
+                 "serverCPUms": (a["serverCPUms"] + b["serverCPUms"]) / 2, "generatorCPUms": (a["generatorCPUms"] + b["generatorCPUms"]) / 2}
+        results.append(row("PostgreSQL", SIZES[-1], "sign-in", users, total, rss_kib(servers[0].process.pid), max(peak_a, peak_b),
+                           "two instances, one database (rate summed; p50/p99 the worse of the two)"))
+    finally:
+        for server in servers: server.stop()
 
 
 def main():
@@ -149,26 +211,34 @@ def main():
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--json")
     args = parser.parse_args()
-    results = []
+    results, facts = [], []
     with tempfile.TemporaryDirectory(prefix="passkeyd-bench-") as workdir:
         path = os.path.join(workdir, "bench.sqlite")
-        run_store("SQLite", f"sqlite://{path}", lambda start, count: seed_sqlite(path, start, count), workdir, args.users, args.seconds, results)
+        run_store("SQLite", f"sqlite://{path}", lambda start, count: seed_sqlite(path, start, count), lambda: sqlite_bytes(path),
+                  workdir, args.users, args.seconds, results, facts)
+        run_pinned(f"sqlite://{path}", workdir, args.users, args.seconds, results)
         pgdir = tempfile.mkdtemp(prefix="passkeyd-bench-pg-")  # scripts/postgres hands it to the postgres user
         env = dict(os.environ, PASSKEYD_PG_FSYNC="on", PASSKEYD_PG_SYNCHRONOUS_COMMIT="off")
         url = subprocess.run([os.path.join(ROOT, "scripts", "postgres"), "start", pgdir, str(free_port())], check=True, capture_output=True,
                              text=True, env=env).stdout.strip()
         try:
-            run_store("PostgreSQL", url, lambda start, count: seed_postgres(url, start, count), workdir, args.users, args.seconds, results)
+            run_store("PostgreSQL", url, lambda start, count: seed_postgres(url, start, count), lambda: postgres_bytes(url),
+                      workdir, args.users, args.seconds, results, facts)
+            run_two_instances(url, workdir, args.users, args.seconds, results)
         finally:
             subprocess.run([os.path.join(ROOT, "scripts", "postgres"), "stop", pgdir])
             subprocess.run(["rm", "-rf", pgdir])
-    print(f"\n| store | accounts | ceremony | users | per second | p50 ms | p99 ms | errors | RSS at rest MiB | RSS peak MiB |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| store | accounts | ceremony | users | per second | p50 ms | p99 ms | errors | server CPU ms/ceremony | generator CPU ms/ceremony | RSS at rest MiB | RSS peak MiB | note |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
-        print(f"| {r['store']} | {r['accounts']:,} | {r['mode']} | {r['users']} | {r['perSecond']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} | {r['rssRestMiB']} | {r['rssPeakMiB']} |")
+        print(f"| {r['store']} | {r['accounts']:,} | {r['mode']} | {r['users']} | {r['perSecond']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} | "
+              f"{r['serverCPUms']:.2f} | {r['generatorCPUms']:.2f} | {r['rssRestMiB']} | {r['rssPeakMiB']} | {r['note']} |")
+    print()
+    for fact in facts:
+        print(f"- {fact}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+            json.dump({"results": results, "facts": facts}, f, indent=2)
 
 
 if __name__ == "__main__":
