@@ -325,7 +325,9 @@ async function addPasskey(button = $('add-passkey-button'), replaces = null) {
 
 // MARK: account
 
-const dateFormat = new Intl.DateTimeFormat(client.language, { dateStyle: 'medium', timeStyle: 'short' });
+// Dates in the browser's own variant of the page's language (en-GB, fr-CA), else the language.
+const locale = (navigator.languages || []).find((tag) => tag.toLowerCase().split('-')[0] === client.language) || client.language;
+const dateFormat = new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' });
 const when = (iso) => (iso ? dateFormat.format(new Date(iso)) : t('passkey.never'));
 
 async function loadAccount(notice) {
