@@ -131,13 +131,31 @@ def authenticator_options(user_verified=True, consenting=True):
     return options
 
 
-@pytest.fixture
-def browser():
+def chrome(languages=()):
+    """Headless Chromium; `languages` (e.g. ["fr", "fr-FR"]) become its UI language and
+    Accept-Language, so `navigator.languages`."""
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900", "--disable-gpu"):
         options.add_argument(flag)
+    if languages:
+        options.add_argument("--lang=" + languages[0])
+        options.add_experimental_option("prefs", {"intl.accept_languages": ",".join(languages)})
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
     driver.implicitly_wait(0)
+    return driver
+
+
+@pytest.fixture
+def browser():
+    driver = chrome()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def french_browser():
+    """A browser whose person reads French (Accept-Language: fr)."""
+    driver = chrome(["fr", "fr-FR"])
     yield driver
     driver.quit()

@@ -1,0 +1,801 @@
+// passkeyd.js: the web client of passkeyd. One ES module, no dependencies, no build step.
+//
+//   import { Passkeyd } from 'https://login.example.com/passkeyd.js';
+//   const client = new Passkeyd();                 // talks to the server it was loaded from
+//   const { user } = await client.signUp({ username: 'ada', displayName: 'Ada Lovelace' });
+//   client.autoFill(document.querySelector('input[autocomplete~=webauthn]')).then(signedIn);
+//
+// Every call of passkeyd's browser API and every passkey ceremony lives here (the web UI in
+// app.js is built on it). Errors are one type, PasskeydError, with a stable `code` and a
+// sentence in the person's language from the catalogues in i18n/. The full API: docs/web.md.
+
+/** The languages with a message catalogue (`i18n/<language>.json` next to this module). */
+export const LANGUAGES = Object.freeze(['en', 'fr']);
+
+/** Built-in English for the client's own error codes: what a person reads when the catalogue
+ *  cannot be fetched (the server is unreachable). The same sentences as i18n/en.json. */
+export const FALLBACK_MESSAGES = Object.freeze({
+  'error.cancelled': 'The passkey request was cancelled.',
+  'error.timeout': 'The passkey request timed out, or there is no passkey for this account on this device.',
+  'error.network': 'The server cannot be reached. Check the connection and try again.',
+  'error.unsupported': 'This device or browser cannot use passkeys here.',
+  'error.invalid_response': "The server's answer could not be read.",
+  'error.unknown': 'Something went wrong. Try again.',
+});
+
+/** Server codes the client reports under a code of its own. */
+const CLIENT_CODES = { credential_not_found: 'passkey_removed' };
+
+// MARK: Errors
+
+/**
+ * Every failure of the client.
+ *
+ * - `code`: stable. The server's `error.code` (`username_taken`, `rate_limited`,
+ *   `authenticator_not_allowed`, …; `credential_not_found` is reported as `passkey_removed`), or
+ *   the client's: `cancelled` (the person dismissed the passkey sheet, or another sign-in took
+ *   over), `timeout` (the browser gave up waiting: timed out, or no passkey on this device),
+ *   `credential_already_registered` (this device already holds a passkey of the account),
+ *   `network`, `unsupported`, `invalid_response`, `unknown`.
+ * - `message`: a sentence for the person in the client's language.
+ * - `status`: the HTTP status (0 when the server did not answer).
+ * - `retryAfter`: seconds to wait (429 and 503), else null.
+ * - `serverMessage`: the server's own (English) message, for logs.
+ */
+export class PasskeydError extends Error {
+  constructor(code, message, { status = 0, retryAfter = null, serverMessage = null, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'PasskeydError';
+    this.code = code;
+    this.status = status;
+    this.retryAfter = retryAfter;
+    this.serverMessage = serverMessage;
+  }
+}
+
+// MARK: Base64url (RFC 4648 §5), without atob: '-' and '_' are its letters, padding optional
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const DECODE = new Int8Array(128).fill(-1);
+for (let i = 0; i < ALPHABET.length; i++) DECODE[ALPHABET.charCodeAt(i)] = i;
+
+/** The bytes of a base64url string (unpadded or padded); throws a TypeError on any other
+ *  character ('+', '/', spaces) or an impossible length. */
+export function fromBase64url(text) {
+  if (typeof text !== 'string') throw new TypeError('base64url: not a string');
+  const body = text.replace(/={1,2}$/, '');
+  if (body.length % 4 === 1 || (body.length !== text.length && text.length % 4 !== 0)) {
+    throw new TypeError('base64url: impossible length');
+  }
+  const bytes = new Uint8Array(Math.floor((body.length * 3) / 4));
+  let bits = 0, value = 0, out = 0;
+  for (let i = 0; i < body.length; i++) {
+    const code = body.charCodeAt(i);
+    const digit = code < 128 ? DECODE[code] : -1;
+    if (digit < 0) throw new TypeError('base64url: invalid character');
+    value = (value << 6) | digit;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes[out++] = (value >> bits) & 0xff;
+    }
+  }
+  return bytes.buffer;
+}
+
+/** Unpadded base64url of an ArrayBuffer or a typed array. */
+export function toBase64url(data) {
+  const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  let text = '';
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    text += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + ALPHABET[(n >> 6) & 63] + ALPHABET[n & 63];
+  }
+  if (i < bytes.length) {
+    const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8);
+    text += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63];
+    if (i + 1 < bytes.length) text += ALPHABET[(n >> 6) & 63];
+  }
+  return text;
+}
+
+// MARK: WebAuthn Level 3 JSON, with a fallback for browsers that lack it
+
+const descriptor = (d) => ({ ...d, id: fromBase64url(d.id) });
+
+/** PublicKeyCredentialCreationOptionsJSON → options for navigator.credentials.create. */
+export function creationOptionsFromJSON(json) {
+  if (typeof PublicKeyCredential.parseCreationOptionsFromJSON === 'function') {
+    return PublicKeyCredential.parseCreationOptionsFromJSON(json);
+  }
+  const options = { ...json, challenge: fromBase64url(json.challenge), user: { ...json.user, id: fromBase64url(json.user.id) } };
+  if (json.excludeCredentials) options.excludeCredentials = json.excludeCredentials.map(descriptor);
+  return options;
+}
+
+/** PublicKeyCredentialRequestOptionsJSON → options for navigator.credentials.get. */
+export function requestOptionsFromJSON(json) {
+  if (typeof PublicKeyCredential.parseRequestOptionsFromJSON === 'function') {
+    return PublicKeyCredential.parseRequestOptionsFromJSON(json);
+  }
+  const options = { ...json, challenge: fromBase64url(json.challenge) };
+  if (json.allowCredentials) options.allowCredentials = json.allowCredentials.map(descriptor);
+  return options;
+}
+
+// Client extension results may hold bytes (prf): base64url them, as toJSON() does.
+const jsonValue = (value) => {
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return toBase64url(value);
+  if (Array.isArray(value)) return value.map(jsonValue);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonValue(v)]));
+  return value;
+};
+
+/** A PublicKeyCredential → RegistrationResponseJSON or AuthenticationResponseJSON. */
+export function credentialToJSON(credential) {
+  if (typeof credential.toJSON === 'function') {
+    try { return credential.toJSON(); } catch { /* encode it by hand below */ }
+  }
+  const response = credential.response;
+  const call = (name) => (typeof response[name] === 'function' ? response[name]() : undefined);
+  const json = {
+    id: credential.id,
+    rawId: toBase64url(credential.rawId),
+    type: credential.type,
+    authenticatorAttachment: credential.authenticatorAttachment ?? null,
+    clientExtensionResults: jsonValue(credential.getClientExtensionResults ? credential.getClientExtensionResults() : {}),
+    response: { clientDataJSON: toBase64url(response.clientDataJSON) },
+  };
+  if (response.attestationObject) {
+    json.response.attestationObject = toBase64url(response.attestationObject);
+    json.response.transports = call('getTransports') ?? [];
+    const authenticatorData = call('getAuthenticatorData');
+    if (authenticatorData) json.response.authenticatorData = toBase64url(authenticatorData);
+    const publicKey = call('getPublicKey');
+    if (publicKey) json.response.publicKey = toBase64url(publicKey);
+    const algorithm = call('getPublicKeyAlgorithm');
+    if (algorithm !== undefined) json.response.publicKeyAlgorithm = algorithm;
+  } else {
+    json.response.authenticatorData = toBase64url(response.authenticatorData);
+    json.response.signature = toBase64url(response.signature);
+    json.response.userHandle = response.userHandle ? toBase64url(response.userHandle) : null;
+  }
+  return json;
+}
+
+// MARK: Signals (WebAuthn L3 §5.1.10): where the browser has them; they never fail a flow
+
+/** Calls `PublicKeyCredential[name](details)` when the browser has it; true when it did.
+ *  Never throws, and never waits more than a second. */
+export async function signal(name, details) {
+  try {
+    if (typeof PublicKeyCredential === 'undefined' || typeof PublicKeyCredential[name] !== 'function') return false;
+    await Promise.race([PublicKeyCredential[name](details), new Promise((resolve) => setTimeout(resolve, 1000))]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// MARK: Languages
+
+/** The first of `preferred` (language tags such as "fr-CA") there is a catalogue for, else "en". */
+export function pickLanguage(preferred) {
+  for (const tag of [].concat(preferred ?? [])) {
+    const primary = String(tag).toLowerCase().split(/[-_]/)[0];
+    if (LANGUAGES.includes(primary)) return primary;
+  }
+  return 'en';
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const compact = (object) => Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+
+// MARK: The client
+
+/**
+ * A client of one passkeyd server.
+ *
+ * @example
+ *   const client = new Passkeyd({ lang: 'fr' });
+ *   try { await client.signIn({ username: 'ada' }); }
+ *   catch (error) { if (error.code !== 'cancelled') show(error.message); }
+ */
+export class Passkeyd {
+  /** @type {string} the server's origin, e.g. "https://login.example.com" */
+  server;
+  /** @type {string} the language of `message()` and errors: "en" or "fr" */
+  language;
+  /** @type {Promise<void>} settles when the catalogue is loaded (never rejects) */
+  ready;
+
+  #base;
+  #auth;
+  #token = null;
+  #messages = { ...FALLBACK_MESSAGES };
+  #onReauthenticate;
+  #user = null;
+  #rpId = null;
+  #accepted = null;        // credential IDs of the last passkeys() answer
+  #autofill = null;        // the AutoFill request in flight (see autoFill)
+  #verifying = null;       // an AutoFill choice being verified
+  #autoCreate = null;      // AbortController of a conditional create
+
+  /**
+   * @param {object} [options]
+   * @param {string} [options.server] the passkeyd origin; default: where this module was loaded from
+   * @param {string|string[]} [options.lang] language tag(s); default: `navigator.languages`; English
+   *   when none has a catalogue
+   * @param {'cookie'|'bearer'} [options.auth] `cookie` (default): the session cookie, sent with
+   *   `credentials: 'include'`; `bearer`: the session token of the last sign-in, kept in memory and
+   *   sent as `Authorization: Bearer` (for pages on another site, where the cookie does not ride)
+   * @param {string} [options.token] a session token to start with (`bearer`)
+   * @param {() => boolean|Promise<boolean>} [options.onReauthenticate] called when an action needs a
+   *   recent sign-in (403 `reauthentication_required`); return true to confirm with a passkey
+   *   (then the action is retried once), false to fail with that error. Without it: the error.
+   */
+  constructor({ server, lang, auth = 'cookie', token, onReauthenticate } = {}) {
+    this.server = new URL(server ?? import.meta.url).origin;
+    this.#base = server ? this.server + '/' : new URL('.', import.meta.url).href;
+    if (auth !== 'cookie' && auth !== 'bearer') throw new TypeError("auth is 'cookie' or 'bearer'");
+    this.#auth = auth;
+    this.#token = token ?? null;
+    this.#onReauthenticate = onReauthenticate;
+    const preferred = lang ? [].concat(lang) : (typeof navigator !== 'undefined' ? navigator.languages ?? [navigator.language] : []);
+    this.language = pickLanguage(preferred);
+    this.ready = this.#loadMessages();
+  }
+
+  /** Whether this browser can use passkeys at all. */
+  static isSupported() {
+    return typeof window !== 'undefined' && typeof window.PublicKeyCredential === 'function' && !!navigator.credentials;
+  }
+
+  /** Whether this browser offers passkeys in AutoFill (conditional mediation). */
+  static async isAutoFillAvailable() {
+    if (!Passkeyd.isSupported() || typeof PublicKeyCredential.isConditionalMediationAvailable !== 'function') return false;
+    try { return await PublicKeyCredential.isConditionalMediationAvailable(); } catch { return false; }
+  }
+
+  /** The session token of the last sign-in (`auth: 'bearer'`), to keep where the app keeps
+   *  secrets; null with cookies. Never log it. */
+  get sessionToken() { return this.#token; }
+
+  // MARK: Messages
+
+  async #loadMessages() {
+    const load = async (language) => {
+      const url = new URL(`i18n/${language}.json`, this.#base);
+      const init = { credentials: 'omit' };
+      if (typeof AbortSignal.timeout === 'function') init.signal = AbortSignal.timeout(5000);
+      const response = await fetch(url, init);
+      if (!response.ok) throw new Error(`${url}: ${response.status}`);
+      const json = await response.json();
+      return json && typeof json === 'object' ? json : {};
+    };
+    const [english, local] = await Promise.allSettled([load('en'), this.language === 'en' ? {} : load(this.language)]);
+    this.#messages = {
+      ...FALLBACK_MESSAGES,
+      ...(english.status === 'fulfilled' ? english.value : {}),
+      ...(local.status === 'fulfilled' ? local.value : {}),
+    };
+  }
+
+  /**
+   * The catalogue's sentence for `key` with `{name}` placeholders filled from `params`. With a
+   * numeric `params.count`, `key.one` / `key.other` (by the language's plural rules) come first.
+   * A key no catalogue has is returned as it is. Call after `await client.ready`.
+   */
+  message(key, params = {}) {
+    let text;
+    if (typeof params.count === 'number') {
+      const rule = new Intl.PluralRules(this.language).select(params.count);
+      text = this.#messages[`${key}.${rule}`] ?? this.#messages[`${key}.other`];
+    }
+    text ??= this.#messages[key];
+    if (typeof text !== 'string') return key;
+    return text.replace(/\{(\w+)\}/g, (whole, name) => (params[name] === undefined || params[name] === null ? '' : String(params[name]))).trim();
+  }
+
+  /** Whether the catalogue has `key`. */
+  hasMessage(key) { return typeof this.#messages[key] === 'string'; }
+
+  async #error(code, { status = 0, retryAfter = null, serverMessage = null, cause } = {}) {
+    await this.ready;
+    let message;
+    if (this.hasMessage('error.' + code)) message = this.message('error.' + code, { message: serverMessage, retryAfter });
+    else message = serverMessage || this.message('error.unknown');
+    return new PasskeydError(code, message, { status, retryAfter, serverMessage, cause });
+  }
+
+  /** A browser's ceremony failure as a PasskeydError. */
+  async #browserError(error, { started, timeout } = {}) {
+    if (error instanceof PasskeydError) return error;
+    const name = error && error.name;
+    let code = 'unknown';
+    if (name === 'NotAllowedError' || name === 'AbortError') {
+      // One error for "dismissed", "timed out" and "nothing to offer": a request that ran its
+      // whole time is told apart by the clock.
+      const ranOut = started !== undefined && timeout > 0 && performance.now() - started >= timeout * 0.9;
+      code = ranOut ? 'timeout' : 'cancelled';
+    } else if (name === 'InvalidStateError') {
+      code = 'credential_already_registered';
+    } else if (name === 'NotSupportedError' || name === 'SecurityError') {
+      code = 'unsupported';
+    }
+    return this.#error(code, { cause: error });
+  }
+
+  // MARK: HTTP
+
+  async #request(method, path, body, { signal, retried = false } = {}) {
+    const headers = {};
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (this.#auth === 'bearer' && this.#token) headers.Authorization = 'Bearer ' + this.#token;
+    let response;
+    try {
+      response = await fetch(this.server + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: this.#auth === 'bearer' ? 'omit' : 'include',
+        signal,
+      });
+    } catch (error) {
+      if (signal && signal.aborted) throw await this.#error('cancelled', { cause: error });
+      throw await this.#error('network', { cause: error });
+    }
+    if (response.status === 204) return null;
+    let json;
+    try { json = await response.json(); } catch { json = undefined; }
+    if (response.ok) {
+      if (json === undefined) throw await this.#error('invalid_response', { status: response.status });
+      return json;
+    }
+    const failure = json && json.error && typeof json.error.code === 'string' ? json.error : null;
+    if (!failure) throw await this.#error('invalid_response', { status: response.status });
+    const seconds = Number.parseInt(response.headers.get('Retry-After') ?? '', 10);
+    if (failure.code === 'reauthentication_required' && !retried && (await this.#reauthenticate())) {
+      return this.#request(method, path, body, { signal, retried: true });
+    }
+    throw await this.#error(CLIENT_CODES[failure.code] ?? failure.code, {
+      status: response.status,
+      retryAfter: Number.isFinite(seconds) ? seconds : null,
+      serverMessage: typeof failure.message === 'string' ? failure.message : null,
+    });
+  }
+
+  /** Asks `onReauthenticate`, then signs the current account in again with a passkey. */
+  async #reauthenticate() {
+    if (typeof this.#onReauthenticate !== 'function') return false;
+    const username = this.#user ? this.#user.username : (await this.session())?.user.username;
+    if (!username || !(await this.#onReauthenticate())) return false;
+    await this.signIn({ username });
+    return true;
+  }
+
+  #signedIn(answer, rpId) {
+    this.#user = answer.user ?? this.#user;
+    if (rpId) this.#rpId = rpId;
+    if (this.#auth === 'bearer' && typeof answer.token === 'string') this.#token = answer.token;
+    return answer;
+  }
+
+  // MARK: Ceremonies
+
+  #requireWebAuthn() {
+    return Passkeyd.isSupported() ? null : this.#error('unsupported');
+  }
+
+  async #ceremony(kind, options, { mediation, signal, publicKey } = {}) {
+    const started = performance.now();
+    try {
+      const request = { publicKey };
+      if (mediation) request.mediation = mediation;
+      if (signal) request.signal = signal;
+      return await navigator.credentials[kind](request);
+    } catch (error) {
+      throw await this.#browserError(error, { started, timeout: mediation === 'conditional' ? 0 : options.timeout });
+    }
+  }
+
+  #parse(parse, json) {
+    try { return parse(json); } catch (error) { return this.#error('invalid_response', { cause: error }).then((e) => { throw e; }); }
+  }
+
+  /** Runs a modal ceremony: a pending AutoFill request steps aside for it, and comes back if it
+   *  fails; once it has signed someone in, the AutoFill request ends (`cancelled`). */
+  async #modal(signsIn, work) {
+    const unsupported = this.#requireWebAuthn();
+    if (unsupported) throw await unsupported;
+    const run = this.#autofill;
+    if (run) await run.pause();
+    try {
+      const answer = await work();
+      if (run) (signsIn ? run.end() : run.resume());
+      return answer;
+    } catch (error) {
+      if (run) run.resume();
+      throw error;
+    }
+  }
+
+  async #finishSignIn(credential, options) {
+    const json = credentialToJSON(credential);
+    const verifying = (async () => {
+      try {
+        return this.#signedIn(await this.#request('POST', '/api/auth/authenticate/verify', { credential: json }), options.rpId);
+      } catch (error) {
+        // The server no longer knows this passkey: tell the passkey provider to stop offering it.
+        if (error.code === 'passkey_removed') await signal('signalUnknownCredential', { rpId: options.rpId ?? this.#rpId, credentialId: json.id });
+        throw error;
+      }
+    })();
+    this.#verifying = verifying;
+    try { return await verifying; } finally { if (this.#verifying === verifying) this.#verifying = null; }
+  }
+
+  /**
+   * Creates an account and its first passkey (the browser's create-passkey sheet), and signs in.
+   * @param {{username: string, displayName?: string, name?: string, hints?: string[]}} details
+   *   `name`: the passkey's name (default: its provider's name)
+   * @returns {Promise<{verified: true, user: object, passkey: object, token: string, accessToken: string, accessTokenExpiresAt: string}>}
+   */
+  async signUp({ username, displayName, name, hints } = {}) {
+    return this.#modal(true, async () => {
+      const options = await this.#request('POST', '/api/auth/register/options', compact({ username, displayName, hints }));
+      const publicKey = await this.#parse(creationOptionsFromJSON, options);
+      const credential = await this.#ceremony('create', options, { publicKey });
+      const answer = await this.#request('POST', '/api/auth/register/verify', compact({ credential: credentialToJSON(credential), name }));
+      return this.#signedIn(answer, options.rp && options.rp.id);
+    });
+  }
+
+  /**
+   * Signs in with the browser's passkey sheet. With a username, only that account's passkeys
+   * are offered (allowCredentials); without, any passkey of this site (discoverable).
+   * Started while an AutoFill choice is being verified, it waits for that one, and if it
+   * signed in, rejects with `cancelled` (autoFill has the answer).
+   * @param {{username?: string, hints?: string[]}} [details]
+   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string}>}
+   */
+  async signIn({ username, hints } = {}) {
+    if (this.#verifying) {
+      const won = await this.#verifying.then(() => true, () => false);
+      if (won) throw await this.#error('cancelled');
+    }
+    return this.#modal(true, async () => {
+      const options = await this.#request('POST', '/api/auth/authenticate/options', compact({ username: username && username.trim(), hints }));
+      const publicKey = await this.#parse(requestOptionsFromJSON, options);
+      const credential = await this.#ceremony('get', options, { publicKey });
+      return this.#finishSignIn(credential, options);
+    });
+  }
+
+  /**
+   * Passkeys in the browser's AutoFill (conditional mediation) for `input`, which gets
+   * `autocomplete="… webauthn"` if it lacks it. Resolves with the sign-in answer once the
+   * person picks a passkey.
+   *
+   * - While signIn(), signUp() or addPasskey() of this client runs, the request steps aside
+   *   (aborted) and starts again if that fails; if that signs in, this rejects with `cancelled`.
+   * - A failure after the person picked a passkey (the server refused it: `passkey_removed`, …)
+   *   goes to `onError`, and the request starts again when the person next focuses or types in
+   *   `input` (at once for an expired challenge). Without `onError`, this rejects with it.
+   * - Rejects with `cancelled` when `signal` aborts or another autoFill() starts, and with
+   *   `unsupported` where the browser has no conditional mediation.
+   * @param {HTMLInputElement} input
+   * @param {{signal?: AbortSignal, onError?: (error: PasskeydError) => void}} [options]
+   */
+  async autoFill(input, { signal: outer, onError } = {}) {
+    if (!(await Passkeyd.isAutoFillAvailable())) throw await this.#error('unsupported');
+    if (outer && outer.aborted) throw await this.#error('cancelled');
+    if (input && !/(^|\s)webauthn(\s|$)/i.test(input.getAttribute('autocomplete') || '')) {
+      input.setAttribute('autocomplete', ((input.getAttribute('autocomplete') || 'username') + ' webauthn').trim());
+    }
+    if (this.#autofill) this.#autofill.end();
+    const run = new AutoFillRun(outer);
+    this.#autofill = run;
+    try {
+      return await this.#runAutoFill(run, input, onError);
+    } finally {
+      run.end();
+      if (this.#autofill === run) this.#autofill = null;
+    }
+  }
+
+  async #runAutoFill(run, input, onError) {
+    let quickRetries = 0;
+    let wait = null; // what the next attempt waits for (the person coming back to the field)
+    for (;;) {
+      let controller = null;
+      try {
+        if (wait) await run.whileActive(wait);
+        wait = null;
+        await run.whileActive(run.unpaused());
+        controller = run.attempt();
+        const options = await this.#request('POST', '/api/auth/authenticate/options', {}, { signal: controller.signal });
+        const publicKey = await this.#parse(requestOptionsFromJSON, options);
+        const pending = this.#ceremony('get', options, { mediation: 'conditional', signal: controller.signal, publicKey });
+        run.pending = pending.catch(() => {});
+        const credential = await pending;
+        if (controller.signal.aborted) throw await this.#error('cancelled');
+        return await this.#finishSignIn(credential, options);
+      } catch (error) {
+        if (run.ended) throw await this.#error('cancelled', { cause: error });
+        if (controller && controller.signal.aborted) continue; // stepped aside for a modal ceremony
+        const failure = await this.#browserError(error);
+        if ((failure.code === 'challenge_expired' || failure.code === 'challenge_unknown') && quickRetries++ < 3) continue;
+        quickRetries = 0;
+        // The browser ended the request by itself (nothing the person did): no message.
+        if (failure.code !== 'cancelled' && failure.code !== 'timeout') {
+          if (typeof onError !== 'function') throw failure;
+          try { onError(failure); } catch { /* the page's handler */ }
+        }
+        if (!input) throw failure;
+        wait = interaction(input);
+      }
+    }
+  }
+
+  /**
+   * Adds a passkey to the signed-in account (the create-passkey sheet). Needs a recent sign-in
+   * (see `onReauthenticate`).
+   * @param {{name?: string, replaces?: string|{id: string}, hints?: string[]}} [details]
+   *   `replaces`: a passkey of the account the new one takes the place of (removed once stored)
+   * @returns {Promise<{verified: true, user: object, passkey: object}>}
+   */
+  async addPasskey({ name, replaces, hints } = {}) {
+    this.#stopAutoCreate();
+    return this.#modal(false, async () => {
+      const options = await this.#request('POST', '/api/auth/register/options', compact({ hints }));
+      const publicKey = await this.#parse(creationOptionsFromJSON, options);
+      const credential = await this.#ceremony('create', options, { publicKey });
+      const replaced = replaces && typeof replaces === 'object' ? replaces.id : replaces;
+      return this.#request('POST', '/api/auth/register/verify', compact({ credential: credentialToJSON(credential), name, replaces: replaced }));
+    });
+  }
+
+  /**
+   * Right after a password sign-in: asks the browser to create a passkey with conditional
+   * mediation (its password manager may do it without a prompt). Resolves with the
+   * registration answer; rejects with `unsupported` where the browser cannot
+   * (`getClientCapabilities().conditionalCreate`), `cancelled` when it declines or `signal`
+   * aborts. addPasskey() and signOut() abort it. The browser may keep it pending a long time:
+   * do not make the page wait on it.
+   * @param {{signal?: AbortSignal}} [options]
+   */
+  async autoCreatePasskey({ signal: outer } = {}) {
+    let capabilities = {};
+    try {
+      if (Passkeyd.isSupported() && typeof PublicKeyCredential.getClientCapabilities === 'function') {
+        capabilities = await PublicKeyCredential.getClientCapabilities();
+      }
+    } catch { /* unsupported */ }
+    if (!capabilities.conditionalCreate) throw await this.#error('unsupported');
+    this.#stopAutoCreate();
+    const controller = new AbortController();
+    this.#autoCreate = controller;
+    const abort = () => controller.abort();
+    if (outer) outer.addEventListener('abort', abort, { once: true });
+    try {
+      const options = await this.#request('POST', '/api/auth/register/options', { mediation: 'conditional' }, { signal: controller.signal });
+      const publicKey = await this.#parse(creationOptionsFromJSON, options);
+      const credential = await this.#ceremony('create', options, { mediation: 'conditional', signal: controller.signal, publicKey });
+      if (controller.signal.aborted) throw await this.#error('cancelled');
+      return await this.#request('POST', '/api/auth/register/verify', { credential: credentialToJSON(credential) });
+    } finally {
+      if (outer) outer.removeEventListener('abort', abort);
+      if (this.#autoCreate === controller) this.#autoCreate = null;
+    }
+  }
+
+  #stopAutoCreate() {
+    if (this.#autoCreate) { this.#autoCreate.abort(); this.#autoCreate = null; }
+  }
+
+  // MARK: The account
+
+  /**
+   * Who is signed in: `{user, rpId, createdAt, expiresAt, hasPassword, recoveryCodesLeft}`, or
+   * null when nobody is. Tells the passkey provider the account's current names
+   * (signalCurrentUserDetails).
+   */
+  async session() {
+    let session;
+    try {
+      session = await this.#request('GET', '/api/auth/session');
+    } catch (error) {
+      if (error.code === 'not_signed_in') { this.#user = null; return null; }
+      throw error;
+    }
+    this.#user = session.user;
+    this.#rpId = session.rpId;
+    await signal('signalCurrentUserDetails', { rpId: session.rpId, userId: session.user.userHandle, name: session.user.username, displayName: session.user.displayName });
+    return session;
+  }
+
+  async #identity() {
+    if (!this.#user || !this.#rpId) { try { await this.session(); } catch { /* no signal then */ } }
+    return this.#user && this.#rpId ? { rpId: this.#rpId, userId: this.#user.userHandle } : null;
+  }
+
+  async #signalAccepted(ids) {
+    const who = await this.#identity();
+    if (who) await signal('signalAllAcceptedCredentials', { ...who, allAcceptedCredentialIds: ids });
+  }
+
+  /**
+   * The account's passkeys: `[{id, name, provider, providerIcon?, aaguid, createdAt, lastUsedAt,
+   * backedUp, backupEligible, deviceBound, transports, attestationFormat, userVerified}]`.
+   * Tells the passkey provider which of its passkeys still count (signalAllAcceptedCredentials).
+   */
+  async passkeys() {
+    const { passkeys } = await this.#request('GET', '/api/auth/passkeys');
+    this.#accepted = passkeys.map((p) => p.id);
+    await this.#signalAccepted(this.#accepted);
+    return passkeys;
+  }
+
+  /** Renames a passkey; resolves with the passkey. */
+  async renamePasskey(id, name) {
+    return this.#request('PATCH', '/api/auth/passkeys/' + encodeURIComponent(id), { name });
+  }
+
+  /** Deletes a passkey (never the last way in: `last_passkey`), then tells the passkey provider. */
+  async deletePasskey(id) {
+    await this.#request('DELETE', '/api/auth/passkeys/' + encodeURIComponent(id));
+    if (this.#accepted) {
+      this.#accepted = this.#accepted.filter((other) => other !== id);
+      await this.#signalAccepted(this.#accepted);
+    } else {
+      try { await this.passkeys(); } catch { /* the signal only */ }
+    }
+  }
+
+  /** Signs out (ends the session; clears the cookie or forgets the token). */
+  async signOut() {
+    this.#stopAutoCreate();
+    try {
+      await this.#request('DELETE', '/api/auth/session');
+    } catch (error) {
+      if (error.code !== 'not_signed_in') throw error;
+    } finally {
+      this.#user = null;
+      this.#accepted = null;
+      this.#token = null;
+    }
+  }
+
+  /** A fresh access token (JWT) for the live session: `{accessToken, accessTokenExpiresAt, tokenType}`. */
+  async accessToken() {
+    return this.#request('POST', '/api/auth/token', {});
+  }
+
+  // MARK: Passwords and recovery (accounts on their way to passkeys)
+
+  /** Password sign-in of an imported account: `{verified, user, token, …, canCreatePasskey, recovery}`. */
+  async signInWithPassword({ username, password }) {
+    return this.#signedIn(await this.#request('POST', '/api/auth/password/sign-in', { username: (username ?? '').trim(), password }));
+  }
+
+  /** Changes the password (needs a recent sign-in; ends every other session). */
+  async changePassword(newPassword) {
+    await this.#request('POST', '/api/auth/password', { newPassword });
+  }
+
+  /** Turns the password off (the account needs a passkey first: `no_passkey`). */
+  async removePassword() {
+    await this.#request('DELETE', '/api/auth/password');
+  }
+
+  /** Signs in with a recovery code (single use; ends every other session). */
+  async recover({ username, code }) {
+    return this.#signedIn(await this.#request('POST', '/api/auth/recovery/sign-in', { username: (username ?? '').trim(), code: (code ?? '').trim() }));
+  }
+
+  /** Signs in with the token of an admin-issued recovery link. */
+  async recoverWithLink(token) {
+    return this.#signedIn(await this.#request('POST', '/api/auth/recovery/link', { token }));
+  }
+
+  /** Ten new single-use recovery codes (the old ones stop working); show them once. */
+  async newRecoveryCodes() {
+    const { codes } = await this.#request('POST', '/api/auth/recovery-codes', {});
+    return codes;
+  }
+
+  // MARK: Sessions
+
+  /** Where the account is signed in: `[{id, device, method, createdAt, lastSeenAt, current, …}]`. */
+  async sessions() {
+    const { sessions } = await this.#request('GET', '/api/auth/sessions');
+    return sessions;
+  }
+
+  /** Ends one of the account's sessions. */
+  async revokeSession(id) {
+    await this.#request('DELETE', '/api/auth/sessions/' + encodeURIComponent(id));
+  }
+
+  /** Ends every other session of the account; resolves with how many. */
+  async revokeOtherSessions() {
+    const { revoked } = await this.#request('POST', '/api/auth/sessions/revoke-others', {});
+    return revoked;
+  }
+
+  // MARK: Signing in for another application (passkeyd's own OpenID Provider pages)
+
+  /** A pending authorization request: `{client, scopes, signInNeeded, consentNeeded, …}`. */
+  async authorizationRequest(id) {
+    return this.#request('GET', '/oauth2/authorize/requests/' + encodeURIComponent(id));
+  }
+
+  /** The signed-in person's answer to it; resolves with `{redirect}`. */
+  async decideAuthorization(id, approve) {
+    return this.#request('POST', '/oauth2/authorize/requests/' + encodeURIComponent(id), { approve });
+  }
+}
+
+/** Resolves when the person next focuses, clicks or types in `input`. */
+function interaction(input) {
+  return new Promise((resolve) => {
+    const events = ['focus', 'pointerdown', 'keydown', 'input'];
+    const done = () => { for (const name of events) input.removeEventListener(name, done); resolve(); };
+    for (const name of events) input.addEventListener(name, done);
+  });
+}
+
+/** One autoFill() call: its current attempt, whether it is paused for a modal ceremony, and
+ *  whether it has ended (the caller's signal, another autoFill, a sign-in elsewhere). */
+class AutoFillRun {
+  ended = false;
+  pending = null;
+  #controller = null;
+  #paused = null;
+  #end;
+  #endedPromise;
+
+  constructor(outer) {
+    this.#endedPromise = new Promise((resolve) => { this.#end = resolve; });
+    if (outer) outer.addEventListener('abort', () => this.end(), { once: true });
+  }
+
+  /** A fresh AbortController for the next attempt. */
+  attempt() {
+    this.#controller = new AbortController();
+    if (this.ended) this.#controller.abort();
+    return this.#controller;
+  }
+
+  /** `promise`, unless the run ends first (then a rejection the loop turns into `cancelled`). */
+  whileActive(promise) {
+    return Promise.race([promise, this.#endedPromise.then(() => { throw new DOMException('ended', 'AbortError'); })]);
+  }
+
+  unpaused() { return this.#paused ? this.#paused.promise : Promise.resolve(); }
+
+  /** Steps aside: aborts the attempt and waits (a second at most) for the browser to let go. */
+  async pause() {
+    if (this.ended || this.#paused) return;
+    let resume;
+    this.#paused = { promise: new Promise((resolve) => { resume = resolve; }), resume };
+    if (this.#controller) this.#controller.abort();
+    if (this.pending) await Promise.race([this.pending, sleep(1000)]);
+  }
+
+  resume() {
+    if (!this.#paused) return;
+    const { resume } = this.#paused;
+    this.#paused = null;
+    resume();
+  }
+
+  end() {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.#controller) this.#controller.abort();
+    this.#end();
+  }
+}
