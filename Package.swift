@@ -133,8 +133,6 @@ let package = Package(
             name: "passkeyd",
             dependencies: [
                 "WebAuthn", "PasskeyStore", "PasskeyServer",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -34,9 +34,8 @@ def test_every_error_code_of_the_api_has_a_sentence():
     codes = set(openapi["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"])
     keys = {key.removeprefix("error.") for key in CATALOGUES["en"] if key.startswith("error.")}
     assert sorted(codes - keys) == [], "API error codes without error.<code> in en.json"
-    # Nothing else under error. but the client's own codes and two the server answers that the
-    # OpenAPI enum does not list yet (invalid_hints, conflict).
-    assert sorted(keys - codes - CLIENT_CODES) == ["conflict", "invalid_hints"]
+    # Nothing else under error. but the client's own codes.
+    assert sorted(keys - codes - CLIENT_CODES) == []
 
 
 class _Texts(html.parser.HTMLParser):

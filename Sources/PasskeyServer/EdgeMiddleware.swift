@@ -84,6 +84,9 @@ struct WholeFilesMiddleware: RouterMiddleware {
         }
         var response = try await next(request, context)
         response.headers[.acceptRanges] = nil
+        // A file of the web UI (`passkeyd.js` included, which other sites import): browsers ask
+        // again each time (a 304 when unchanged), so an upgrade reaches them at once.
+        if response.headers[.eTag] != nil && response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-cache" }
         return response
     }
 }

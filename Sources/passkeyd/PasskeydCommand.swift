@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import NIOCore
-import NIOPosix
 
 /// `passkeyd`: the passkey server and its tools.
 @main
@@ -14,11 +12,6 @@ struct PasskeydCommand: AsyncParsableCommand {
 
     /// Exit codes: 0 success, 1 a verification that failed, 2 bad usage or unreadable input.
     static func main() async {
-        // Swift concurrency's tasks run on NIO's event loop threads: a request's handler then
-        // runs where its bytes arrived, without a hop to the cooperative pool and back (two
-        // thread wake-ups per request; measured A/B: ~8% less server CPU per sign-in). Handlers
-        // never block for long: SQLite statements take microseconds, bcrypt runs on its own queue.
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -130,8 +130,9 @@ struct ConnectionTests {
         #expect(extra.closedByServer(within: 2), "the seventh connection from one address is closed")
         #expect(!held[0].closedByServer(within: 0.3), "those within the cap stay open")
         held.removeAll()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try await Self.get(server, "/healthz").0 == 200)
+        // Once the server has seen the closes (soon, but later on a machine busy with the rest
+        // of the suite), a new connection is within the cap again.
+        #expect(try await Self.eventually { (try? await Self.get(server, "/healthz").0) == 200 })
     }
 
     @Test(.timeLimit(.minutes(2)))
@@ -151,14 +152,26 @@ struct ConnectionTests {
             // Long enough for the server to be reading the body (a busy debug build included).
             try await Task.sleep(for: .milliseconds(800))
         }
-        try await Task.sleep(for: .milliseconds(800))
-        let (status, metrics) = try await Self.get(server, "/metrics")
-        #expect(status == 200)
-        #expect(metrics.contains("passkeyd_requests_aborted_total 3"), "\(metrics.split(separator: "\n").filter { $0.contains("abort") })")
+        // The last close is seen soon, but later on a machine busy with the rest of the suite.
+        var metrics = ""
+        let counted = try await Self.eventually {
+            metrics = (try? await Self.get(server, "/metrics").1) ?? ""
+            return metrics.contains("passkeyd_requests_aborted_total 3")
+        }
+        #expect(counted, "\(metrics.split(separator: "\n").filter { $0.contains("abort") })")
         #expect(!metrics.contains("status_class=\"5xx\""))
         let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         #expect(lines.filter { $0.contains("\"aborted request\"") && $0.contains("\"level\":\"info\"") }.count == 3)
         #expect(!lines.contains { $0.contains("unexpected error") })
+    }
+
+    /// Asks `condition` every 200 ms for up to 10 s; whether it came true.
+    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<50 {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
     }
 
     /// VmRSS of a process, in bytes.

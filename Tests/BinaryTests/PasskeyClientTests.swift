@@ -221,6 +221,29 @@ extension PasskeyClientTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Examples/PasskeysApp")
 
+    /// The Swift client's sentences are the web client's (`Public/i18n/<language>.json`), word for
+    /// word, and every code the Swift client produces has one.
+    @Test func theSwiftCataloguesSayWhatTheWebCataloguesSay() throws {
+        let root = Self.example.deletingLastPathComponent().deletingLastPathComponent()
+        for language in Messages.languages {
+            let web = try JSONDecoder().decode(
+                [String: String].self, from: Data(contentsOf: root.appendingPathComponent("Public/i18n/\(language).json")))
+            let swift = Messages.catalogue(for: [language])
+            #expect(!swift.isEmpty)
+            for (key, text) in swift {
+                #expect(web[key] == text, "\(language): \(key) differs from Public/i18n/\(language).json")
+            }
+            let codes: [PasskeyClientError] = [
+                .cancelled, .noPasskeyOnDevice, .passkeyAlreadyOnDevice, .passkeyRemoved, .notSignedIn, .network(""), .unsupported(""),
+                .invalidResponse(""),
+            ]
+            for error in codes {
+                #expect(swift["error." + error.code] != nil, "\(language): no sentence for \(error.code)")
+                #expect(error.message(languages: [language]) == web["error." + error.code])
+            }
+        }
+    }
+
     /// The example app's entitlement, its passkeyd.json and what passkeyd serves agree: the
     /// domain is the RP ID, and the app ID is in apple-app-site-association.
     @Test func theExampleAppAndItsServerConfigurationAgree() async throws {

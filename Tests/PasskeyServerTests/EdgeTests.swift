@@ -56,6 +56,12 @@ struct EdgeTests {
         try await harness.run(live: true) { api in
             let whole = try await api.request(.get, "/app.js")
             #expect(whole.status == .ok && !whole.bytes.isEmpty)
+            // Revalidated on every use (passkeyd.js is imported by other sites: an upgrade must
+            // reach them), while API answers stay no-store.
+            for file in ["/app.js", "/passkeyd.js", "/i18n/fr.json"] {
+                #expect(try await api.request(.get, file).headers[.cacheControl] == "no-cache", "\(file)")
+            }
+            #expect(try await api.request(.get, "/api/auth/session").headers[.cacheControl] == "no-store")
             // Out of bounds, reversed, inside, and several ranges: always the whole file, with its
             // true length (an out-of-bounds range was a 206 with a negative Content-Length).
             for range in ["bytes=100000000-200000000", "bytes=50-10", "bytes=0-10", "bytes=-5", "bytes=0-1,5-9", "bytes=x"] {

@@ -109,8 +109,33 @@ struct WellKnownTests {
             .metricsUnauthorized, .from(StoreError(.unavailable, "x")), .from(StoreError(.conflict, "x")),
         ] {
             #expect(documented.contains("`\(error.code)`"), "\(error.code) is not documented")
+            #expect(Self.errorCodeEnum.contains(error.code), "\(error.code) is not in the Error schema's code enum")
+        }
+        // Clients (passkeyd.js, PasskeyClient) translate by the schema's enum: every code is in it.
+        for code in PasskeyServiceError.Code.all {
+            #expect(Self.errorCodeEnum.contains(code.rawValue), "\(code) is not in the Error schema's code enum")
+        }
+        // Ceremony refusals carry the library's codes (a misconfiguration answers internal_error).
+        let library: [WebAuthnError.Code] = [
+            .malformedCBOR, .malformedJSON, .malformedClientData, .malformedAuthenticatorData,
+            .malformedAttestationObject, .malformedPublicKey, .malformedSignature, .malformedCredential, .typeMismatch,
+            .challengeMismatch, .originNotAllowed, .crossOriginNotAllowed, .topOriginNotAllowed, .rpIDHashMismatch, .userNotPresent,
+            .userNotVerified, .invalidBackupFlags, .backupEligibilityChanged, .unsupportedAlgorithm, .credentialIDMismatch,
+            .credentialNotAllowed, .userHandleMismatch, .signatureInvalid, .counterRegression, .credentialIDTooLong,
+            .unsupportedAttestationFormat, .attestationInvalid, .attestationUntrusted, .attestationNotAllowed, .authenticatorNotAllowed,
+        ]
+        for code in library {
+            #expect(Self.errorCodeEnum.contains(code.rawValue), "\(code) is not in the Error schema's code enum")
         }
         // Audit kinds are one list too.
         #expect(Set(AuditEvent.Kind.allCases.map(\.rawValue)).count == AuditEvent.Kind.allCases.count)
+    }
+
+    /// `components.schemas.Error.properties.error.properties.code.enum` of the API document.
+    static var errorCodeEnum: Set<String> {
+        guard let document = try? JSONReader.parse(Array(OpenAPIDocument.text.utf8)),
+            case .array(let codes)? = document["components"]?["schemas"]?["Error"]?["properties"]?["error"]?["properties"]?["code"]?["enum"]
+        else { return [] }
+        return Set(codes.compactMap { if case .string(let code) = $0 { code } else { nil } })
     }
 }
