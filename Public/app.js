@@ -129,6 +129,10 @@ async function route() {
     try { current = (await client.session())?.user ?? null; } catch { current = null; }
     if (await resumeAuthorization()) return;
   }
+  if (current && (hash === '#signup' || hash === '#password' || hash === '#recover')) {
+    // Signed in already (Back after signing up): those pages would act on another account.
+    if (await loadAccount()) { history.replaceState(null, '', '#account'); return; }
+  }
   if (hash === '#signup') { stopAutoFill(); show('signup'); $('signup-username').focus(); return; }
   if (hash === '#password') { stopAutoFill(); show('password'); $('password-username').focus(); return; }
   if (hash === '#recover') { stopAutoFill(); show('recover'); $('recover-username').focus(); return; }

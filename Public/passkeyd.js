@@ -80,6 +80,8 @@ export function fromBase64url(text) {
       bytes[out++] = (value >> bits) & 0xff;
     }
   }
+  // The bits left over must be zero: "AB" and "AA" would otherwise both be one zero byte.
+  if (value & ((1 << bits) - 1)) throw new TypeError('base64url: not canonical');
   return bytes.buffer;
 }
 
@@ -217,7 +219,6 @@ export class Passkeyd {
   #onReauthenticate;
   #user = null;
   #rpId = null;
-  #accepted = null;        // credential IDs of the last passkeys() answer
   #autofill = null;        // the AutoFill request in flight (see autoFill)
   #verifying = null;       // an AutoFill choice being verified
   #autoCreate = null;      // AbortController of a conditional create
@@ -409,6 +410,8 @@ export class Passkeyd {
   async #modal(signsIn, work) {
     const unsupported = this.#requireWebAuthn();
     if (unsupported) throw await unsupported;
+    // A pending conditional create would make the browser refuse this ceremony.
+    this.#stopAutoCreate();
     const run = this.#autofill;
     if (run) await run.pause();
     try {
@@ -574,6 +577,7 @@ export class Passkeyd {
       }
     } catch { /* unsupported */ }
     if (!capabilities.conditionalCreate) throw await this.#error('unsupported');
+    if (outer?.aborted) throw await this.#error('cancelled');
     this.#stopAutoCreate();
     const controller = new AbortController();
     this.#autoCreate = controller;
@@ -616,25 +620,30 @@ export class Passkeyd {
     return session;
   }
 
-  async #identity() {
-    if (!this.#user || !this.#rpId) { try { await this.session(); } catch { /* no signal then */ } }
-    return this.#user && this.#rpId ? { rpId: this.#rpId, userId: this.#user.userHandle } : null;
-  }
-
-  async #signalAccepted(ids) {
-    const who = await this.#identity();
-    if (who) await signal('signalAllAcceptedCredentials', { ...who, allAcceptedCredentialIds: ids });
+  /** Who is signed in now, asked of the server (never a cached answer). */
+  async #currentIdentity() {
+    try {
+      const session = await this.session();
+      return session ? { rpId: session.rpId, userId: session.user.userHandle } : null;
+    } catch {
+      return null;
+    }
   }
 
   /**
    * The account's passkeys: `[{id, name, provider, providerIcon?, aaguid, createdAt, lastUsedAt,
    * backedUp, backupEligible, deviceBound, transports, attestationFormat, userVerified}]`.
-   * Tells the passkey provider which of its passkeys still count (signalAllAcceptedCredentials).
+   * Tells the passkey provider which of its passkeys still count (signalAllAcceptedCredentials):
+   * only a list just read from the server, and only when the session was the same account
+   * before and after reading it (the provider hides every passkey of that user missing from it).
    */
   async passkeys() {
+    const before = await this.#currentIdentity();
     const { passkeys } = await this.#request('GET', '/api/auth/passkeys');
-    this.#accepted = passkeys.map((p) => p.id);
-    await this.#signalAccepted(this.#accepted);
+    const after = await this.#currentIdentity();
+    if (before && after && before.userId === after.userId && before.rpId === after.rpId) {
+      await signal('signalAllAcceptedCredentials', { ...after, allAcceptedCredentialIds: passkeys.map((p) => p.id) });
+    }
     return passkeys;
   }
 
@@ -646,12 +655,8 @@ export class Passkeyd {
   /** Deletes a passkey (never the last way in: `last_passkey`), then tells the passkey provider. */
   async deletePasskey(id) {
     await this.#request('DELETE', '/api/auth/passkeys/' + encodeURIComponent(id));
-    if (this.#accepted) {
-      this.#accepted = this.#accepted.filter((other) => other !== id);
-      await this.#signalAccepted(this.#accepted);
-    } else {
-      try { await this.passkeys(); } catch { /* the signal only */ }
-    }
+    // The list as the server has it now (never a cached one minus this id).
+    try { await this.passkeys(); } catch { /* the signal only */ }
   }
 
   /** Signs out (ends the session; clears the cookie or forgets the token). */
@@ -663,7 +668,6 @@ export class Passkeyd {
       if (error.code !== 'not_signed_in') throw error;
     } finally {
       this.#user = null;
-      this.#accepted = null;
       this.#token = null;
     }
   }

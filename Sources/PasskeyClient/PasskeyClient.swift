@@ -62,10 +62,14 @@ public actor PasskeyClient {
     public func signUp(username: String, displayName: String? = nil) async throws -> SignInResult {
         var body = ["username": username]
         if let displayName { body["displayName"] = displayName }
-        let (request, _) = try await registrationRequest(body: body, signedIn: false)
+        let previous = try await stored()?.sessionToken
+        let (request, _) = try await registrationRequest(body: body, auth: .none)
         let credential = try await register(request)
-        let answer: SignInAnswer = try await call("POST", "register/verify", body: VerifyBody(credential: credential), signedIn: false)
-        return try await keep(answer, method: .signUp)
+        let answer: SignInAnswer = try await call("POST", "register/verify", body: VerifyBody(credential: credential), auth: .none)
+        let result = try await keep(answer, method: .signUp)
+        // The new account's session replaces the one this app had: end that one on the server.
+        if let previous { _ = try? await send("DELETE", "session", body: [String: String]?.none, auth: .token(previous)) }
+        return result
     }
 
     /// Signs in with a passkey in a sheet. With a `username`, only that account's passkeys are
@@ -85,7 +89,7 @@ public actor PasskeyClient {
     /// the account has no passkey yet: offer ``upgradeToPasskey(removingPassword:)``.
     public func signIn(username: String, password: String) async throws -> SignInResult {
         let answer: SignInAnswer = try await call(
-            "POST", "password/sign-in", body: ["username": username, "password": password], signedIn: false)
+            "POST", "password/sign-in", body: ["username": username, "password": password], auth: .replacing)
         return try await keep(answer, method: .password)
     }
 
@@ -93,23 +97,25 @@ public actor PasskeyClient {
     /// new passkey next (``addPasskey(name:)``).
     public func signIn(username: String, recoveryCode: String) async throws -> SignInResult {
         let answer: SignInAnswer = try await call(
-            "POST", "recovery/sign-in", body: ["username": username, "code": recoveryCode], signedIn: false)
+            "POST", "recovery/sign-in", body: ["username": username, "code": recoveryCode], auth: .replacing)
         return try await keep(answer, method: .recoveryCode)
     }
 
     /// Signs in with the token of a recovery link the operator sent (the `token` of the link).
     public func signIn(recoveryLinkToken token: String) async throws -> SignInResult {
-        let answer: SignInAnswer = try await call("POST", "recovery/link", body: ["token": token], signedIn: false)
+        let answer: SignInAnswer = try await call("POST", "recovery/link", body: ["token": token], auth: .replacing)
         return try await keep(answer, method: .recoveryLink)
     }
 
-    /// Ends this session on the server and forgets it here. Not signed in: nothing to do.
+    /// Forgets the session here, then ends it on the server. Offline, it is still forgotten here
+    /// (and the call throws ``PasskeyClientError/network``: the server's session lives until it
+    /// expires). Not signed in: nothing to do.
     public func signOut() async throws {
-        defer { current = .some(nil) }
+        guard let token = try await stored()?.sessionToken else { return }
+        try await remember(nil)
         do {
-            try await callWithoutAnswer("DELETE", "session")
+            _ = try await send("DELETE", "session", body: [String: String]?.none, auth: .token(token))
         } catch PasskeyClientError.notSignedIn {}
-        try await sessions.save(nil, server: server.absoluteString)
     }
 
     // MARK: The signed-in account
@@ -129,7 +135,7 @@ public actor PasskeyClient {
     /// client does that itself.
     public func addPasskey(name: String? = nil) async throws -> Passkey {
         try await reauthenticatingIfAsked {
-            let (request, _) = try await self.registrationRequest(body: [String: String](), signedIn: true)
+            let (request, _) = try await self.registrationRequest(body: [String: String](), auth: .session)
             let credential = try await self.register(request)
             let answer: SignInAnswer = try await self.call("POST", "register/verify", body: VerifyBody(credential: credential, name: name))
             guard let passkey = answer.passkey else { throw PasskeyClientError.invalidResponse("register/verify: no passkey") }
@@ -211,7 +217,7 @@ public actor PasskeyClient {
 
     private func passkeySignIn(username: String?, presentation: AssertionRequest.Presentation) async throws -> SignInResult {
         let body = username.map { ["username": $0] } ?? [:]
-        let (data, options): (Data, RequestOptionsJSON) = try await callRaw("POST", "authenticate/options", body: body, signedIn: false)
+        let (data, options): (Data, RequestOptionsJSON) = try await callRaw("POST", "authenticate/options", body: body, auth: .none)
         let request = AssertionRequest(
             relyingPartyID: options.rpId, challenge: try Self.bytes(options.challenge, "challenge"),
             allowCredentials: try (options.allowCredentials ?? []).map {
@@ -228,7 +234,7 @@ public actor PasskeyClient {
         let credential = AssertionJSON(assertion)
         do {
             let answer: SignInAnswer = try await call(
-                "POST", "authenticate/verify", body: VerifyBody(credential: credential), signedIn: false)
+                "POST", "authenticate/verify", body: VerifyBody(credential: credential), auth: .replacing)
             return try await keep(answer, method: .passkey)
         } catch PasskeyClientError.passkeyRemoved {
             await authenticator.credentialRemoved(id: assertion.credentialID, relyingPartyID: options.rpId)
@@ -236,8 +242,8 @@ public actor PasskeyClient {
         }
     }
 
-    private func registrationRequest(body: some Encodable & Sendable, signedIn: Bool) async throws -> (RegistrationRequest, Data) {
-        let (data, options): (Data, CreationOptionsJSON) = try await callRaw("POST", "register/options", body: body, signedIn: signedIn)
+    private func registrationRequest(body: some Encodable & Sendable, auth: Auth) async throws -> (RegistrationRequest, Data) {
+        let (data, options): (Data, CreationOptionsJSON) = try await callRaw("POST", "register/options", body: body, auth: auth)
         let request = RegistrationRequest(
             relyingPartyID: options.rp.id, relyingPartyName: options.rp.name ?? options.rp.id,
             challenge: try Self.bytes(options.challenge, "challenge"), userID: try Self.bytes(options.user.id, "user.id"),
@@ -310,25 +316,25 @@ public actor PasskeyClient {
     }
 
     private func call<T: Decodable>(
-        _ method: String, _ path: String, body: (some Encodable & Sendable)? = [String: String]?.none, signedIn: Bool = true
+        _ method: String, _ path: String, body: (some Encodable & Sendable)? = [String: String]?.none, auth: Auth = .session
     )
         async throws -> T
     {
-        try await callRaw(method, path, body: body, signedIn: signedIn).1
+        try await callRaw(method, path, body: body, auth: auth).1
     }
 
     private func callWithoutAnswer(_ method: String, _ path: String, body: (some Encodable & Sendable)? = [String: String]?.none)
         async throws
     {
-        _ = try await send(method, path, body: body, signedIn: true)
+        _ = try await send(method, path, body: body, auth: .session)
     }
 
-    private func callRaw<T: Decodable>(_ method: String, _ path: String, body: (some Encodable & Sendable)?, signedIn: Bool) async throws
+    private func callRaw<T: Decodable>(_ method: String, _ path: String, body: (some Encodable & Sendable)?, auth: Auth) async throws
         -> (
             Data, T
         )
     {
-        let data = try await send(method, path, body: body, signedIn: signedIn)
+        let data = try await send(method, path, body: body, auth: auth)
         do {
             return (data, try JSONDecoder.passkeyd.decode(T.self, from: data))
         } catch {
@@ -336,8 +342,20 @@ public actor PasskeyClient {
         }
     }
 
+    /// Which session token a request carries.
+    enum Auth {
+        /// None: sign-up and the options of a sign-in.
+        case none
+        /// The stored one; without one the call fails with ``PasskeyClientError/notSignedIn``.
+        case session
+        /// The stored one if any: a sign-in then ends the session it replaces on the server.
+        case replacing
+        /// This one.
+        case token(String)
+    }
+
     /// One request to `/api/auth/<path>`; a 2xx answer's body, or the error it means.
-    private func send(_ method: String, _ path: String, body: (some Encodable & Sendable)?, signedIn: Bool) async throws -> Data {
+    private func send(_ method: String, _ path: String, body: (some Encodable & Sendable)?, auth: Auth) async throws -> Data {
         var request = URLRequest(url: server.appendingPathComponent("api/auth/" + path))
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
@@ -346,10 +364,16 @@ public actor PasskeyClient {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = try JSONEncoder().encode(body)
         }
-        if signedIn {
+        var sent: String?
+        switch auth {
+        case .none: break
+        case .session:
             guard let token = try await stored()?.sessionToken else { throw PasskeyClientError.notSignedIn }
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            sent = token
+        case .replacing: sent = try await stored()?.sessionToken
+        case .token(let token): sent = token
         }
+        if let sent { request.setValue("Bearer \(sent)", forHTTPHeaderField: "Authorization") }
         let data: Data
         let response: URLResponse
         do {
@@ -369,7 +393,9 @@ public actor PasskeyClient {
         switch answer.error.code {
         case "not_signed_in":
             // The session ended on the server (signed out elsewhere, expired, passkey deleted).
-            if signedIn { try await remember(nil) }
+            // Forgotten only if it is still the one kept: a sign-in may have replaced it while
+            // this request was on its way.
+            if let sent, try await stored()?.sessionToken == sent { try await remember(nil) }
             throw PasskeyClientError.notSignedIn
         case "credential_not_found":
             throw PasskeyClientError.passkeyRemoved
@@ -414,10 +440,10 @@ public actor PasskeyClient {
             case .noCredentials: .noPasskeyOnDevice
             case .excludedCredentialExists: .passkeyAlreadyOnDevice
             case .unsupported(let why): .unsupported(why)
-            case .failed(let why): .refused(code: "authenticator_failed", message: why, status: 0, retryAfter: nil)
+            case .failed(let why): .authenticatorFailed(why)
             }
         case is CancellationError: .cancelled
-        default: .refused(code: "authenticator_failed", message: "\(error)", status: 0, retryAfter: nil)
+        default: .authenticatorFailed("\(error)")
         }
     }
 }

@@ -22,6 +22,9 @@ public enum PasskeyClientError: Error, Sendable, Equatable {
     case unsupported(String)
     /// The answer was not passkeyd's (a proxy's error page, a wrong URL).
     case invalidResponse(String)
+    /// The platform authenticator failed (on Apple platforms often a missing Associated Domains
+    /// entry). The text is for logs; ``message`` stays a sentence for people.
+    case authenticatorFailed(String)
 
     /// The stable code: the server's code for ``refused(code:message:status:retryAfter:)``, else
     /// the client's (`cancelled`, `no_passkey_on_device`, `passkey_removed`, `network`, …). The web
@@ -37,6 +40,7 @@ public enum PasskeyClientError: Error, Sendable, Equatable {
         case .refused(let code, _, _, _): code
         case .unsupported: "unsupported"
         case .invalidResponse: "invalid_response"
+        case .authenticatorFailed: "authenticator_failed"
         }
     }
 

@@ -55,14 +55,32 @@ public actor FileSessionStore: SessionStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
-        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-        guard
-            FileManager.default.createFile(
-                atPath: temporary.path, contents: try encoder.encode(all), attributes: [.posixPermissions: 0o600])
-        else { throw PasskeyClientError.unsupported("cannot write \(temporary.path)") }
-        guard rename(temporary.path, path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
+        let data = try encoder.encode(all)
+        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)").path
+        // Created 0600 from the start (never readable by others, even for a moment), written and
+        // flushed, then renamed over the old file, and the folder flushed: after a crash or a
+        // power cut the file is the old one or the new one.
+        let fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        guard fd >= 0 else { throw PasskeyClientError.unsupported("cannot write \(temporary)") }
+        let written = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let count = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if count <= 0 { return false }
+                offset += count
+            }
+            return true
+        }
+        let flushed = fsync(fd) == 0
+        close(fd)
+        guard written, flushed, rename(temporary, path) == 0 else {
+            unlink(temporary)
             throw PasskeyClientError.unsupported("cannot write \(path)")
+        }
+        let directory = open(folder.path, O_RDONLY)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
         }
     }
 }

@@ -141,6 +141,13 @@ public struct PasskeyService: Sendable {
         let challenge = profile.challenge ?? RelyingParty.makeChallenge()
         if let signedIn {
             let account = signedIn.account
+            // Signed in, these options add a passkey to this account. A sign-up for another name
+            // (a form left open, the Back button) must not turn into a passkey on this account.
+            if let username, !username.trimmingCharacters(in: .whitespaces).isEmpty,
+                Account.key(for: username) != Account.key(for: account.username)
+            {
+                throw PasskeyServiceError.alreadySignedIn
+            }
             let user = PublicKeyCredentialUserEntity(id: account.userHandle, name: account.username, displayName: account.displayName)
             let exclude = try await store.passkeys(accountID: account.id).map {
                 CredentialDescriptor(id: $0.credentialID, transports: $0.transports)

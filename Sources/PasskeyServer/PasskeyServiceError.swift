@@ -111,6 +111,7 @@ extension PasskeyServiceError.Code {
     public static let invalidAuthorizationRequest = Self(rawValue: "invalid_authorization_request")
     public static let consentRequired = Self(rawValue: "consent_required")
     public static let signUpNotAllowed = Self(rawValue: "sign_up_not_allowed")
+    public static let alreadySignedIn = Self(rawValue: "already_signed_in")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -120,7 +121,7 @@ extension PasskeyServiceError.Code {
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
-        .consentRequired, .signUpNotAllowed,
+        .consentRequired, .signUpNotAllowed, .alreadySignedIn,
     ]
 }
 
@@ -137,6 +138,8 @@ extension PasskeyServiceError {
     static let credentialNotAllowed = Self(.credentialNotAllowed, "This passkey cannot be used for this account.")
     static let credentialExists = Self(.credentialAlreadyRegistered, "This passkey is already registered.")
     static let usernameTaken = Self(.usernameTaken, "That username is taken.")
+    static let alreadySignedIn = Self(
+        .alreadySignedIn, "You are signed in to another account. Sign out first to create a new one.")
     static let lastPasskey = Self(.lastPasskey, "This is the account's only passkey; add another before deleting it.")
     static let passkeyNotFound = Self(.passkeyNotFound, "No such passkey on this account.")
     static let sessionNotFound = Self(.sessionNotFound, "No such session on this account.")

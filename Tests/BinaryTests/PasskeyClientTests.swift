@@ -203,6 +203,30 @@ struct PasskeyClientTests {
         #expect(await failure { try await relaunched.signIn(username: "lin", recoveryCode: codes[0]) }?.code == "invalid_recovery_code")
     }
 
+    /// A new sign-in ends the session it replaces on the server (not just here); signing out
+    /// offline still signs out here.
+    @Test func sessionsAreReplacedAndSignOutForgetsOffline() async throws {
+        let fixture = try await Fixture()
+        let provider = fixture.provider()
+        let sessions = MemorySessionStore()
+        let client = fixture.client(provider, sessions: sessions)
+        _ = try await client.signUp(username: "ines")
+        _ = try await client.signIn(username: "ines")
+        _ = try await client.signIn()
+        #expect(try await client.deviceSessions().count == 1)
+        // Another account from the same app: the first account's session ends too.
+        let first = try #require(await sessions.load(server: fixture.url.absoluteString)?.sessionToken)
+        _ = try await client.signUp(username: "jo")
+        let (status, _) = try await fixture.server.call("GET", "/api/auth/session", token: first)
+        #expect(status == 401)
+
+        fixture.stop()
+        let offline = await failure { try await client.signOut() }
+        #expect(offline?.code == "network")
+        #expect(await sessions.load(server: fixture.url.absoluteString) == nil)
+        #expect(try await client.session() == nil)
+    }
+
     /// A sensitive action long after the sign-in: the client confirms with a passkey by itself.
     @Test func reauthenticatesWhenTheServerAsks() async throws {
         let fixture = try await Fixture(environment: ["PASSKEYD_REAUTHENTICATION_SECONDS": "10"])

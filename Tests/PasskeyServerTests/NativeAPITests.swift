@@ -44,6 +44,24 @@ struct NativeAPITests {
         }
     }
 
+    /// Signed in, register/options adds a passkey to this account; a sign-up for another name
+    /// (a form left open, the Back button) is refused instead of adding to the wrong account.
+    @Test func aSignUpForAnotherNameWhileSignedInIsRefused() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator()
+            let (token, _, _) = try await api.signUp("alice", authenticator: &authenticator)
+            let other = try await api.registrationOptions(username: "bob", token: token)
+            #expect(other.status == .conflict && other.errorCode == "already_signed_in")
+            // The account's own name (any case), or none: a passkey for this account.
+            for name in ["alice", "ALICE", nil] {
+                let own = try await api.registrationOptions(username: name, token: token)
+                #expect(own.status == .ok, "\(String(describing: name))")
+                #expect(own.json["user"]?["name"] == .string("alice"))
+            }
+        }
+    }
+
     @Test func passkeyManagement() async throws {
         let harness = try await ServerHarness()
         try await harness.run { api in

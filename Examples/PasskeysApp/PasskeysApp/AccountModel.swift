@@ -37,7 +37,9 @@ final class AccountModel {
         await attempt { try await self.client.signIn(username: username.isEmpty ? nil : username).user }
     }
 
-    /// Passkey AutoFill on the username field, for as long as the sign-in screen is shown.
+    /// Passkey AutoFill on the username field, for as long as the sign-in screen is shown. After
+    /// a refused passkey it offers the others again at once; after a network or server problem
+    /// it waits (the server's Retry-After when it gave one) instead of asking again and again.
     func offerAutoFill() async {
         while state == .signedOut && !Task.isCancelled {
             do {
@@ -49,7 +51,12 @@ final class AccountModel {
                 return  // the screen went away, or the modal sheet took over
             } catch let error as PasskeyClientError {
                 message = error.message
-                if case .unsupported = error { return }
+                switch error {
+                case .passkeyRemoved: continue
+                case .unsupported, .authenticatorFailed: return
+                case .refused(_, _, _, let retryAfter?): try? await Task.sleep(for: .seconds(max(1, retryAfter)))
+                default: try? await Task.sleep(for: .seconds(5))
+                }
             } catch {
                 return
             }

@@ -178,9 +178,12 @@
             return "platform"
         }
 
-        /// The controller then reports `.canceled` to the delegate.
+        /// The waiting task ends at once (`cancelled`), whether or not the system later calls
+        /// the delegate (it may not, for a request cancelled before it was presented).
         func cancel() {
-            if continuation != nil { controller.cancel() }
+            guard continuation != nil else { return }
+            finish(.failure(CancellationError()))
+            controller.cancel()
         }
     }
 

@@ -30,19 +30,34 @@
         }
 
         public func save(_ session: StoredSession?, server: String) async throws {
-            _ = SecItemDelete(query(server) as CFDictionary)
-            guard let session else { return }
+            guard let session else {
+                let status = SecItemDelete(query(server) as CFDictionary)
+                guard status == errSecSuccess || status == errSecItemNotFound else {
+                    throw PasskeyClientError.unsupported("the Keychain answered \(status)")
+                }
+                return
+            }
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601
-            var item = query(server)
-            item[kSecValueData as String] = try encoder.encode(session)
-            item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-            let status = SecItemAdd(item as CFDictionary, nil)
+            let data = try encoder.encode(session)
+            // Updated in place (a failed add after a delete would lose the session).
+            var status = SecItemUpdate(query(server) as CFDictionary, [kSecValueData as String: data] as CFDictionary)
+            if status == errSecItemNotFound {
+                var item = query(server)
+                item[kSecValueData as String] = data
+                item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+                status = SecItemAdd(item as CFDictionary, nil)
+            }
             guard status == errSecSuccess else { throw PasskeyClientError.unsupported("the Keychain answered \(status)") }
         }
 
         private func query(_ server: String) -> [String: Any] {
-            [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: server]
+            // The data protection keychain on macOS too (the legacy file keychain ignores
+            // accessibility classes and may prompt).
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: server,
+                kSecUseDataProtectionKeychain as String: true,
+            ]
         }
     }
 #endif

@@ -21,7 +21,9 @@ nonisolated(unsafe) public let kSecValueData: CFString = "v_Data"
 nonisolated(unsafe) public let kSecReturnData: CFString = "r_Data"
 nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
+nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"
 
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus { 0 }
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus { errSecItemNotFound }
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus { 0 }
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus { errSecItemNotFound }
