@@ -129,9 +129,11 @@ async function route() {
     try { current = (await client.session())?.user ?? null; } catch { current = null; }
     if (await resumeAuthorization()) return;
   }
-  if (current && (hash === '#signup' || hash === '#password' || hash === '#recover')) {
-    // Signed in already (Back after signing up): those pages would act on another account.
-    if (await loadAccount()) { history.replaceState(null, '', '#account'); return; }
+  if (hash === '#signup' || hash === '#password' || hash === '#recover') {
+    // Signed in already (Back after signing up, a bookmark): those pages would act on another
+    // account, so the account shows instead.
+    if (!current) { try { current = (await client.session())?.user ?? null; } catch { current = null; } }
+    if (current && await loadAccount()) { history.replaceState(null, '', '#account'); return; }
   }
   if (hash === '#signup') { stopAutoFill(); show('signup'); $('signup-username').focus(); return; }
   if (hash === '#password') { stopAutoFill(); show('password'); $('password-username').focus(); return; }

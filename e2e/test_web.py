@@ -101,6 +101,12 @@ def test_sign_up_sign_out_and_sign_in_with_the_button(server, browser):
     # A reload keeps the session (cookie).
     browser.refresh()
     visible(browser, "view-account")
+    # Back to the sign-up page while signed in (the Back button): the account shows instead, so
+    # a sign-up cannot turn into a passkey on this account.
+    browser.get(server.origin + "/#signup")
+    browser.refresh()
+    visible(browser, "view-account")
+    assert browser.current_url.endswith("#account")
 
 
 def test_sign_in_with_autofill(server, browser):
