@@ -450,13 +450,9 @@ public actor PasskeyClient {
 
 // MARK: Level 3 response JSON
 
-/// `RegistrationResponseJSON` (WebAuthn L3 §5.1.8).
-struct RegistrationJSON: Encodable, Sendable {
-    struct Response: Encodable, Sendable {
-        var clientDataJSON: String
-        var attestationObject: String
-        var transports: [String]
-    }
+/// `RegistrationResponseJSON` / `AuthenticationResponseJSON` (WebAuthn L3 §5.1.8, §5.1.9):
+/// the credential's ID twice, its type, the authenticator's response, its attachment.
+struct CredentialJSON<Response: Encodable & Sendable>: Encodable, Sendable {
     var id: String
     var rawId: String
     var type = "public-key"
@@ -464,37 +460,48 @@ struct RegistrationJSON: Encodable, Sendable {
     var authenticatorAttachment: String?
     var clientExtensionResults: [String: String] = [:]
 
-    init(_ result: RegistrationResult) {
-        id = Base64URL.encode(result.credentialID)
+    init(credentialID: Data, response: Response, attachment: String?) {
+        id = Base64URL.encode(credentialID)
         rawId = id
-        response = Response(
-            clientDataJSON: Base64URL.encode(result.clientDataJSON), attestationObject: Base64URL.encode(result.attestationObject),
-            transports: result.transports)
-        authenticatorAttachment = result.attachment
+        self.response = response
+        authenticatorAttachment = attachment
     }
 }
 
-/// `AuthenticationResponseJSON` (WebAuthn L3 §5.1.9).
-struct AssertionJSON: Encodable, Sendable {
-    struct Response: Encodable, Sendable {
-        var clientDataJSON: String
-        var authenticatorData: String
-        var signature: String
-        var userHandle: String?
-    }
-    var id: String
-    var rawId: String
-    var type = "public-key"
-    var response: Response
-    var authenticatorAttachment: String?
-    var clientExtensionResults: [String: String] = [:]
+struct AttestationResponseJSON: Encodable, Sendable {
+    var clientDataJSON: String
+    var attestationObject: String
+    var transports: [String]
+}
 
+struct AssertionResponseJSON: Encodable, Sendable {
+    var clientDataJSON: String
+    var authenticatorData: String
+    var signature: String
+    var userHandle: String?
+}
+
+typealias RegistrationJSON = CredentialJSON<AttestationResponseJSON>
+typealias AssertionJSON = CredentialJSON<AssertionResponseJSON>
+
+extension CredentialJSON where Response == AttestationResponseJSON {
+    init(_ result: RegistrationResult) {
+        self.init(
+            credentialID: result.credentialID,
+            response: AttestationResponseJSON(
+                clientDataJSON: Base64URL.encode(result.clientDataJSON), attestationObject: Base64URL.encode(result.attestationObject),
+                transports: result.transports),
+            attachment: result.attachment)
+    }
+}
+
+extension CredentialJSON where Response == AssertionResponseJSON {
     init(_ result: AssertionResult) {
-        id = Base64URL.encode(result.credentialID)
-        rawId = id
-        response = Response(
-            clientDataJSON: Base64URL.encode(result.clientDataJSON), authenticatorData: Base64URL.encode(result.authenticatorData),
-            signature: Base64URL.encode(result.signature), userHandle: result.userHandle.map(Base64URL.encode))
-        authenticatorAttachment = result.attachment
+        self.init(
+            credentialID: result.credentialID,
+            response: AssertionResponseJSON(
+                clientDataJSON: Base64URL.encode(result.clientDataJSON), authenticatorData: Base64URL.encode(result.authenticatorData),
+                signature: Base64URL.encode(result.signature), userHandle: result.userHandle.map(Base64URL.encode)),
+            attachment: result.attachment)
     }
 }
