@@ -4,13 +4,16 @@ import PackageDescription
 var linuxOnlyTargets: [Target] = []
 #if os(Linux)
     // Apple's AuthenticationServices and Security do not exist here: the Apple adapter of
-    // PasskeyClient is type-checked against stand-ins declaring exactly the API it uses.
+    // PasskeyClient is type-checked against stand-ins declaring exactly the API it uses. Their
+    // module names differ from Apple's on purpose: a module named `Security` in the build folder
+    // would make `canImport(Security)` true for every other package (swift-certificates then
+    // compiles its Apple-only code).
     linuxOnlyTargets = [
-        .target(name: "AuthenticationServices", path: "Tests/Shims/AuthenticationServices"),
-        .target(name: "Security", path: "Tests/Shims/Security"),
+        .target(name: "AuthenticationServicesShim", path: "Tests/Shims/AuthenticationServices"),
+        .target(name: "SecurityShim", path: "Tests/Shims/Security"),
         .target(
             name: "PasskeyClientAppleCheck",
-            dependencies: ["PasskeyClient", "AuthenticationServices", "Security"],
+            dependencies: ["PasskeyClient", "AuthenticationServicesShim", "SecurityShim"],
             path: "Sources/PasskeyClient/Apple",
             swiftSettings: [.define("PASSKEYCLIENT_APPLE_SHIM")]
         ),

@@ -1,12 +1,15 @@
 // The platform authenticator on Apple platforms: AuthenticationServices' passkey sheet and
 // AutoFill. It is compiled on Apple platforms; on Linux the build type-checks it against
-// `Tests/Shims/AuthenticationServices`, which declares exactly the API used here (target
-// `PasskeyClientAppleCheck`), so a wrong name or type fails the Linux build too.
-#if canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS) || PASSKEYCLIENT_APPLE_SHIM)
-    import AuthenticationServices
+// `Tests/Shims/AuthenticationServices` (module `AuthenticationServicesShim`), which declares
+// exactly the API used here (target `PasskeyClientAppleCheck`), so a wrong name or type fails
+// the Linux build too.
+#if (canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS))) || PASSKEYCLIENT_APPLE_SHIM
     import Foundation
     #if PASSKEYCLIENT_APPLE_SHIM
+        import AuthenticationServicesShim
         import PasskeyClient
+    #else
+        import AuthenticationServices
     #endif
 
     /// Passkeys through AuthenticationServices (iOS 16, macOS 13, visionOS 1 and later): the

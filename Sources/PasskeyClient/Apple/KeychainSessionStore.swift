@@ -1,10 +1,12 @@
 // The session in the Keychain on Apple platforms; type-checked on Linux against
-// `Tests/Shims/Security` (target `PasskeyClientAppleCheck`).
-#if (os(iOS) || os(macOS) || os(visionOS) || os(tvOS) || os(watchOS) || PASSKEYCLIENT_APPLE_SHIM) && canImport(Security)
+// `Tests/Shims/Security` (module `SecurityShim`, target `PasskeyClientAppleCheck`).
+#if ((os(iOS) || os(macOS) || os(visionOS) || os(tvOS) || os(watchOS)) && canImport(Security)) || PASSKEYCLIENT_APPLE_SHIM
     import Foundation
-    import Security
     #if PASSKEYCLIENT_APPLE_SHIM
         import PasskeyClient
+        import SecurityShim
+    #else
+        import Security
     #endif
 
     /// Sessions as generic-password items (service ``service``, account: the server URL), readable
