@@ -29,6 +29,18 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def postgres_cpu():
+    """CPU seconds per PostgreSQL process (user postgres: the throwaway server of scripts/postgres)."""
+    out = subprocess.run(["pgrep", "-u", "postgres"], capture_output=True, text=True).stdout.split()
+    seen = {}
+    for pid in out:
+        try:
+            seen[pid] = cpu_seconds(int(pid))
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            pass
+    return seen
+
+
 def children_cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -64,7 +76,7 @@ class Server:
         self.process.terminate(); self.process.wait(timeout=30); self.log.close()
 
 
-def load(server, mode, users, seconds, store, pin=None):
+def load(server, mode, users, seconds, store, pin=None, database_cpu=False):
     """Runs `passkey load` while sampling the server's RSS; returns (report, peak RSS KiB). The
     report gains the server's and the generator's CPU milliseconds per ceremony. `pin`: a CPU
     list for `taskset` (the generator then runs there; the caller pins the server)."""
@@ -74,6 +86,7 @@ def load(server, mode, users, seconds, store, pin=None):
             peak[0] = max(peak[0], rss_kib(server.process.pid)); time.sleep(0.2)
     sampler = threading.Thread(target=sample); sampler.start()
     server_before, generator_before = cpu_seconds(server.process.pid), children_cpu_seconds()
+    db_before = postgres_cpu() if database_cpu else {}
     try:
         out = subprocess.run((["taskset", "-c", pin] if pin else []) + [os.path.join(RELEASE, "passkey"), "load", "--server", f"http://localhost:{server.port}", "--users", str(users),
                               "--duration", str(seconds), "--mode", mode, "--store", store, "--json"],
@@ -85,6 +98,9 @@ def load(server, mode, users, seconds, store, pin=None):
     total = max(1, report["ceremonies"] + (users if mode == "sign-in" else 0))
     report["serverCPUms"] = (cpu_seconds(server.process.pid) - server_before) * 1000 / total
     report["generatorCPUms"] = (children_cpu_seconds() - generator_before) * 1000 / total
+    if database_cpu:
+        after = postgres_cpu()
+        report["databaseCPUms"] = sum(cpu - db_before.get(pid, 0) for pid, cpu in after.items()) * 1000 / total
     return report, peak[0]
 
 
@@ -158,8 +174,9 @@ def run_store(name, database, seed, size_of, workdir, users, seconds, results, f
             facts.append(f"{name}: seeded to {size:,} accounts in {time.monotonic() - started:.0f} s; "
                          f"{size_of() / size:,.0f} bytes per account (database size / accounts)")
             store = os.path.join(workdir, f"vault-{name}-{size}.json")
-            report, peak = load(server, "sign-in", users, seconds, store)
-            results.append(row(name, size, "sign-in", users, report, at_rest, peak))
+            report, peak = load(server, "sign-in", users, seconds, store, database_cpu=name == "PostgreSQL")
+            note = f"PostgreSQL's own CPU: {report['databaseCPUms']:.2f} ms/ceremony" if "databaseCPUms" in report else ""
+            results.append(row(name, size, "sign-in", users, report, at_rest, peak, note))
             print(f"  {name} {size:>9,} accounts  sign-in {report['perSecond']:.0f}/s  p99 {report['p99Milliseconds']:.1f} ms  "
                   f"server {report['serverCPUms']:.2f} ms/ceremony  RSS peak {peak / 1024:.0f} MiB", file=sys.stderr)
         report, peak = load(server, "sign-up", users, max(3, seconds // 2), os.path.join(workdir, f"vault-{name}-signup.json"))
