@@ -336,7 +336,8 @@ export class Passkeyd {
     if (this.#auth === 'bearer' && this.#token) headers.Authorization = 'Bearer ' + this.#token;
     let response;
     try {
-      response = await fetch(this.server + path, {
+      // Under the folder the module came from: passkeyd behind a path prefix works too.
+      response = await fetch(new URL(path.replace(/^\//, ''), this.#base), {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
