@@ -76,6 +76,14 @@ def open_app(browser, origin, recorder=True):
         browser.execute_script(RECORDER)
 
 
+def open_with_authenticator(app, browser):
+    """The app's page on its origin with a virtual authenticator attached; returns (server, origin)."""
+    server, origin = app
+    browser.add_virtual_authenticator(authenticator_options())
+    open_app(browser, origin)
+    return server, origin
+
+
 def run(browser, body, *args):
     """Runs `body` (the body of an async function; `args` are its arguments, `passkeyd` the
     module) in the page: {ok: true, value} or {ok: false, error: {name, code, message, status, retryAfter}}."""
@@ -122,9 +130,7 @@ def swap_authenticator(browser, credentials=(), **options):
 
 
 def test_sign_up_and_sign_in_from_another_origin(app, browser):
-    server, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    server, origin = open_with_authenticator(app, browser)
     assert browser.execute_script("return location.origin") == origin
     assert ok(run(browser, "return new Passkeyd().server;")) == server.origin
 
@@ -146,9 +152,7 @@ def test_sign_up_and_sign_in_from_another_origin(app, browser):
 
 
 def test_autofill_signs_in_through_conditional_mediation(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     sign_up(browser, "grace")
     sign_out(browser)
     # Chromium's automation picks the virtual authenticator's passkey from AutoFill at once.
@@ -161,9 +165,7 @@ def test_autofill_signs_in_through_conditional_mediation(app, browser):
 
 
 def test_a_modal_sign_in_takes_over_from_autofill(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     sign_up(browser, "hedy")
     sign_out(browser)
     # The person's device fails verification: the modal sign-in fails, AutoFill comes back.
@@ -194,9 +196,7 @@ def test_a_modal_sign_in_takes_over_from_autofill(app, browser):
 
 
 def test_passkeys_are_added_listed_renamed_and_deleted(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     user = sign_up(browser, "bob")["user"]
     swap_authenticator(browser)  # a second device
     result = ok(run(browser, """
@@ -225,9 +225,7 @@ def test_passkeys_are_added_listed_renamed_and_deleted(app, browser):
 
 
 def test_a_removed_passkey_is_reported_signalled_and_autofill_comes_back(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     sign_up(browser, "dave")
     old = swap_authenticator(browser)
     ok(run(browser, "const c = new Passkeyd(); await c.addPasskey(); await c.deletePasskey((await c.passkeys())[0].id);"))
@@ -257,9 +255,7 @@ def test_a_removed_passkey_is_reported_signalled_and_autofill_comes_back(app, br
 
 
 def test_errors_are_typed_and_in_the_clients_language(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     sign_up(browser, "erin")
     sign_out(browser)
 
@@ -296,9 +292,7 @@ def test_errors_are_typed_and_in_the_clients_language(app, browser):
 
 
 def test_a_bearer_client_keeps_the_token_and_no_cookie(app, browser):
-    _, origin = app
-    browser.add_virtual_authenticator(authenticator_options())
-    open_app(browser, origin)
+    _, origin = open_with_authenticator(app, browser)
     sign_up(browser, "finn")
     sign_out(browser)
     result = ok(run(browser, """
