@@ -27,6 +27,8 @@ final class SQLiteEngine: SQLEngine {
     init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        // More readers than threads that can ask at once (statements run on the calling thread).
+        configuration.maximumReaderCount = max(5, ProcessInfo.processInfo.activeProcessorCount + 1)
         configuration.allowsUnsafeTransactions = true
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
@@ -93,26 +95,33 @@ final class SQLiteEngine: SQLEngine {
     // to GRDB's queue and back: each hop was two thread wake-ups, and under load they were the
     // largest single cost in the profile. Writes never wait on each other inside GRDB (the
     // AsyncLock admits one writer at a time without blocking a thread); a read waits only for a
-    // free reader connection, and there are more of them than cooperative threads.
+    // free reader connection, and there are more of them than cooperative threads (see init).
+    // Only another process holding SQLite's write lock (`passkeyd admin` on the same file) can
+    // make a write wait, for at most the busy timeout.
 
-    /// GRDB's synchronous read, called from async code (the async overload would be chosen there).
+    /// GRDB's synchronous read, called from async code (the async overload would be chosen
+    /// there); GRDB's errors as ``StoreError``.
     static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        do {
+            return try pool.read(body)
+        } catch {
+            throw storeError(error)
+        }
     }
 
     /// GRDB's synchronous write without an implicit transaction, called from async code.
     static func writeNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction(body)
+        do {
+            return try pool.writeWithoutTransaction(body)
+        } catch {
+            throw storeError(error)
+        }
     }
 
     struct Reader: SQLConnection {
         let pool: DatabasePool
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            do {
-                return try SQLiteEngine.readNow(pool) { db in try SQLiteEngine.rows(sql, db) }
-            } catch {
-                throw SQLiteEngine.storeError(error)
-            }
+            try SQLiteEngine.readNow(pool) { db in try SQLiteEngine.rows(sql, db) }
         }
     }
 
@@ -122,17 +131,13 @@ final class SQLiteEngine: SQLEngine {
         let lock: AsyncLock
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             try await lock.withLock {
-                do {
-                    return try SQLiteEngine.writeNow(pool) { db in
-                        var rows: [any StoreRow] = []
-                        try db.inTransaction {
-                            rows = try SQLiteEngine.rows(sql, db)
-                            return .commit
-                        }
-                        return rows
+                try SQLiteEngine.writeNow(pool) { db in
+                    var rows: [any StoreRow] = []
+                    try db.inTransaction {
+                        rows = try SQLiteEngine.rows(sql, db)
+                        return .commit
                     }
-                } catch {
-                    throw SQLiteEngine.storeError(error)
+                    return rows
                 }
             }
         }
@@ -156,25 +161,17 @@ final class SQLiteEngine: SQLEngine {
 
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let (begin, pending) = take()
-            do {
-                return try SQLiteEngine.writeNow(pool) { db in
-                    try Self.prepare(db, begin: begin, pending: pending)
-                    return try SQLiteEngine.rows(sql, db)
-                }
-            } catch {
-                throw SQLiteEngine.storeError(error)
+            return try SQLiteEngine.writeNow(pool) { db in
+                try Self.prepare(db, begin: begin, pending: pending)
+                return try SQLiteEngine.rows(sql, db)
             }
         }
 
         func commit() async throws {
             let (begin, pending) = take()
-            do {
-                try SQLiteEngine.writeNow(pool) { db in
-                    try Self.prepare(db, begin: begin, pending: pending)
-                    try db.commit()
-                }
-            } catch {
-                throw SQLiteEngine.storeError(error)
+            try SQLiteEngine.writeNow(pool) { db in
+                try Self.prepare(db, begin: begin, pending: pending)
+                try db.commit()
             }
         }
 
