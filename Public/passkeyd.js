@@ -621,29 +621,17 @@ export class Passkeyd {
     return session;
   }
 
-  /** Who is signed in now, asked of the server (never a cached answer). */
-  async #currentIdentity() {
-    try {
-      const session = await this.session();
-      return session ? { rpId: session.rpId, userId: session.user.userHandle } : null;
-    } catch {
-      return null;
-    }
-  }
-
   /**
    * The account's passkeys: `[{id, name, provider, providerIcon?, aaguid, createdAt, lastUsedAt,
    * backedUp, backupEligible, deviceBound, transports, attestationFormat, userVerified}]`.
-   * Tells the passkey provider which of its passkeys still count (signalAllAcceptedCredentials):
-   * only a list just read from the server, and only when the session was the same account
-   * before and after reading it (the provider hides every passkey of that user missing from it).
+   * Tells the passkey provider which of its passkeys still count (signalAllAcceptedCredentials)
+   * with exactly this list and the account the server read it for (the answer names it): the
+   * provider hides every passkey of that user missing from the list, so never a cached one.
    */
   async passkeys() {
-    const before = await this.#currentIdentity();
-    const { passkeys } = await this.#request('GET', '/api/auth/passkeys');
-    const after = await this.#currentIdentity();
-    if (before && after && before.userId === after.userId && before.rpId === after.rpId) {
-      await signal('signalAllAcceptedCredentials', { ...after, allAcceptedCredentialIds: passkeys.map((p) => p.id) });
+    const { passkeys, rpId, userHandle } = await this.#request('GET', '/api/auth/passkeys');
+    if (rpId && userHandle) {
+      await signal('signalAllAcceptedCredentials', { rpId, userId: userHandle, allAcceptedCredentialIds: passkeys.map((p) => p.id) });
     }
     return passkeys;
   }

@@ -147,6 +147,11 @@ struct RecoveryCodesJSON: Encodable, Sendable {
 
 struct PasskeyListJSON: Encodable, Sendable {
     let passkeys: [PasskeyJSON]
+    /// Whose list this is, read with it: a browser's `signalAllAcceptedCredentials` names the
+    /// user and RP ID of exactly this list (never a session read before or after it).
+    /// (Only on the account's own list; the server API's answer has neither.)
+    var rpId: String? = nil
+    var userHandle: String? = nil
 }
 
 /// `GET /api/auth/sessions`: the account's live sessions, newest first.

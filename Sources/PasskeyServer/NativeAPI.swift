@@ -252,7 +252,9 @@ struct NativeAPI: Sendable {
     func listPasskeys(_ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
         return try HTTP.json(
-            PasskeyListJSON(passkeys: try await service.passkeys(of: signedIn).map { PasskeyJSON($0, metadata: service.fidoMetadata) }))
+            PasskeyListJSON(
+                passkeys: try await service.passkeys(of: signedIn).map { PasskeyJSON($0, metadata: service.fidoMetadata) },
+                rpId: service.configuration.rpID, userHandle: Base64URLBytes(signedIn.account.userHandle).base64URL))
     }
 
     func renamePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {

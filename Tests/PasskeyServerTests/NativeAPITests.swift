@@ -90,6 +90,10 @@ struct NativeAPITests {
 
             var list = try await api.request(.get, "/api/auth/passkeys", token: token)
             #expect(list.json["passkeys"].map { if case .array(let a) = $0 { a.count } else { 0 } } == 2)
+            // Whose list it is, from the same read (the browser's signalAllAcceptedCredentials).
+            let session = try await api.request(.get, "/api/auth/session", token: token)
+            #expect(list.json["userHandle"] != nil && list.json["userHandle"] == session.json["user"]?["userHandle"])
+            #expect(list.json["rpId"] == session.json["rpId"])
 
             let secondID = Base64URLBytes(second.id).base64URL
             let renamed = try await api.request(
