@@ -162,7 +162,7 @@ public struct PasskeyService: Sendable {
                 ChallengeRecord(
                     challenge: challenge, ceremony: .registration, accountID: account.id, api: profile.api,
                     userVerification: begin.state.userVerification.rawValue, conditional: conditional,
-                    state: try Self.encoded(begin.state), createdAt: time, expiresAt: expiry))
+                    state: Self.encoded(begin.state), createdAt: time, expiresAt: expiry))
             capacity.issued()
             return begin.options
         }
@@ -177,7 +177,7 @@ public struct PasskeyService: Sendable {
             ChallengeRecord(
                 challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
                 pendingUserHandle: user.id, pendingAccountID: profile.accountID, api: profile.api,
-                userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state), createdAt: time,
+                userVerification: begin.state.userVerification.rawValue, state: Self.encoded(begin.state), createdAt: time,
                 expiresAt: expiry))
         capacity.issued()
         return begin.options
@@ -207,7 +207,7 @@ public struct PasskeyService: Sendable {
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: challenge, ceremony: .registration, pendingUserHandle: account.userHandle, pendingAccountID: account.id,
-                api: profile.api, userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state),
+                api: profile.api, userVerification: begin.state.userVerification.rawValue, state: Self.encoded(begin.state),
                 createdAt: time, expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime))))
         capacity.issued()
         return begin.options
@@ -410,7 +410,7 @@ public struct PasskeyService: Sendable {
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: begin.challenge, ceremony: .authentication, accountID: accountID, unknownUser: unknown, api: profile.api,
-                userVerification: begin.state.userVerification.rawValue, state: try Self.encoded(begin.state), createdAt: time,
+                userVerification: begin.state.userVerification.rawValue, state: Self.encoded(begin.state), createdAt: time,
                 expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime))))
         capacity.issued()
         return begin.options
@@ -469,7 +469,33 @@ public struct PasskeyService: Sendable {
     )
         async throws -> SignInResult
     {
-        let record = try await takeChallenge(clientData, ceremony: .authentication, api: api)
+        // The ceremony is read here and taken (deleted) in the transaction that completes the
+        // sign-in: one write transaction per sign-in instead of two. It stays single use: every
+        // failure below takes it before answering, and of two answers racing to complete, the
+        // store lets one take it.
+        guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
+            let record = try await store.challenge(clientData.challenge)
+        else { throw PasskeyServiceError.unknownChallenge }
+        var taken = false
+        do {
+            return try await verifyAuthentication(credential, clientData: clientData, record: record, client: client, api: api) {
+                taken = true
+            }
+        } catch {
+            if !taken {
+                do { _ = try await store.takeChallenge(clientData.challenge) } catch let failure {
+                    logger.warning("a failed sign-in's challenge could not be taken", metadata: ["error": "\(failure)"])
+                }
+            }
+            throw error
+        }
+    }
+
+    private func verifyAuthentication(
+        _ credential: AuthenticationResponseJSON, clientData: CollectedClientData, record: ChallengeRecord, client: Client, api: String,
+        challengeTaken: () -> Void
+    ) async throws -> SignInResult {
+        try check(record, ceremony: .authentication, api: api)
         guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
             await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
             throw PasskeyServiceError.credentialNotFound
@@ -516,12 +542,15 @@ public struct PasskeyService: Sendable {
         events.append(auditEvent(.signIn, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
         // One transaction: counter compare-and-set (of two sign-ins racing with the same counter
         // value, one wins), last use, the session and the audit lines.
-        guard
-            try await store.completeSignIn(
-                credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
-                signCount: verified.newSignCount, backedUp: verified.backedUp,
-                counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events)
-        else {
+        let completion = try await store.completeSignIn(
+            challenge: record.challenge, credentialID: passkey.credentialID, previousSignCount: passkey.signCount,
+            signCount: verified.newSignCount, backedUp: verified.backedUp,
+            counterAnomaly: verified.counterLooksCloned, at: time, session: session, audit: events)
+        challengeTaken()
+        switch completion {
+        case .signedIn: break
+        case .challengeTaken: throw PasskeyServiceError.unknownChallenge
+        case .counterRaced:
             await audit(
                 .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
             throw PasskeyServiceError.counterRace
@@ -636,9 +665,15 @@ public struct PasskeyService: Sendable {
         guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
             let record = try await store.takeChallenge(clientData.challenge)
         else { throw PasskeyServiceError.unknownChallenge }
+        try check(record, ceremony: ceremony, api: api)
+        return record
+    }
+
+    /// A ceremony record found by a response's challenge answers it only while it has not
+    /// expired, and only on the ceremony and API that began it.
+    private func check(_ record: ChallengeRecord, ceremony: ChallengeRecord.Ceremony, api: String) throws {
         guard record.expiresAt > now() else { throw PasskeyServiceError.expiredChallenge }
         guard record.ceremony == ceremony, record.api == api else { throw PasskeyServiceError.ceremonyMismatch }
-        return record
     }
 
     /// clientDataJSON parsed once per verify request. A malformed one is refused here (before

@@ -30,14 +30,18 @@ public protocol PasskeyStore: Sendable {
     func passkeys(accountID: UUID) async throws -> [Passkey]
     /// A passkey with its account, in one read (the sign-in path).
     func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)?
-    /// A verified sign-in, in one transaction: the counter moves from `previousSignCount` to
-    /// `signCount` only if nobody moved it first (compare-and-set),
-    /// the new session and the audit events. When the race is lost nothing is written and the
-    /// result is false.
+    /// A verified sign-in, in one transaction: the ceremony's challenge is taken (single use:
+    /// of two sign-ins answering one challenge, one gets it), the counter moves from
+    /// `previousSignCount` to `signCount` only if nobody moved it first (compare-and-set), then
+    /// the last use, the new session and the audit events.
+    ///
+    /// - `.challengeTaken`: the challenge was gone (taken by another answer); nothing is written.
+    /// - `.counterRaced`: the counter had moved; the challenge is taken, nothing else is written.
+    /// - `challenge` nil: no challenge to take (the caller took it already).
     func completeSignIn(
-        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
-    ) async throws -> Bool
+    ) async throws -> SignInCompletion
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
@@ -68,6 +72,10 @@ public protocol PasskeyStore: Sendable {
     /// Removes and returns the ceremony for this challenge (single use: of two concurrent calls,
     /// one gets it). Expired records are returned too so the caller can say "expired".
     func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord?
+    /// The ceremony for this challenge, left in place (a read): a sign-in takes it in the
+    /// transaction that completes it (``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``)
+    /// or, when it fails, with ``takeChallenge(_:)``. Expired records are returned too.
+    func challenge(_ challenge: [UInt8]) async throws -> ChallengeRecord?
     /// How many ceremonies are open (for flood limits and metrics).
     func openChallengeCount(now: Date) async throws -> Int
     /// Deletes the `count` open ceremonies that expire first (the oldest): the ceremony cap makes
@@ -204,6 +212,16 @@ public protocol PasskeyStore: Sendable {
     func metadataBLOB() async throws -> MetadataBLOBRecord?
     /// The stored BLOB's number, without its text (the cheap check every instance polls).
     func metadataBLOBNumber() async throws -> Int?
+}
+
+/// How ``PasskeyStore/completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)`` ended.
+public enum SignInCompletion: Sendable, Equatable {
+    /// Challenge taken, counter moved, session and audit lines written.
+    case signedIn
+    /// Another sign-in moved the counter first: only the challenge was taken.
+    case counterRaced
+    /// The challenge was already taken: nothing was written.
+    case challengeTaken
 }
 
 public enum PasskeyDeletion: Sendable, Equatable {

@@ -183,10 +183,16 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func completeSignIn(
-        credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
-    ) async throws -> Bool {
+    ) async throws -> SignInCompletion {
         try await transaction { db in
+            // Single use: of two answers to one challenge, the first to delete it goes on.
+            if let challenge,
+                try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
+            {
+                return .challengeTaken
+            }
             // Compare-and-set: of two sign-ins racing with one counter value, one moves it.
             let moved = try await db.run(
                 """
@@ -195,11 +201,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
                 RETURNING 1
                 """)
-            guard moved == 1 else { return false }
+            guard moved == 1 else { return .counterRaced }
             try await db.execute("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
             try await db.execute(Self.insert(session))
             for event in audit { try await db.execute(Self.insert(event)) }
-            return true
+            return .signedIn
         }
     }
 
@@ -341,6 +347,12 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
         try await writer.first("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING *").map {
+            try ChallengeRecord(row: $0)
+        }
+    }
+
+    public func challenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
+        try await reader.first("SELECT * FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge))").map {
             try ChallengeRecord(row: $0)
         }
     }

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import JWTKit
 import PasskeyStore
 import Testing
 import WebAuthn
@@ -51,6 +53,73 @@ struct JSONWriterTests {
                 let (fast, reference) = try Self.both(answer)
                 #expect(fast == reference)
             }
+        }
+    }
+
+    static func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
+
+    /// Ceremony states: what the writer writes, `JSONDecoder` reads as the same state, and what
+    /// `JSONEncoder` wrote (a ceremony begun by an earlier version) the fast reader reads alike.
+    @Test func ceremonyStatesReadTheSameEitherWay() throws {
+        for round in 0..<40 {
+            let requirement = UserVerificationRequirement.allCases[round % 3]
+            let profile = CeremonyProfile(unsafeToleratesRewrittenFlags: round % 5 == 0)
+            let hints = Array(["security-key", "client-device", "hybrid"].prefix(round % 4))
+            let authentication = AuthenticationState(
+                challenge: Self.random(round % 7 == 0 ? 16 : 32), userVerification: requirement,
+                allowCredentials: (0..<(round % 4)).map { _ in Self.random(Int.random(in: 1...255)) }, hints: hints, profile: profile)
+            let registration = RegistrationState(
+                challenge: Self.random(32), userVerification: requirement, conditional: round % 2 == 0, userHandle: Self.random(64),
+                excludeCredentials: (0..<(round % 3)).map { _ in Self.random(Int.random(in: 16...64)) }, hints: hints, profile: profile)
+
+            let written = PasskeyService.encoded(authentication)
+            #expect(try JSONDecoder().decode(AuthenticationState.self, from: Data(written)) == authentication)
+            #expect(CeremonyStateCoding.authentication(written) == authentication)
+            #expect(CeremonyStateCoding.authentication(Array(try JSONEncoder().encode(authentication))) == authentication)
+
+            let writtenRegistration = PasskeyService.encoded(registration)
+            #expect(try JSONDecoder().decode(RegistrationState.self, from: Data(writtenRegistration)) == registration)
+            #expect(CeremonyStateCoding.registration(writtenRegistration) == registration)
+            #expect(CeremonyStateCoding.registration(Array(try JSONEncoder().encode(registration))) == registration)
+        }
+        // Neither reader makes a state of something that is not one.
+        for bad in ["", "{}", "[]", #"{"challenge":"AAAA"}"#, #"{"challenge":5,"userVerification":"required"}"#] {
+            #expect(CeremonyStateCoding.authentication(Array(bad.utf8)) == nil)
+            #expect(CeremonyStateCoding.registration(Array(bad.utf8)) == nil)
+        }
+        let unknownRequirement =
+            #"{"allowCredentials":[],"challenge":"AAAA","hints":[],"profile":{"unsafeToleratesRewrittenFlags":false},"userVerification":"sometimes"}"#
+        #expect(CeremonyStateCoding.authentication(Array(unknownRequirement.utf8)) == nil)
+    }
+
+    /// Access tokens written by passkeyd's own ES256 path verify with jwt-kit and carry exactly
+    /// the claims given (one audience as a string, several as an array; absent optionals absent).
+    @Test func compactES256TokensVerifyWithJWTKit() async throws {
+        let key = P256.Signing.PrivateKey()
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(backing: key), kid: JWKIdentifier(string: "k1"))
+        for (index, text) in Self.awkward.enumerated() {
+            let issued = Date(timeIntervalSince1970: 1_795_000_000)
+            let claims = AccessTokenClaims(
+                iss: IssuerClaim(value: "https://id.example"), sub: SubjectClaim(value: UUID().uuidString.lowercased()),
+                aud: AudienceClaim(value: index % 2 == 0 ? ["https://api.example"] : ["a", text]), iat: IssuedAtClaim(value: issued),
+                nbf: NotBeforeClaim(value: issued), exp: ExpirationClaim(value: issued.addingTimeInterval(300)),
+                jti: IDClaim(value: UUID().uuidString), sid: "sid-\(text)", amr: index % 3 == 0 ? [] : ["webauthn"],
+                auth_time: 1_794_999_000, username: text, externalId: index % 2 == 0 ? nil : text,
+                client_id: index % 3 == 1 ? text : nil, scope: index % 3 == 2 ? "openid \(text)" : nil)
+            let token = try AccessTokens.compactES256(claims, kid: "k1", type: "at+jwt", key: key)
+            let verified = try await keys.verify(token, as: AccessTokenClaims.self)
+            #expect(verified.iss == claims.iss && verified.sub == claims.sub && verified.aud == claims.aud)
+            #expect(verified.iat.value == issued && verified.nbf.value == issued && verified.exp.value == claims.exp.value)
+            #expect(verified.jti == claims.jti && verified.sid == claims.sid && verified.amr == claims.amr)
+            #expect(verified.auth_time == claims.auth_time && verified.username == claims.username)
+            #expect(verified.externalId == claims.externalId && verified.client_id == claims.client_id && verified.scope == claims.scope)
+            let parts = token.split(separator: ".").map(String.init)
+            let header = try JSONObject(bytes: try #require(Base64URLBytes(encoded: parts[0])).bytes)
+            #expect(try header.string("alg") == "ES256" && header.string("kid") == "k1" && header.string("typ") == "at+jwt")
+            let payload = try JSONObject(bytes: try #require(Base64URLBytes(encoded: parts[1])).bytes)
+            #expect(payload.has("externalId") == (claims.externalId != nil) && payload.has("scope") == (claims.scope != nil))
+            #expect(try #require(Base64URLBytes(encoded: parts[2])).bytes.count == 64)
         }
     }
 }

@@ -25,6 +25,55 @@ struct RejectionTests {
         }
     }
 
+    /// A sign-in reads its ceremony and takes it only when it completes; every failure takes it
+    /// too. A rejected answer cannot be corrected and resent, an unknown passkey burns the
+    /// challenge, and of one valid answer sent many times at once exactly one signs in.
+    @Test func aChallengeIsSingleUseWhateverTheOutcome() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run(live: true) { api in
+            var authenticator = SoftwareAuthenticator(seed: Array("single-use".utf8))
+            var (_, credential, _) = try await api.signUp("single", authenticator: &authenticator)
+            func answer() async throws -> AuthenticationResponseJSON {
+                let options = try await api.post("/api/auth/authenticate/options", [String: String]())
+                return try authenticator.authenticate(
+                    options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: ServerHarness.origin,
+                    credential: &credential)
+            }
+            // A bad signature, then the good one for the same challenge.
+            let good = try await answer()
+            var forged = good
+            forged.response.signature = Base64URLBytes(good.response.signature.bytes.reversed())
+            let rejected = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: forged))
+            #expect(rejected.status == .unauthorized && rejected.errorCode == "signature_invalid")
+            let late = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: good))
+            #expect(late.errorCode == "challenge_unknown")
+
+            // A passkey the server does not know, then the real one.
+            let real = try await answer()
+            var unknown = real
+            unknown.rawId = Base64URLBytes(Array(repeating: 7, count: 32))
+            unknown.id = unknown.rawId.base64URL
+            #expect(
+                try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: unknown)).errorCode
+                    == "credential_not_found")
+            #expect(
+                try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: real)).errorCode
+                    == "challenge_unknown")
+
+            // One valid answer, eight times at once: one session.
+            let body = Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: try await answer())))
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<8 { group.addTask { try await api.request(.post, "/api/auth/authenticate/verify", body: body).status } }
+                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == .ok }.count == 1, "\(statuses)")
+            let account = try #require(try await harness.store.account(username: "single"))
+            // The sign-up's session and this one.
+            #expect(try await harness.store.sessions(accountID: account.id, now: harness.clock.now).count == 2)
+            #expect(try await harness.store.openChallengeCount(now: harness.clock.now) == 0)
+        }
+    }
+
     @Test func anExpiredChallengeIsRejected() async throws {
         let harness = try await ServerHarness()
         try await harness.run { api in

@@ -229,9 +229,9 @@ struct StoreConformanceTests {
                 let session = Self.session(for: ada)
                 group.addTask {
                     try await store.completeSignIn(
-                        credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n), backedUp: false,
+                        challenge: nil, credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n), backedUp: false,
                         counterAnomaly: false, at: Self.t0.addingTimeInterval(60), session: session,
-                        audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)])
+                        audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)]) == .signedIn
                 }
             }
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -246,8 +246,8 @@ struct StoreConformanceTests {
         // A stale previous value never moves it back.
         #expect(
             try await store.completeSignIn(
-                credentialID: key.credentialID, previousSignCount: 5, signCount: 1, backedUp: false,
-                counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == false)
+                challenge: nil, credentialID: key.credentialID, previousSignCount: 5, signCount: 1, backedUp: false,
+                counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == .counterRaced)
         #expect(try await store.passkey(credentialID: key.credentialID)?.signCount == stored.signCount)
     }
 
@@ -267,6 +267,57 @@ struct StoreConformanceTests {
         }
         #expect(taken == [record])
         #expect(try await store.takeChallenge(challenge) == nil)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 0)
+    }
+
+    /// A sign-in takes its challenge in the transaction that completes it: of answers racing to
+    /// one challenge (each with its own counter value), exactly one signs in; a lost counter race
+    /// still takes the challenge; a challenge already taken writes nothing.
+    @Test(arguments: TestDatabase.kinds)
+    func aSignInTakesItsChallengeInItsOwnTransaction(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let key = Self.passkey(for: ada, signCount: 5)
+        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        func ceremony(_ challenge: [UInt8]) async throws {
+            try await store.saveChallenge(
+                ChallengeRecord(
+                    challenge: challenge, ceremony: .authentication, accountID: ada.id, api: "native", userVerification: "required",
+                    createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300)))
+        }
+        let first = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        try await ceremony(first)
+        // Reading it leaves it in place.
+        #expect(try await store.challenge(first)?.accountID == ada.id)
+        #expect(try await store.challenge(first)?.accountID == ada.id)
+        #expect(try await store.challenge([1, 2, 3]) == nil)
+        let outcomes = try await withThrowingTaskGroup(of: SignInCompletion.self) { group in
+            for n in 0..<12 {
+                let session = Self.session(for: ada)
+                group.addTask {
+                    try await store.completeSignIn(
+                        challenge: first, credentialID: key.credentialID, previousSignCount: 5, signCount: UInt32(6 + n),
+                        backedUp: false, counterAnomaly: false, at: Self.t0, session: session,
+                        audit: [AuditEvent(time: Self.t0, kind: "sign_in", accountID: ada.id)])
+                }
+            }
+            return try await group.reduce(into: [SignInCompletion]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .signedIn }.count == 1)
+        #expect(outcomes.filter { $0 == .challengeTaken }.count == 11)
+        #expect(try await store.challenge(first) == nil)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 1)
+        #expect(try await store.auditEvents(accountID: ada.id, limit: 100).count == 1)
+
+        // A counter race lost: the challenge is taken all the same, and nothing else written.
+        let second = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        try await ceremony(second)
+        #expect(
+            try await store.completeSignIn(
+                challenge: second, credentialID: key.credentialID, previousSignCount: 5, signCount: 99, backedUp: false,
+                counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == .counterRaced)
+        #expect(try await store.challenge(second) == nil)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 1)
         #expect(try await store.openChallengeCount(now: Self.t0) == 0)
     }
 
@@ -486,7 +537,7 @@ struct StoreConformanceTests {
 
         let key = try #require(try await store.passkeys(accountID: accounts[1].id).first)
         _ = try await store.completeSignIn(
-            credentialID: key.credentialID, previousSignCount: 0, signCount: 1, backedUp: true, counterAnomaly: false,
+            challenge: nil, credentialID: key.credentialID, previousSignCount: 0, signCount: 1, backedUp: true, counterAnomaly: false,
             at: Self.t0, session: Self.session(for: accounts[1]), audit: [])
         _ = try await store.setDisabled(accountID: accounts[2].id, disabled: true)
         let stats = try await store.statistics(now: Self.t0, activeSince: Self.t0.addingTimeInterval(-86_400))
