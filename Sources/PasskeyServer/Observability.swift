@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 import WebAuthn
 
 extension HTTPField.Name {
@@ -13,6 +14,9 @@ extension HTTPField.Name {
 /// one), puts it in the request's logger and the response, and logs one line per request:
 /// method, path (never the query string, which may carry a recovery token), status, duration.
 /// Bodies, cookies, tokens and challenges are never logged.
+private let requestIDPrefix = UInt64.random(in: 0...UInt64.max)
+private let requestSerial = Atomic<UInt64>(0)
+
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
     let metrics: ServerMetrics
@@ -67,12 +71,15 @@ struct RequestLogMiddleware: RouterMiddleware {
         {
             return supplied
         }
+        // 24 hex digits: this process's random 64-bit prefix and a counter. Unique across
+        // instances and requests without a call to the system's generator per request (a
+        // request ID correlates log lines; it is no secret).
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(24)
-        for byte in RelyingParty.randomBytes(12) {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+        let serial = requestSerial.add(1, ordering: .relaxed).newValue
+        for value in [requestIDPrefix >> 32, requestIDPrefix & 0xFFFF_FFFF, serial & 0xFFFF_FFFF] {
+            for shift in stride(from: 28, through: 0, by: -4) { text.append(digits[Int((value >> UInt64(shift)) & 0xF)]) }
         }
         return String(decoding: text, as: UTF8.self)
     }

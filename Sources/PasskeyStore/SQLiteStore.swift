@@ -100,10 +100,13 @@ final class SQLiteEngine: SQLEngine {
     // make a write wait, for at most the busy timeout.
 
     /// GRDB's synchronous read, called from async code (the async overload would be chosen
-    /// there); GRDB's errors as ``StoreError``.
+    /// there); GRDB's errors as ``StoreError``. Every read is one statement, which SQLite runs
+    /// atomically on one snapshot by itself, so no explicit transaction is opened around it
+    /// (GRDB's `read` adds BEGIN and COMMIT: two more statements and WAL lock round trips
+    /// per read).
     static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
         do {
-            return try pool.read(body)
+            return try pool.unsafeRead(body)
         } catch {
             throw storeError(error)
         }
@@ -132,12 +135,10 @@ final class SQLiteEngine: SQLEngine {
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             try await lock.withLock {
                 try SQLiteEngine.writeNow(pool) { db in
-                    var rows: [any StoreRow] = []
-                    try db.inTransaction {
-                        rows = try SQLiteEngine.rows(sql, db)
-                        return .commit
-                    }
-                    return rows
+                    // One statement is its own transaction (SQLite's autocommit), triggers
+                    // included; never run inside a transaction whose end failed.
+                    if db.isInsideTransaction { try db.rollback() }
+                    return try SQLiteEngine.rows(sql, db)
                 }
             }
         }

@@ -11,7 +11,32 @@ enum StoreValues {
     }
 
     static func decodeList(_ text: String?) -> [String] {
-        guard let text, let list = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
+        guard let text else { return [] }
+        if let list = plainList(text) { return list }
+        guard let list = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
+        return list
+    }
+
+    /// `["a","b"]` with no escape, space or control character (what ``encodeList(_:)`` writes
+    /// for transports), read without Foundation: a passkey's transports are read on every
+    /// sign-in. Anything else is nil and goes to `JSONDecoder`.
+    static func plainList(_ text: String) -> [String]? {
+        var bytes = Array(text.utf8)[...]
+        guard bytes.first == UInt8(ascii: "["), bytes.last == UInt8(ascii: "]") else { return nil }
+        bytes = bytes.dropFirst().dropLast()
+        var list: [String] = []
+        while !bytes.isEmpty {
+            if !list.isEmpty {
+                guard bytes.first == UInt8(ascii: ",") else { return nil }
+                bytes = bytes.dropFirst()
+            }
+            guard bytes.first == UInt8(ascii: "\""),
+                let close = bytes.dropFirst().firstIndex(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }),
+                bytes[close] == UInt8(ascii: "\"")
+            else { return nil }
+            list.append(String(decoding: bytes[(bytes.startIndex + 1)..<close], as: UTF8.self))
+            bytes = bytes[(close + 1)...]
+        }
         return list
     }
 

@@ -114,6 +114,13 @@ struct OperationsTests {
                 == .web)
         #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1") == .web)
         #expect(Kind.classify(origin: nil, userAgent: nil) == .other)
+        #expect(Kind.classify(origin: nil, userAgent: "") == .other)
+        #expect(Kind.classify(origin: nil, userAgent: "MyApp/1 cfNETWORK/1 darwin/23") == .ios)
+        #expect(Kind.classify(origin: nil, userAgent: "Ktor client") == .android)
+        #expect(Kind.classify(origin: nil, userAgent: "curl/8 okhttp") == .other)
+        #expect(Kind.classify(origin: nil, userAgent: "Dalvik/2.1.0 (Linux; U; Android 14)") == .android)
+        #expect(Kind.classify(origin: nil, userAgent: "Mozilla/5.0 (Macintosh) Darwin/23") == .web)
+        #expect(Kind.classify(origin: nil, userAgent: "passkey-load/1") == .other)
     }
 
     @Test func readinessHealthAndRequestIDs() async throws {

@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+@testable import PasskeyStore
+
+/// The stores' list column (transports) is read without Foundation when it is plain; the fast
+/// reader agrees with `JSONDecoder` on everything it accepts and leaves everything else to it.
+@Suite("Store values")
+struct StoreValuesTests {
+    @Test func plainListsReadAsJSONDecoderReadsThem() throws {
+        let lists: [[String]] = [
+            [], ["internal"], ["internal", "hybrid"], ["usb", "nfc", "ble", "smart-card", "hybrid", "internal"], ["é", "名前", ""],
+            ["comma, inside"], ["quote \" inside"], ["back\\slash"], ["slash/"], ["line\nbreak"],
+        ]
+        for list in lists {
+            let text = StoreValues.encodeList(list)
+            #expect(StoreValues.decodeList(text) == list, "\(text)")
+            if let plain = StoreValues.plainList(text) { #expect(plain == list, "\(text)") }
+        }
+        for text in [
+            "", "[", "]", "[,]", #"["a",]"#, #"[,"a"]"#, #"["a""b"]"#, #"["a" ]"#, #"[ "a"]"#, #"["a\"]"#, "[\"a\u{01}\"]", #"["a"#,
+            #"{"a":1}"#, "[1]", "null",
+        ] {
+            let reference = try? JSONDecoder().decode([String].self, from: Data(text.utf8))
+            if let plain = StoreValues.plainList(text) {
+                #expect(plain == reference, "\(text)")
+            }
+            #expect(StoreValues.decodeList(text) == (reference ?? []), "\(text)")
+        }
+        #expect(StoreValues.decodeList(nil) == [])
+    }
+}
