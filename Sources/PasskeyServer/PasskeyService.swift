@@ -495,23 +495,35 @@ public struct PasskeyService: Sendable {
         _ credential: AuthenticationResponseJSON, clientData: CollectedClientData, record: ChallengeRecord, client: Client, api: String,
         challengeTaken: () -> Void
     ) async throws -> SignInResult {
-        try check(record, ceremony: .authentication, api: api)
+        // A refusal takes the challenge first. If it is already gone, another answer to it won
+        // (or is winning) the race: this one is a replay and gets `challenge_unknown`, with no
+        // audit line; above all no counter anomaly for the counter the winner just moved.
+        func refuse(_ error: any Error, audit lines: () async -> Void = {}) async throws -> Never {
+            challengeTaken()
+            guard try await store.takeChallenge(record.challenge) != nil else { throw PasskeyServiceError.unknownChallenge }
+            await lines()
+            throw error
+        }
+        do { try check(record, ceremony: .authentication, api: api) } catch { try await refuse(error) }
         guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
-            await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
-            throw PasskeyServiceError.credentialNotFound
+            try await refuse(PasskeyServiceError.credentialNotFound) {
+                await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
+            }
         }
         if record.unknownUser || (record.accountID != nil && record.accountID != passkey.accountID) {
-            await audit(
-                .signInFailed, accountID: passkey.accountID, credentialID: passkey.credentialID, client: client,
-                detail: "credential_not_allowed")
-            throw PasskeyServiceError.credentialNotAllowed
+            try await refuse(PasskeyServiceError.credentialNotAllowed) {
+                await audit(
+                    .signInFailed, accountID: passkey.accountID, credentialID: passkey.credentialID, client: client,
+                    detail: "credential_not_allowed")
+            }
         }
         // No per-account limit here: an assertion cannot be guessed, and counting other people's
         // forged attempts would let them lock the account out (the per-address limit applies).
         guard !account.disabled else {
-            await audit(
-                .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
-            throw PasskeyServiceError.accountDisabled
+            try await refuse(PasskeyServiceError.accountDisabled) {
+                await audit(
+                    .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "account_disabled")
+            }
         }
         let verified: VerifiedAuthentication
         do {
@@ -524,13 +536,15 @@ public struct PasskeyService: Sendable {
                     id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
                     userHandle: account.userHandle, backupEligible: passkey.backupEligible))
         } catch {
-            logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
-            if error.code == .counterRegression {
-                await audit(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
+            try await refuse(PasskeyServiceError(error, signIn: true)) {
+                logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+                if error.code == .counterRegression {
+                    await audit(
+                        .counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "rejected")
+                }
+                await audit(
+                    .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
             }
-            await audit(
-                .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: error.code.rawValue)
-            throw PasskeyServiceError(error, signIn: true)
         }
         let time = now()
         let (token, session) = makeSession(for: account, client: client, method: "passkey", credentialID: passkey.credentialID)
