@@ -71,15 +71,9 @@ enum CeremonyStateCoding {
         if let json = try? JSONObject(bytes: bytes), let challenge = try? json.bytes("challenge"),
             let requirement = try? json.string("userVerification"),
             let userVerification = UserVerificationRequirement(rawValue: requirement),
-            let allowed = try? json.optionalStringArray("allowCredentials"), let hints = try? json.optionalStringArray("hints"),
-            let profile = profile(json)
+            let allowed = try? json.optionalStringArray("allowCredentials"), let credentials = identifiers(allowed),
+            let hints = try? json.optionalStringArray("hints"), let profile = profile(json)
         {
-            var credentials: [[UInt8]] = []
-            credentials.reserveCapacity(allowed.count)
-            for id in allowed {
-                guard let bytes = Base64URLBytes(encoded: id)?.bytes else { return decoded(bytes) }
-                credentials.append(bytes)
-            }
             return AuthenticationState(
                 challenge: challenge.bytes, userVerification: userVerification, allowCredentials: credentials, hints: hints,
                 profile: profile)
@@ -92,20 +86,25 @@ enum CeremonyStateCoding {
             let requirement = try? json.string("userVerification"),
             let userVerification = UserVerificationRequirement(rawValue: requirement),
             let conditional = try? json.optionalBool("conditional"), let userHandle = try? json.bytes("userHandle"),
-            let excluded = try? json.optionalStringArray("excludeCredentials"), let hints = try? json.optionalStringArray("hints"),
-            let profile = profile(json)
+            let excluded = try? json.optionalStringArray("excludeCredentials"), let credentials = identifiers(excluded),
+            let hints = try? json.optionalStringArray("hints"), let profile = profile(json)
         {
-            var credentials: [[UInt8]] = []
-            credentials.reserveCapacity(excluded.count)
-            for id in excluded {
-                guard let bytes = Base64URLBytes(encoded: id)?.bytes else { return decoded(bytes) }
-                credentials.append(bytes)
-            }
             return RegistrationState(
                 challenge: challenge.bytes, userVerification: userVerification, conditional: conditional, userHandle: userHandle.bytes,
                 excludeCredentials: credentials, hints: hints, profile: profile)
         }
         return decoded(bytes)
+    }
+
+    /// Credential IDs as base64url text, decoded; nil if one is not.
+    private static func identifiers(_ texts: [String]) -> [[UInt8]]? {
+        var identifiers: [[UInt8]] = []
+        identifiers.reserveCapacity(texts.count)
+        for text in texts {
+            guard let bytes = Base64URLBytes(encoded: text)?.bytes else { return nil }
+            identifiers.append(bytes)
+        }
+        return identifiers
     }
 
     private static func profile(_ json: JSONObject) -> CeremonyProfile? {

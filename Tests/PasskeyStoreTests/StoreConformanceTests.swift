@@ -217,12 +217,18 @@ struct StoreConformanceTests {
         await #expect(throws: StoreError(.conflict, "")) { try await store.addPasskey(Self.passkey(for: ada, id: key.credentialID)) }
     }
 
-    @Test(arguments: TestDatabase.kinds)
-    func signInCountersMoveByCompareAndSetUnderRaces(_ kind: TestDatabase.Kind) async throws {
+    /// A store holding one account, Ada, with one passkey at `signCount`.
+    static func adaWithPasskey(_ kind: TestDatabase.Kind, signCount: UInt32) async throws -> (any PasskeyStore, Account, Passkey) {
         let store = try await TestDatabase.makeStore(kind)
         let ada = Self.account("ada")
-        let key = Self.passkey(for: ada, signCount: 5)
+        let key = Self.passkey(for: ada, signCount: signCount)
         try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        return (store, ada, key)
+    }
+
+    @Test(arguments: TestDatabase.kinds)
+    func signInCountersMoveByCompareAndSetUnderRaces(_ kind: TestDatabase.Kind) async throws {
+        let (store, ada, key) = try await Self.adaWithPasskey(kind, signCount: 5)
         // Twenty sign-ins verified against counter 5 land at once: exactly one wins.
         let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
             for n in 0..<20 {
@@ -275,10 +281,7 @@ struct StoreConformanceTests {
     /// still takes the challenge; a challenge already taken writes nothing.
     @Test(arguments: TestDatabase.kinds)
     func aSignInTakesItsChallengeInItsOwnTransaction(_ kind: TestDatabase.Kind) async throws {
-        let store = try await TestDatabase.makeStore(kind)
-        let ada = Self.account("ada")
-        let key = Self.passkey(for: ada, signCount: 5)
-        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        let (store, ada, key) = try await Self.adaWithPasskey(kind, signCount: 5)
         func ceremony(_ challenge: [UInt8]) async throws {
             try await store.saveChallenge(
                 ChallengeRecord(
