@@ -6,7 +6,8 @@ For each store: seed the database with background accounts (1k, then 100k, then 
 sign-ins with N concurrent users for a bounded time, and a sign-up run; sample the server's RSS
 at rest and during load, and the server's and the generator's CPU time (/proc/PID/stat,
 getrusage) per ceremony. Then: the SQLite server pinned to CPU 0 with the generator on CPU 1
-(`taskset`), and two instances sharing the PostgreSQL database. Prints one table and the facts
+(`taskset`), migration 10 timed on the 1M-account SQLite database laid out as version 9 left it
+(with a session and an audit line per account), and two instances sharing the PostgreSQL database. Prints one table and the facts
 (database bytes per account, seeding and start-up times); writes them as JSON with --json FILE.
 
 The background accounts are written with SQL (random user handles, credential IDs and keys): they
@@ -201,6 +202,59 @@ def run_pinned(database, workdir, users, seconds, results):
         server.stop()
 
 
+V9_LAYOUT = """
+DROP TABLE challenges;
+CREATE TABLE challenges (challenge_hash BLOB PRIMARY KEY, challenge BLOB NOT NULL, ceremony TEXT NOT NULL,
+    account_id TEXT REFERENCES accounts(id) ON DELETE CASCADE, pending_username TEXT, pending_display_name TEXT,
+    pending_user_handle BLOB, unknown_user INTEGER NOT NULL DEFAULT 0, api TEXT NOT NULL, user_verification TEXT NOT NULL,
+    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, pending_account_id TEXT, conditional INTEGER NOT NULL DEFAULT 0,
+    state BLOB);
+CREATE INDEX challenges_expiry ON challenges(expires_at);
+CREATE TABLE sessions_v9 (token_hash BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, user_agent TEXT, ip_address TEXT, method TEXT NOT NULL DEFAULT 'unknown',
+    credential_id BLOB, last_seen_at INTEGER);
+INSERT INTO sessions_v9 SELECT token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id, last_seen_at FROM sessions;
+DROP TABLE sessions;
+ALTER TABLE sessions_v9 RENAME TO sessions;
+CREATE INDEX sessions_account ON sessions(account_id);
+CREATE INDEX sessions_expiry ON sessions(expires_at);
+CREATE INDEX sessions_credential ON sessions(credential_id);
+CREATE INDEX audit_time ON audit_events(time);
+DELETE FROM schema_migrations WHERE version = 10;
+"""
+
+
+def time_migration(path, facts):
+    """Migration 10 (SQLite: the ceremonies and sessions tables rebuilt WITHOUT ROWID, one index
+    dropped) timed with `passkeyd migrate` on the 1M-account database laid out as version 9 left
+    it, with a live session and an audit line per account and 1,000 open ceremonies."""
+    db = sqlite3.connect(path, timeout=30)
+    db.executescript("BEGIN;" + V9_LAYOUT + "COMMIT;")
+    now = int(time.time() * 1000)
+    ids = [row[0] for row in db.execute("SELECT id FROM accounts")]
+    with db:
+        db.executemany("INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id) "
+                       "VALUES (?,?,?,?,?,?,?,?)",
+                       ((os.urandom(32), account, now, now + 86_400_000, "Mozilla/5.0 (bench)", "192.0.2.1", "passkey", os.urandom(32))
+                        for account in ids))
+        db.executemany("INSERT INTO audit_events (time, kind, account_id, ip_address, user_agent, detail) VALUES (?,?,?,?,?,?)",
+                       ((now, "sign_in", account, "192.0.2.1", "Mozilla/5.0 (bench)", "passkey") for account in ids))
+        db.executemany("INSERT INTO challenges (challenge_hash, challenge, ceremony, api, user_verification, created_at, expires_at) "
+                       "VALUES (?,?,?,?,?,?,?)",
+                       ((os.urandom(32), os.urandom(32), "authentication", "native", "required", now, now + 300_000) for _ in range(1000)))
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    db.close()
+    before = sqlite_bytes(path)
+    started = time.monotonic()
+    out = subprocess.run([os.path.join(RELEASE, "passkeyd"), "migrate", "--database", f"sqlite://{path}"], check=True, capture_output=True,
+                         text=True, env=dict(os.environ, PASSKEYD_CONFIG="")).stdout.strip()
+    took = time.monotonic() - started
+    facts.append(f"SQLite: migration 10 on the {len(ids):,}-account database ({sessions:,} sessions, {len(ids):,} more audit lines, "
+                 f"1,000 open ceremonies): {took:.1f} s (`passkeyd migrate`: {out.splitlines()[-1] if out else 'no output'}); "
+                 f"database {before / 2**20:,.0f} MiB before, {sqlite_bytes(path) / 2**20:,.0f} MiB after")
+
+
 def run_two_instances(url, workdir, users, seconds, results):
     """Two passkeyd instances on one PostgreSQL, each with its own generator, at once."""
     servers = [Server(url, workdir), Server(url, workdir)]
@@ -234,6 +288,7 @@ def main():
         run_store("SQLite", f"sqlite://{path}", lambda start, count: seed_sqlite(path, start, count), lambda: sqlite_bytes(path),
                   workdir, args.users, args.seconds, results, facts)
         run_pinned(f"sqlite://{path}", workdir, args.users, args.seconds, results)
+        time_migration(path, facts)
         pgdir = tempfile.mkdtemp(prefix="passkeyd-bench-pg-")  # scripts/postgres hands it to the postgres user
         env = dict(os.environ, PASSKEYD_PG_FSYNC="on", PASSKEYD_PG_SYNCHRONOUS_COMMIT="off")
         url = subprocess.run([os.path.join(ROOT, "scripts", "postgres"), "start", pgdir, str(free_port())], check=True, capture_output=True,

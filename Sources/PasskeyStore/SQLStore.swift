@@ -27,7 +27,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     // MARK: Schema
 
-    public func migrate() async throws -> [Int] {
+    public func migrate() async throws -> [Int] { try await migrate(through: nil) }
+
+    /// The migrations not yet applied, up to `last` (all when nil): tests build a database as an
+    /// older version left it.
+    func migrate(through last: Int?) async throws -> [Int] {
         let dialect = self.dialect
         return try await engine.transaction(timeout: migrationTimeout) { db in
             // Several instances may start at once: one migrates, the others wait and find it done.
@@ -35,7 +39,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             try await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
             let applied = Set(try await db.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
             var done: [Int] = []
-            for migration in dialect.migrations where !applied.contains(migration.version) {
+            for migration in dialect.migrations where !applied.contains(migration.version) && migration.version <= last ?? Int.max {
                 for statement in migration.statements { try await db.execute(SQL(unsafeText: statement)) }
                 try await db.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(Date()))")
                 done.append(migration.version)

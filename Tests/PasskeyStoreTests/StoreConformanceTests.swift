@@ -166,9 +166,58 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 9)
+        #expect(try await store.schemaVersion() == 10)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
+    }
+
+    /// Migration 10 rebuilds SQLite's ceremonies and sessions tables (WITHOUT ROWID) and drops an
+    /// index on both stores: what a version-9 database held is all there after it, and works.
+    @Test(arguments: TestDatabase.kinds)
+    func migrationTenKeepsSessionsAndOpenCeremonies(_ kind: TestDatabase.Kind) async throws {
+        let url = try await TestDatabase.makeURL(kind)
+        let store: SQLStore =
+            switch kind {
+            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+            case .postgres: try PostgresStore(url: url)
+            }
+        #expect(try await store.migrate(through: 9) == Array(1...9))
+        #expect(try await store.schemaVersion() == 9)
+        let ada = Self.account("ada")
+        let key = Self.passkey(for: ada, signCount: 5)
+        let session = Self.session(for: ada)
+        try await store.createAccount(
+            ada, passkey: key, session: session, audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)])
+        let challenge = ChallengeRecord(
+            challenge: Array(repeating: 7, count: 32), ceremony: .authentication, accountID: ada.id, api: "native",
+            userVerification: "required", state: [1, 2, 3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
+        try await store.saveChallenge(challenge)
+
+        #expect(try await store.migrate() == [10])
+        #expect(try await store.schemaVersion() == 10)
+        #expect(try await store.challenge(challenge.challenge) == challenge)
+        #expect(try await store.session(tokenHash: session.tokenHash, now: Self.t0)?.1.id == ada.id)
+        #expect(try await store.openChallengeCount(now: Self.t0) == 1)
+        // The rebuilt tables take new rows, keep their keys unique and their cascades.
+        #expect(
+            try await store.completeSignIn(
+                challenge: challenge.challenge, credentialID: key.credentialID, previousSignCount: 5, signCount: 6, backedUp: false,
+                counterAnomaly: false, at: Self.t0, session: Self.session(for: ada), audit: []) == .signedIn)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 2)
+        await #expect(throws: StoreError.self) { try await store.createSession(session) }
+        #expect(try await store.sweepExpired(now: Self.t0.addingTimeInterval(86_400 * 400)) >= 2)
+        #expect(try await store.sessions(accountID: ada.id, now: Self.t0).isEmpty)
+        if kind == .sqlite {
+            let tables = try await store.reader.rows(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID%' ORDER BY name")
+            #expect(try tables.map { try $0.text("name") } == ["challenges", "sessions"])
+        }
+        #expect(
+            try await store.reader.count(
+                kind == .sqlite
+                    ? "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'audit_time'"
+                    : "SELECT COUNT(*) AS n FROM pg_indexes WHERE indexname = 'audit_time'") == 0)
+        if let postgres = store as? PostgresStore { postgres.close() }
     }
 
     @Test(arguments: TestDatabase.kinds)
