@@ -82,7 +82,7 @@ struct CompatibilityAPI: Sendable {
         let username = request.uri.queryParameters.get("username")
         let challenge = Self.randomString()
         let userID = Self.randomString()
-        let accountID = UUID()
+        let accountID = UUID.random()
         let options = try await service.registrationOptions(
             username: username, displayName: username, signedIn: nil,
             profile: Self.profile(challenge: Array(challenge.utf8), userHandle: Array(userID.utf8), accountID: accountID))

@@ -402,7 +402,7 @@ struct OpenIDProvider: Sendable {
             throw OAuthError(code: "invalid_grant", description: "Unknown code.")
         }
         let time = service.now()
-        let family = UUID().uuidString.lowercased()
+        let family = UUID.random().uuidString.lowercased()
         guard let stored = try await store.useOAuthCode(hash: Array(SHA256.hash(data: code)), family: family, at: time) else {
             throw OAuthError(code: "invalid_grant", description: "Unknown code.")
         }
@@ -450,7 +450,7 @@ struct OpenIDProvider: Sendable {
         guard stored.expiresAt > time, let grant = try? JSONDecoder().decode(Grant.self, from: Data(stored.grant)) else {
             throw OAuthError(code: "invalid_grant", description: "This refresh token expired.")
         }
-        return try await issueTokens(grant, client: client, accountID: stored.accountID, family: stored.family ?? UUID().uuidString)
+        return try await issueTokens(grant, client: client, accountID: stored.accountID, family: stored.family ?? UUID.random().uuidString)
     }
 
     static func refreshTokenBytes(_ text: String) -> [UInt8]? {
@@ -665,7 +665,7 @@ enum AccessTokenClaimsFactory {
         return AccessTokenClaims(
             iss: IssuerClaim(value: tokens.issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
             aud: AudienceClaim(value: audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
-            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID().uuidString.lowercased()), sid: AccessTokens.sessionID(session),
+            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID.random().uuidString.lowercased()), sid: AccessTokens.sessionID(session),
             amr: AccessTokens.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
             username: account.username, externalId: account.externalID)
     }

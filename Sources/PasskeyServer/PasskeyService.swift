@@ -300,7 +300,7 @@ public struct PasskeyService: Sendable {
             throw PasskeyServiceError.unknownChallenge
         }
         let account = Account(
-            id: record.pendingAccountID ?? UUID(), username: username, displayName: record.pendingDisplayName ?? username,
+            id: record.pendingAccountID ?? .random(), username: username, displayName: record.pendingDisplayName ?? username,
             userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
         let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)

@@ -20,7 +20,7 @@ public struct Account: Sendable, Hashable, Codable {
     public var externalID: String?
 
     public init(
-        id: UUID = UUID(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
+        id: UUID = .random(), username: String, displayName: String, userHandle: [UInt8], createdAt: Date, disabled: Bool = false,
         lastSignInAt: Date? = nil, passwordHash: String? = nil, externalID: String? = nil
     ) {
         self.externalID = externalID
@@ -279,7 +279,7 @@ public struct APIKey: Sendable, Hashable {
     public var revokedAt: Date?
 
     public init(
-        id: UUID = UUID(), name: String, keyHash: [UInt8], scopes: [String], createdAt: Date, lastUsedAt: Date? = nil,
+        id: UUID = .random(), name: String, keyHash: [UInt8], scopes: [String], createdAt: Date, lastUsedAt: Date? = nil,
         revokedAt: Date? = nil
     ) {
         self.id = id
@@ -303,7 +303,7 @@ public struct WebhookEndpoint: Sendable, Hashable {
     public var createdAt: Date
     public var disabled: Bool
 
-    public init(id: UUID = UUID(), url: String, secret: [UInt8], events: [String], createdAt: Date, disabled: Bool = false) {
+    public init(id: UUID = .random(), url: String, secret: [UInt8], events: [String], createdAt: Date, disabled: Bool = false) {
         self.id = id
         self.url = url
         self.secret = secret

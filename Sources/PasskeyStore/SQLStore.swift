@@ -697,7 +697,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         guard !candidates.isEmpty else { return [] }
         // One short write takes the leases, marked with this claim's token; a delivery another
         // instance leased meanwhile is left to it.
-        let token = UUID().uuidString.lowercased()
+        let token = UUID.random().uuidString.lowercased()
         var update: SQL =
             "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE (lease_until IS NULL OR lease_until <= \(now)) AND ("
         for (index, row) in candidates.enumerated() {
