@@ -132,10 +132,12 @@ let package = Package(
         ),
         // PasskeyClient's authenticator on Linux and in tests: the software authenticator.
         .target(name: "PasskeyClientSoftware", dependencies: ["PasskeyClient", "WebAuthn", "WebAuthnTesting"]),
+        // glibc's allocator settings for the server process (malloc.h is not in Swift's Glibc).
+        .target(name: "CAllocator"),
         .executableTarget(
             name: "passkeyd",
             dependencies: [
-                "WebAuthn", "PasskeyStore", "PasskeyServer",
+                "WebAuthn", "PasskeyStore", "PasskeyServer", "CAllocator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
