@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import PasskeyStore
@@ -23,7 +24,11 @@ public enum PasskeyServer {
             metrics: service.metrics)
         var app = Application(
             router: router(service: service),
-            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])),
+            server: HTTPServerBuilder { responder in
+                EventLoopHTTP1Channel(
+                    http1: HTTP1Channel(
+                        responder: responder, configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)])))
+            },
             configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
         for extra in services { app.addServices(extra) }
         app.beforeServerStarts {

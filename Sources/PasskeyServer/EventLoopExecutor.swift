@@ -1,0 +1,40 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// HTTP/1.1 connections whose request handling runs on the connection's own event loop.
+///
+/// Hummingbird runs each connection's handler as a task on Swift's global executor: every
+/// request read on an event loop wakes a thread of the cooperative pool, and every answer hops
+/// back to the event loop to be written, two thread wake-ups per request (`futex`, `epoll` and
+/// scheduler time were ~10% of the server's CPU under load). With the connection's event loop
+/// as the handler task's executor preference (SE-0417), bytes read resume the handler on the
+/// same thread and its answer is written there too. Nothing else changes: unstructured tasks
+/// (webhooks, sweeps) keep the global executor, and bcrypt keeps its own queue.
+struct EventLoopHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+    let http1: HTTP1Channel
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        http1.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
+            await http1.handle(value: value, logger: logger)
+        }
+    }
+}
+
+/// A task executor that runs jobs on one NIO event loop (in order, on its thread).
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
