@@ -32,6 +32,47 @@ struct StoreConformanceTests {
             credentialID: credentialID)
     }
 
+    /// With no session to keep, deleting a passkey ends every session it made: the empty token
+    /// hash the store compares against is bound as an empty blob, never as NULL (with NULL,
+    /// `token_hash <> NULL` matches nothing and every session would survive its passkey).
+    @Test(arguments: TestDatabase.kinds)
+    func deletingAPasskeyWithNoSessionToKeepEndsAllItsSessions(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let phone = Self.passkey(for: ada), laptop = Self.passkey(for: ada)
+        try await store.createAccount(ada, passkey: phone, session: nil, audit: [])
+        try await store.addPasskey(laptop)
+        let first = Self.session(for: ada, credentialID: laptop.credentialID)
+        let second = Self.session(for: ada, credentialID: laptop.credentialID)
+        let viaPhone = Self.session(for: ada, credentialID: phone.credentialID)
+        for session in [first, second, viaPhone] { try await store.createSession(session) }
+        #expect(try await store.deletePasskey(accountID: ada.id, credentialID: laptop.credentialID) == .deleted)
+        #expect(try await store.session(tokenHash: first.tokenHash, now: Self.t0) == nil)
+        #expect(try await store.session(tokenHash: second.tokenHash, now: Self.t0) == nil)
+        #expect(try await store.session(tokenHash: viaPhone.tokenHash, now: Self.t0)?.0.credentialID == phone.credentialID)
+    }
+
+    /// Every kind of value comes back as it went in: empty and binary bytes, text beyond ASCII,
+    /// the extremes of a 64-bit integer, NULL, flags and IDs.
+    @Test(arguments: TestDatabase.kinds)
+    func valuesComeBackAsTheyWentIn(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        var ada = Self.account("zoë-名前")
+        ada.displayName = "Zoë \u{1F511} \"quoted\" 'single' \\ back"
+        ada.userHandle = [0, 0xFF, 0, 0x80] + (0..<60).map { UInt8($0) }
+        var key = Self.passkey(for: ada, signCount: UInt32.max)
+        key.publicKey = [0]
+        key.transports = []
+        key.backedUp = false
+        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        let account = try #require(try await store.account(id: ada.id))
+        #expect(account == ada)
+        #expect(try await store.account(userHandle: ada.userHandle)?.id == ada.id)
+        let passkey = try #require(try await store.passkey(credentialID: key.credentialID))
+        #expect(passkey.signCount == UInt32.max && passkey.publicKey == [0] && passkey.transports == [] && !passkey.backedUp)
+        #expect(passkey.lastUsedAt == nil && account.lastSignInAt == nil && account.passwordHash == nil)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func sessionsEndWithThePasskeyThatMadeThem(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)

@@ -7,6 +7,20 @@ import Testing
 /// reader agrees with `JSONDecoder` on everything it accepts and leaves everything else to it.
 @Suite("Store values")
 struct StoreValuesTests {
+    /// `UUID.random()` makes version 4, variant 10 UUIDs (RFC 9562 §5.4), every one new.
+    @Test func randomUUIDsAreVersion4() {
+        var seen = Set<UUID>()
+        for _ in 0..<1000 {
+            let id = UUID.random()
+            let text = id.uuidString
+            #expect(Array(text)[14] == "4", "\(text)")
+            #expect("89AB".contains(Array(text)[19]), "\(text)")
+            #expect(UUID(uuidString: text) == id)
+            seen.insert(id)
+        }
+        #expect(seen.count == 1000)
+    }
+
     @Test func plainListsReadAsJSONDecoderReadsThem() throws {
         let lists: [[String]] = [
             [], ["internal"], ["internal", "hybrid"], ["usb", "nfc", "ble", "smart-card", "hybrid", "internal"], ["é", "名前", ""],
