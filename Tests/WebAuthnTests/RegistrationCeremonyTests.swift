@@ -70,6 +70,20 @@ struct RegistrationCeremonyTests {
         #expect(RelyingParty.makeUserHandle().count == 64)
     }
 
+    /// The system generator fills whole buffers of any size, every byte value turns up, and no
+    /// two draws repeat: a fill that stopped short or left zeros would fail here.
+    @Test func randomBytesFillWholeBuffers() {
+        #expect(RelyingParty.randomBytes(0).isEmpty)
+        for count in [1, 7, 8, 9, 32, 55, 4096] { #expect(RelyingParty.randomBytes(count).count == count) }
+        let large = RelyingParty.randomBytes(1 << 16)
+        var seen = [Int](repeating: 0, count: 256)
+        for byte in large { seen[Int(byte)] += 1 }
+        // 65,536 bytes: each value ~256 times; below 150 or above 380 is ~10^-10 unlikely.
+        #expect(seen.allSatisfy { (150...380).contains($0) })
+        #expect(large.suffix(64).contains { $0 != 0 })
+        #expect(Set((0..<200).map { _ in RelyingParty.randomBytes(16) }).count == 200)
+    }
+
     // §7.1 step 7
     @Test func wrongClientDataTypeIsRejected() async throws {
         var harness = try CeremonyHarness()

@@ -96,11 +96,9 @@ public struct RelyingParty: Sendable {
         return bytes
     }
 
-    /// `count` bytes from a cryptographically secure generator (BoringSSL's, seeded by the
-    /// kernel): one call, not one system call per byte.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
-        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
-    }
+    /// `count` bytes from the operating system's secure generator, in one system call
+    /// (``SystemRandom``).
+    public static func randomBytes(_ count: Int) -> [UInt8] { SystemRandom.bytes(count) }
 
     var timeoutMilliseconds: Int {
         let (seconds, attoseconds) = configuration.timeout.components
