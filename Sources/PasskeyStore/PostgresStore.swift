@@ -15,6 +15,18 @@ import Synchronization
 public final class PostgresStore: SQLStore, @unchecked Sendable {
     public struct Options: Sendable {
         public var maxConnections: Int = 20
+        /// Open all `maxConnections` at start and keep them (true), or open them as load needs
+        /// and close each after a minute unused (false: tests, with many small stores at once).
+        ///
+        /// postgres-nio arms an idle-timeout timer each time a connection beyond the minimum goes
+        /// back to the pool, and a keep-alive timer each time any does, and cancels them when
+        /// the connection is leased again: two timers per query. A cancelled timer (a sleeping
+        /// task) keeps its ~0.8 KB until its deadline, so at 1,000 sign-ins/s the server held
+        /// ~200 MB of them (the bench's PostgreSQL runs grew ~19 MiB per 8 s), and arming them
+        /// was ~9% of its CPU. Kept connections need no idle timer, and keep-alive pings are
+        /// off: a connection the database closes is dropped by the pool when it sees the close,
+        /// and one the network drops silently fails its next query within `operationTimeout`.
+        public var keepConnectionsOpen = true
         public var connectTimeout: Duration = .seconds(3)
         public var operationTimeout: Duration = .seconds(5)
         /// Migrations may rewrite large tables, and instances starting together wait for the one
@@ -37,11 +49,7 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
     public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true)
         throws
     {
-        var configuration = try Self.configuration(url: url)
-        configuration.options.maximumConnections = options.maxConnections
-        configuration.options.connectTimeout = options.connectTimeout
-        configuration.options.keepAliveBehavior = .init(frequency: .seconds(15))
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: try Self.configuration(url: url, options: options), backgroundLogger: logger)
         self.client = client
         runner = runsClient ? Task { await client.run() } : nil
         super.init(
@@ -53,6 +61,17 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
 
     /// Closes the pool's connections (on shutdown) when it runs on its own task.
     public func close() { runner?.cancel() }
+
+    /// The pool's configuration: the URL's server and TLS, with the pool sized and kept as
+    /// ``Options`` says (no keep-alive timers; see ``Options/keepConnectionsOpen``).
+    static func configuration(url: String, options: Options) throws -> PostgresClient.Configuration {
+        var configuration = try configuration(url: url)
+        configuration.options.maximumConnections = options.maxConnections
+        configuration.options.minimumConnections = options.keepConnectionsOpen ? options.maxConnections : 0
+        configuration.options.connectTimeout = options.connectTimeout
+        configuration.options.keepAliveBehavior = nil
+        return configuration
+    }
 
     static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? "") else {

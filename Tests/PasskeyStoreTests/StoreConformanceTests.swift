@@ -32,6 +32,24 @@ struct StoreConformanceTests {
             credentialID: credentialID)
     }
 
+    /// postgres-nio arms (and cancels) an idle timer per query for connections beyond the
+    /// minimum and a keep-alive timer per query for every connection; each cancelled one holds
+    /// memory until its deadline. The server's pool keeps its connections (no idle timers) and
+    /// sends no keep-alive pings; test stores open connections as they need them.
+    @Test func thePoolArmsNoTimerPerQuery() throws {
+        let url = "postgres://passkeyd@db.example:5432/passkeyd?sslmode=disable"
+        let server = try PostgresStore.configuration(url: url, options: PostgresStore.Options())
+        #expect(server.options.minimumConnections == server.options.maximumConnections)
+        #expect(server.options.maximumConnections == 20)
+        #expect(server.options.keepAliveBehavior == nil)
+        var lazy = PostgresStore.Options()
+        lazy.keepConnectionsOpen = false
+        lazy.maxConnections = 8
+        let tests = try PostgresStore.configuration(url: url, options: lazy)
+        #expect(tests.options.minimumConnections == 0 && tests.options.maximumConnections == 8)
+        #expect(tests.options.keepAliveBehavior == nil)
+    }
+
     /// With no session to keep, deleting a passkey ends every session it made: the empty token
     /// hash the store compares against is bound as an empty blob, never as NULL (with NULL,
     /// `token_hash <> NULL` matches nothing and every session would survive its passkey).
