@@ -473,12 +473,15 @@ public struct PasskeyService: Sendable {
         // sign-in: one write transaction per sign-in instead of two. It stays single use: every
         // failure below takes it before answering, and of two answers racing to complete, the
         // store lets one take it.
-        guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024,
-            let record = try await store.challenge(clientData.challenge)
-        else { throw PasskeyServiceError.unknownChallenge }
+        guard !clientData.challenge.isEmpty, clientData.challenge.count <= 1024 else { throw PasskeyServiceError.unknownChallenge }
+        // The ceremony and the passkey are read together (one round trip to PostgreSQL).
+        let (found, passkeyAndAccount) = try await store.challengeAndPasskey(clientData.challenge, credentialID: credential.rawId.bytes)
+        guard let record = found else { throw PasskeyServiceError.unknownChallenge }
         var taken = false
         do {
-            return try await verifyAuthentication(credential, clientData: clientData, record: record, client: client, api: api) {
+            return try await verifyAuthentication(
+                credential, clientData: clientData, record: record, passkeyAndAccount: passkeyAndAccount, client: client, api: api
+            ) {
                 taken = true
             }
         } catch {
@@ -492,8 +495,8 @@ public struct PasskeyService: Sendable {
     }
 
     private func verifyAuthentication(
-        _ credential: AuthenticationResponseJSON, clientData: CollectedClientData, record: ChallengeRecord, client: Client, api: String,
-        challengeTaken: () -> Void
+        _ credential: AuthenticationResponseJSON, clientData: CollectedClientData, record: ChallengeRecord,
+        passkeyAndAccount: (Passkey, Account)?, client: Client, api: String, challengeTaken: () -> Void
     ) async throws -> SignInResult {
         // A refusal takes the challenge first. If it is already gone, another answer to it won
         // (or is winning) the race: this one is a replay and gets `challenge_unknown`, with no
@@ -505,7 +508,7 @@ public struct PasskeyService: Sendable {
             throw error
         }
         do { try check(record, ceremony: .authentication, api: api) } catch { try await refuse(error) }
-        guard let (passkey, account) = try await store.passkeyAndAccount(credentialID: credential.rawId.bytes) else {
+        guard let (passkey, account) = passkeyAndAccount else {
             try await refuse(PasskeyServiceError.credentialNotFound) {
                 await audit(.signInFailed, accountID: record.accountID, client: client, detail: "credential_not_found")
             }

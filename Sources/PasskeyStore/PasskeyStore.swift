@@ -76,6 +76,10 @@ public protocol PasskeyStore: Sendable {
     /// transaction that completes it (``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``)
     /// or, when it fails, with ``takeChallenge(_:)``. Expired records are returned too.
     func challenge(_ challenge: [UInt8]) async throws -> ChallengeRecord?
+    /// A sign-in's two reads in one: the ceremony for this challenge (as ``challenge(_:)``) and
+    /// the passkey with its account (as ``passkeyAndAccount(credentialID:)``), each nil when
+    /// absent. One statement, so PostgreSQL answers in one round trip instead of two.
+    func challengeAndPasskey(_ challenge: [UInt8], credentialID: [UInt8]) async throws -> (ChallengeRecord?, (Passkey, Account)?)
     /// How many ceremonies are open (for flood limits and metrics).
     func openChallengeCount(now: Date) async throws -> Int
     /// Deletes the `count` open ceremonies that expire first (the oldest): the ceremony cap makes

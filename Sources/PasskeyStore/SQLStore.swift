@@ -174,12 +174,16 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         }
     }
 
+    /// An account's columns beside `p.*` (a passkey) in one row: its `created_at` renamed.
+    private static let joinedAccountColumns = SQLFragment(
+        text: "a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at, "
+            + "a.password_hash, a.external_id")
+
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
         guard
             let row = try await reader.first(
                 """
-                SELECT p.*, a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at,
-                       a.password_hash, a.external_id
+                SELECT p.*, \(sql: Self.joinedAccountColumns)
                 FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(credentialID)
                 """)
         else { return nil }
@@ -412,6 +416,28 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         try await reader.first("SELECT * FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge))").map {
             try ChallengeRecord(row: $0)
         }
+    }
+
+    public func challengeAndPasskey(_ challenge: [UInt8], credentialID: [UInt8]) async throws -> (ChallengeRecord?, (Passkey, Account)?) {
+        // The challenge's columns come back under a `c_` prefix (`PrefixedRow`), apart from
+        // the passkey's and the account's; a side that is absent is all NULL.
+        let challengeColumns = SQLFragment(text: ChallengeRecord.columns.map { "c.\($0) AS c_\($0)" }.joined(separator: ", "))
+        guard
+            let row = try await reader.first(
+                """
+                SELECT \(sql: challengeColumns), p.*, \(sql: Self.joinedAccountColumns)
+                FROM (SELECT 1 AS one) AS one
+                LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
+                LEFT JOIN passkeys p ON p.credential_id = \(credentialID)
+                LEFT JOIN accounts a ON a.id = p.account_id
+                """)
+        else { return (nil, nil) }
+        let prefixed = PrefixedRow(row: row, prefix: "c_")
+        let record = try prefixed.optionalBytes("challenge_hash") == nil ? nil : try ChallengeRecord(row: prefixed)
+        let passkey =
+            try row.optionalBytes("credential_id") == nil || row.optionalID("id") == nil
+            ? nil : (try Passkey(row: row), try Account(row: row, createdAt: "account_created_at"))
+        return (record, passkey)
     }
 
     public func openChallengeCount(now: Date) async throws -> Int {

@@ -55,6 +55,19 @@ protocol StoreRow: Sendable {
     func optionalID(_ column: String) throws -> UUID?
 }
 
+/// The columns of `row` whose names start with `prefix`, under their names without it: one
+/// table's columns read apart from another's in a joined row.
+struct PrefixedRow: StoreRow {
+    let row: any StoreRow
+    let prefix: String
+
+    func optionalText(_ column: String) throws -> String? { try row.optionalText(prefix + column) }
+    func optionalInteger(_ column: String) throws -> Int64? { try row.optionalInteger(prefix + column) }
+    func optionalBytes(_ column: String) throws -> [UInt8]? { try row.optionalBytes(prefix + column) }
+    func optionalFlag(_ column: String) throws -> Bool? { try row.optionalFlag(prefix + column) }
+    func optionalID(_ column: String) throws -> UUID? { try row.optionalID(prefix + column) }
+}
+
 extension StoreRow {
     private func required<T>(_ value: T?, _ column: String) throws -> T {
         guard let value else { throw StoreError(.corruptRow, "\(column) is missing or malformed") }
@@ -110,6 +123,12 @@ extension SessionRecord {
 }
 
 extension ChallengeRecord {
+    /// Every column of the `challenges` table (a read that names them one by one).
+    static let columns = [
+        "challenge_hash", "challenge", "ceremony", "account_id", "pending_username", "pending_display_name", "pending_user_handle",
+        "unknown_user", "api", "user_verification", "created_at", "expires_at", "pending_account_id", "conditional", "state",
+    ]
+
     init(row: some StoreRow) throws {
         self.init(
             challenge: try row.bytes("challenge"), ceremony: Ceremony(rawValue: try row.text("ceremony")) ?? .authentication,

@@ -365,6 +365,54 @@ struct StoreConformanceTests {
         #expect(try await store.passkey(credentialID: key.credentialID)?.signCount == stored.signCount)
     }
 
+    /// The sign-in's combined read gives what the two reads it replaces give, each side nil
+    /// when absent, and leaves the ceremony in place.
+    @Test(arguments: TestDatabase.kinds)
+    func aChallengeAndAPasskeyAreReadTogether(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada")
+        let key = Self.passkey(for: ada, signCount: 41)
+        try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        let challenge = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let record = ChallengeRecord(
+            challenge: challenge, ceremony: .authentication, accountID: ada.id, pendingUsername: "ada", pendingDisplayName: "Ada",
+            pendingUserHandle: [9, 8], pendingAccountID: ada.id, api: "compat", userVerification: "preferred", conditional: true,
+            state: [1, 2, 3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
+        try await store.saveChallenge(record)
+        let stored = try #require(try await store.challenge(challenge))
+        let pair = try #require(try await store.passkeyAndAccount(credentialID: key.credentialID))
+
+        let both = try await store.challengeAndPasskey(challenge, credentialID: key.credentialID)
+        #expect(both.0 == stored)
+        #expect(both.1?.0 == pair.0 && both.1?.1 == pair.1)
+        let noPasskey = try await store.challengeAndPasskey(challenge, credentialID: [1, 2, 3])
+        #expect(noPasskey.0 == stored && noPasskey.1 == nil)
+        let noChallenge = try await store.challengeAndPasskey([7, 7, 7], credentialID: key.credentialID)
+        #expect(noChallenge.0 == nil && noChallenge.1?.0 == key)
+        let neither = try await store.challengeAndPasskey([7, 7, 7], credentialID: [1, 2, 3])
+        #expect(neither.0 == nil && neither.1 == nil)
+        // A read: the ceremony is still there to be taken once.
+        #expect(try await store.takeChallenge(challenge) == stored)
+        #expect(try await store.challengeAndPasskey(challenge, credentialID: key.credentialID).0 == nil)
+    }
+
+    /// The combined read names the ceremony's columns one by one: they must be exactly the
+    /// table's (a column added by a migration and not listed would be lost on sign-in).
+    @Test(arguments: TestDatabase.kinds)
+    func theChallengeColumnsListIsTheTable(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        let columns: [String] =
+            switch kind {
+            case .sqlite: try await store.reader.rows("SELECT name AS n FROM pragma_table_info('challenges')").map { try $0.text("n") }
+            case .postgres:
+                try await store.reader.rows(
+                    "SELECT column_name::text AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'challenges'"
+                ).map { try $0.text("n") }
+            }
+        #expect(Set(columns) == Set(ChallengeRecord.columns))
+        #expect(columns.count == ChallengeRecord.columns.count)
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func aChallengeIsTakenOnceEvenWhenRaced(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
