@@ -665,7 +665,8 @@ enum AccessTokenClaimsFactory {
         return AccessTokenClaims(
             iss: IssuerClaim(value: tokens.issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
             aud: AudienceClaim(value: audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
-            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID.random().uuidString.lowercased()), sid: AccessTokens.sessionID(session),
+            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID.random().uuidString.lowercased()),
+            sid: AccessTokens.sessionID(session),
             amr: AccessTokens.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
             username: account.username, externalId: account.externalID)
     }
