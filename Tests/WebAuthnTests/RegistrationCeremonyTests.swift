@@ -73,7 +73,7 @@ struct RegistrationCeremonyTests {
     /// The system generator fills whole buffers of any size, every byte value turns up, and no
     /// two draws repeat: a fill that stopped short or left zeros would fail here.
     @Test func randomBytesFillWholeBuffers() {
-        #expect(RelyingParty.randomBytes(0).isEmpty)
+        #expect(RelyingParty.randomBytes(0).isEmpty && RelyingParty.randomBytes(-1).isEmpty)
         for count in [1, 7, 8, 9, 32, 55, 4096] { #expect(RelyingParty.randomBytes(count).count == count) }
         let large = RelyingParty.randomBytes(1 << 16)
         var seen = [Int](repeating: 0, count: 256)

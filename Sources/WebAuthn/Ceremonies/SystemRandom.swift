@@ -17,18 +17,19 @@
 /// `SystemRandomNumberGenerator`, never to anything weaker.
 enum SystemRandom {
     static func bytes(_ count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        guard count > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
             fill(UnsafeMutableRawBufferPointer(buffer))
             initialized = count
         }
     }
 
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard buffer.count > 0 else { return }
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Darwin)
-            arc4random_buf(buffer.baseAddress!, buffer.count)
+            arc4random_buf(base, buffer.count)
         #else
-            if let device = urandom, readAll(device, into: buffer) { return }
+            if let device = urandom, readAll(device, into: base, count: buffer.count) { return }
             var generator = SystemRandomNumberGenerator()
             for index in buffer.indices { buffer[index] = generator.next() }
         #endif
@@ -41,11 +42,12 @@ enum SystemRandom {
             return descriptor >= 0 ? descriptor : nil
         }()
 
-        /// Fills `buffer` from `device` (short reads continue, interrupted reads retry).
-        private static func readAll(_ device: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        /// Fills `count` bytes at `base` from `device` (short reads continue, interrupted reads
+        /// retry).
+        private static func readAll(_ device: Int32, into base: UnsafeMutableRawPointer, count: Int) -> Bool {
             var done = 0
-            while done < buffer.count {
-                let got = read(device, buffer.baseAddress! + done, buffer.count - done)
+            while done < count {
+                let got = read(device, base + done, count - done)
                 if got > 0 {
                     done += got
                 } else if got < 0 && errno == EINTR {
