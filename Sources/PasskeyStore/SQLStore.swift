@@ -431,14 +431,17 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         }
     }
 
+    /// The ceremony's columns, each as `c_<name>`, written once (a sign-in's hot path).
+    private static let prefixedChallengeColumns = SQLFragment(
+        text: ChallengeRecord.columns.map { "c.\($0) AS c_\($0)" }.joined(separator: ", "))
+
     public func challengeAndPasskey(_ challenge: [UInt8], credentialID: [UInt8]) async throws -> (ChallengeRecord?, (Passkey, Account)?) {
         // The challenge's columns come back under a `c_` prefix (`PrefixedRow`), apart from
         // the passkey's and the account's; a side that is absent is all NULL.
-        let challengeColumns = SQLFragment(text: ChallengeRecord.columns.map { "c.\($0) AS c_\($0)" }.joined(separator: ", "))
         guard
             let row = try await reader.first(
                 """
-                SELECT \(sql: challengeColumns), p.*, \(sql: Self.joinedAccountColumns)
+                SELECT \(sql: Self.prefixedChallengeColumns), p.*, \(sql: Self.joinedAccountColumns)
                 FROM (SELECT 1 AS one) AS one
                 LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
                 LEFT JOIN passkeys p ON p.credential_id = \(credentialID)

@@ -260,7 +260,15 @@ struct SQLiteRow: StoreRow {
             switch sqlite3_column_type(handle, column) {
             case SQLITE_INTEGER: self = .integer(sqlite3_column_int64(handle, column))
             case SQLITE_FLOAT: self = .real(sqlite3_column_double(handle, column))
-            case SQLITE_TEXT: self = .text(String(cString: sqlite3_column_text(handle, column)))
+            case SQLITE_TEXT:
+                // By its byte count, asked after the text as SQLite's documentation says (a NUL
+                // inside stays); no pointer (out of memory) reads as "".
+                guard let text = sqlite3_column_text(handle, column) as UnsafePointer<UInt8>? else {
+                    self = .text("")
+                    return
+                }
+                let count = Int(sqlite3_column_bytes(handle, column))
+                self = .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
             case SQLITE_BLOB:
                 let count = Int(sqlite3_column_bytes(handle, column))
                 guard count > 0, let bytes = sqlite3_column_blob(handle, column) else {
