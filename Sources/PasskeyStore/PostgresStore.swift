@@ -32,6 +32,11 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         /// Migrations may rewrite large tables, and instances starting together wait for the one
         /// that migrates: they get far longer than an ordinary operation.
         public var migrationTimeout: Duration = .seconds(600)
+        /// Prepare the statements every ceremony sends once per connection (see
+        /// ``PreparedStatements``). A URL's `prepared_statements=off` turns this off, for a
+        /// connection pooler that cannot keep prepared statements across transactions
+        /// (PgBouncer before 1.21, or without `max_prepared_statements`).
+        public var preparesStatements = true
         public init() {}
     }
 
@@ -50,10 +55,13 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         throws
     {
         let client = PostgresClient(configuration: try Self.configuration(url: url, options: options), backgroundLogger: logger)
+        let prepares = try options.preparesStatements && Self.preparesStatements(url: url)
         self.client = client
         runner = runsClient ? Task { await client.run() } : nil
         super.init(
-            engine: PostgresEngine(client: client, operationTimeout: options.operationTimeout, logger: logger),
+            engine: PostgresEngine(
+                client: client, operationTimeout: options.operationTimeout,
+                preparesStatements: prepares, logger: logger),
             migrationTimeout: options.migrationTimeout)
     }
 
@@ -91,6 +99,16 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
             throw StoreError(.invalidDatabase, "\"\(Self.redacted(url))\" names no host")
         }
         return .init(host: host, port: components.port ?? 5432, username: username, password: password, database: database, tls: tls)
+    }
+
+    /// The URL's `prepared_statements` (`on`, the default, or `off`).
+    static func preparesStatements(url: String) throws -> Bool {
+        let value = URLComponents(string: url)?.queryItems?.last { $0.name == "prepared_statements" }?.value
+        switch value?.lowercased() {
+        case nil, "on", "true", "1": return true
+        case "off", "false", "0": return false
+        case let other?: throw StoreError(.invalidDatabase, "prepared_statements \"\(other)\" is not on or off")
+        }
     }
 
     /// How TLS is used, with libpq's meanings of `sslmode`:
@@ -151,13 +169,15 @@ final class PostgresEngine: SQLEngine {
     let dialect = SQLDialect.postgres
     let client: PostgresClient
     let operationTimeout: Duration
+    let preparesStatements: Bool
     let logger: Logger
     var reader: any SQLConnection { Pooled(engine: self) }
     var writer: any SQLConnection { Pooled(engine: self) }
 
-    init(client: PostgresClient, operationTimeout: Duration, logger: Logger) {
+    init(client: PostgresClient, operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
         self.client = client
         self.operationTimeout = operationTimeout
+        self.preparesStatements = preparesStatements
         self.logger = logger
     }
 
@@ -165,7 +185,7 @@ final class PostgresEngine: SQLEngine {
         let logger = self.logger, client = self.client
         return try await run(timeout: timeout) {
             try await client.withTransaction(logger: logger) { connection in
-                try await body(OnConnection(connection: connection, logger: logger))
+                try await body(OnConnection(engine: self, connection: connection))
             }
         }
     }
@@ -219,7 +239,7 @@ final class PostgresEngine: SQLEngine {
         }
     }
 
-    static func query(_ sql: SQL) -> PostgresQuery {
+    static func bindings(_ sql: SQL) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: sql.values.count)
         for value in sql.values {
             switch value {
@@ -231,26 +251,52 @@ final class PostgresEngine: SQLEngine {
             case .id(let value): bindings.append(value)
             }
         }
-        return PostgresQuery(unsafeSQL: sql.text(.postgres), binds: bindings)
+        return bindings
+    }
+
+    static func query(_ sql: SQL) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: sql.text(.postgres), binds: bindings(sql))
+    }
+
+    /// Runs `sql` on `target`: prepared when it is marked so and ``preparesStatements`` (see
+    /// ``PreparedStatements``), else as an unnamed statement.
+    func rows(_ sql: SQL, on target: PreparedStatements.Target) async throws -> [any StoreRow] {
+        let logger = self.logger
+        if sql.isPrepared, preparesStatements {
+            let statements = PreparedStatements.shared
+            let key = PreparedStatements.key(sql)
+            if let slot = statements.slot(for: key) {
+                do {
+                    return try await statements.rows(slot: slot, bindings: Self.bindings(sql), on: target, logger: logger)
+                } catch {
+                    if PreparedStatements.retires(after: error) { statements.retire(slot, key: key) }
+                    throw error
+                }
+            }
+        }
+        switch target {
+        case .pool(let client):
+            return try await client.query(Self.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
+        case .connection(let connection):
+            return try await connection.query(Self.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
+        }
     }
 
     /// A statement on any connection of the pool.
     struct Pooled: SQLConnection {
         let engine: PostgresEngine
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            let client = engine.client, logger = engine.logger
-            return try await engine.run {
-                try await client.query(PostgresEngine.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
-            }
+            let engine = self.engine
+            return try await engine.run { try await engine.rows(sql, on: .pool(engine.client)) }
         }
     }
 
     /// A statement of an open transaction (the engine's deadline covers the whole transaction).
     struct OnConnection: SQLConnection {
+        let engine: PostgresEngine
         let connection: PostgresConnection
-        let logger: Logger
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            try await connection.query(PostgresEngine.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
+            try await engine.rows(sql, on: .connection(connection))
         }
     }
 }

@@ -8,6 +8,9 @@ struct SQL: Sendable, ExpressibleByStringInterpolation {
     /// The text around the values: always one more piece than there are values.
     let pieces: [String]
     let values: [SQLValue]
+    /// Whether PostgreSQL should prepare this statement once per connection and reuse it (see
+    /// ``prepared()``). SQLite reuses every statement already.
+    private(set) var isPrepared = false
 
     init(stringLiteral text: String) {
         pieces = [text]
@@ -32,6 +35,19 @@ struct SQL: Sendable, ExpressibleByStringInterpolation {
         pieces += other.pieces.dropFirst()
         return SQL(pieces: pieces, values: values + other.values)
     }
+
+    /// This statement, marked for PostgreSQL to prepare once per connection and then only bind
+    /// and run: for the few statements every sign-in or sign-up sends, whose text is the same
+    /// every time. Its result columns must be named, never `*`: a prepared statement's result
+    /// shape is fixed when it is prepared, so `*` would fail once a migration adds a column.
+    func prepared() -> SQL {
+        var copy = self
+        copy.isPrepared = true
+        return copy
+    }
+
+    /// `sql`, marked to be prepared: `reader.first(.prepared("SELECT …"))`.
+    static func prepared(_ sql: SQL) -> SQL { sql.prepared() }
 
     private init(pieces: [String], values: [SQLValue]) {
         self.pieces = pieces

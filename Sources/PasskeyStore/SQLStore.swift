@@ -64,7 +64,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func account(username: String) async throws -> Account? {
-        try await reader.first("SELECT * FROM accounts WHERE username_key = \(Account.key(for: username))").map { try Account(row: $0) }
+        try await reader.first(
+            .prepared("SELECT \(sql: Self.accountColumns) FROM accounts WHERE username_key = \(Account.key(for: username))")
+        ).map { try Account(row: $0) }
     }
 
     public func account(userHandle: [UInt8]) async throws -> Account? {
@@ -90,7 +92,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 sql = sql.appending("\(sql: SQLFragment(text: index == 0 ? "" : ", "))w\(sql: SQLFragment(text: "\(index)")) AS (")
                     .appending(insert).appending(")")
             }
-            try await writer.run(sql.appending(" SELECT 1"))
+            try await writer.run(sql.appending(" SELECT 1").prepared())
             return
         }
         try await transaction { db in
@@ -182,21 +184,28 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
-        try await reader.rows("SELECT * FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id").map {
-            try Passkey(row: $0)
-        }
+        try await reader.rows(
+            .prepared("SELECT \(sql: Self.passkeyColumns) FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id")
+        ).map { try Passkey(row: $0) }
     }
 
-    /// An account's columns beside `p.*` (a passkey) in one row: its `created_at` renamed.
+    // Column lists written once. Reads that PostgreSQL prepares name their columns: a prepared
+    // statement's result shape is fixed, so `*` would break once a migration adds a column.
+    private static let accountColumns = SQLFragment(text: Account.columns.joined(separator: ", "))
+    private static let passkeyColumns = SQLFragment(text: Passkey.columns.joined(separator: ", "))
+    /// A passkey's columns in a join, as `p.<name>`.
+    private static let joinedPasskeyColumns = SQLFragment(text: Passkey.columns.map { "p.\($0)" }.joined(separator: ", "))
+    /// An account's columns beside a passkey's in one row: its `created_at` renamed.
     private static let joinedAccountColumns = SQLFragment(
-        text: "a.id, a.username, a.display_name, a.user_handle, a.created_at AS account_created_at, a.disabled, a.last_sign_in_at, "
-            + "a.password_hash, a.external_id")
+        text: Account.columns.map { $0 == "created_at" ? "a.created_at AS account_created_at" : "a.\($0)" }.joined(separator: ", "))
+    /// An account's columns beside a session's (whose own clashing columns are renamed).
+    private static let sessionAccountColumns = SQLFragment(text: Account.columns.map { "a.\($0)" }.joined(separator: ", "))
 
     public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
         guard
             let row = try await reader.first(
                 """
-                SELECT p.*, \(sql: Self.joinedAccountColumns)
+                SELECT \(sql: Self.joinedPasskeyColumns), \(sql: Self.joinedAccountColumns)
                 FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(credentialID)
                 """)
         else { return nil }
@@ -277,7 +286,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 """)
         }
         sql = sql.appending(" SELECT (SELECT COUNT(*) FROM taken) AS taken, (SELECT COUNT(*) FROM moved) AS moved")
-        guard let row = try await writer.first(sql) else { throw StoreError(.unavailable, "no result") }
+        guard let row = try await writer.first(sql.prepared()) else { throw StoreError(.unavailable, "no result") }
         if try row.optionalInteger("taken") != 1 { return .challengeTaken }
         if try row.optionalInteger("moved") != 1 { return .counterRaced }
         return .signedIn
@@ -408,15 +417,16 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func saveChallenge(_ record: ChallengeRecord) async throws {
         try await writer.run(
-            """
-            INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
-                                    pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
-                                    created_at, expires_at)
-            VALUES (\(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
-                    \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle), \(record.pendingAccountID),
-                    \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional), \(record.state),
-                    \(record.createdAt), \(record.expiresAt))
-            """)
+            .prepared(
+                """
+                INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
+                                        pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
+                                        created_at, expires_at)
+                VALUES (\(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
+                        \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle), \(record.pendingAccountID),
+                        \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional), \(record.state),
+                        \(record.createdAt), \(record.expiresAt))
+                """))
     }
 
     public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
@@ -440,13 +450,14 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         // the passkey's and the account's; a side that is absent is all NULL.
         guard
             let row = try await reader.first(
-                """
-                SELECT \(sql: Self.prefixedChallengeColumns), p.*, \(sql: Self.joinedAccountColumns)
-                FROM (SELECT 1 AS one) AS one
-                LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
-                LEFT JOIN passkeys p ON p.credential_id = \(credentialID)
-                LEFT JOIN accounts a ON a.id = p.account_id
-                """)
+                .prepared(
+                    """
+                    SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedPasskeyColumns), \(sql: Self.joinedAccountColumns)
+                    FROM (SELECT 1 AS one) AS one
+                    LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
+                    LEFT JOIN passkeys p ON p.credential_id = \(credentialID)
+                    LEFT JOIN accounts a ON a.id = p.account_id
+                    """))
         else { return (nil, nil) }
         let prefixed = PrefixedRow(row: row, prefix: "c_")
         let record = try prefixed.optionalBytes("challenge_hash") == nil ? nil : try ChallengeRecord(row: prefixed)
@@ -486,12 +497,13 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func session(tokenHash: [UInt8], now: Date) async throws -> (SessionRecord, Account)? {
         guard
             let row = try await reader.first(
-                """
-                SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
-                       s.method, s.credential_id AS session_credential, s.last_seen_at, a.*
-                FROM sessions s JOIN accounts a ON a.id = s.account_id
-                WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now) AND a.disabled = \(false)
-                """)
+                .prepared(
+                    """
+                    SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
+                           s.method, s.credential_id AS session_credential, s.last_seen_at, \(sql: Self.sessionAccountColumns)
+                    FROM sessions s JOIN accounts a ON a.id = s.account_id
+                    WHERE s.token_hash = \(tokenHash) AND s.expires_at > \(now) AND a.disabled = \(false)
+                    """))
         else { return nil }
         let session = try SessionRecord(
             row: row, accountIDColumn: "session_account", createdAtColumn: "session_created", credentialColumn: "session_credential")
@@ -610,10 +622,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     public func touchSession(tokenHash: [UInt8], at time: Date) async throws {
         try await writer.run(
-            """
-            UPDATE sessions SET last_seen_at = \(time)
-            WHERE token_hash = \(tokenHash) AND (last_seen_at IS NULL OR last_seen_at < \(time.addingTimeInterval(-60)))
-            """)
+            .prepared(
+                """
+                UPDATE sessions SET last_seen_at = \(time)
+                WHERE token_hash = \(tokenHash) AND (last_seen_at IS NULL OR last_seen_at < \(time.addingTimeInterval(-60)))
+                """))
     }
 
     public func saveRegistrationToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {

@@ -86,6 +86,12 @@ extension StoreRow {
 // One mapper per model.
 
 extension Account {
+    /// The columns an account is read from (all of `accounts` but `username_key`), for reads
+    /// that name them one by one.
+    static let columns = [
+        "id", "username", "display_name", "user_handle", "created_at", "disabled", "last_sign_in_at", "password_hash", "external_id",
+    ]
+
     init(row: some StoreRow, createdAt: String = "created_at") throws {
         self.init(
             id: try row.id("id"), username: try row.text("username"), displayName: try row.text("display_name"),
@@ -96,6 +102,12 @@ extension Account {
 }
 
 extension Passkey {
+    /// Every column of the `passkeys` table, for reads that name them one by one.
+    static let columns = [
+        "credential_id", "account_id", "public_key", "sign_count", "aaguid", "transports", "backup_eligible", "backed_up",
+        "user_verified", "attestation_format", "attestation_trusted", "name", "created_at", "last_used_at", "counter_anomalies",
+    ]
+
     init(row: some StoreRow) throws {
         self.init(
             credentialID: try row.bytes("credential_id"), accountID: try row.id("account_id"), publicKey: try row.bytes("public_key"),
