@@ -27,10 +27,9 @@ public enum PasskeyServer {
             server: HTTPServerBuilder { responder in
                 let http1 = HTTP1Channel(
                     responder: responder, configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)]))
-                // SQLite answers on the calling thread: handlers run best on their connection's
-                // event loop. PostgreSQL answers on its connections' own loops, and a handler
-                // pinned to another loop waited for them (A/B: +15% CPU, p99 23 -> 42 ms).
-                return service.store is SQLiteStore ? EventLoopHTTP1Channel(http1: http1) : http1
+                // Handlers run on their connection's event loop: SQLite answers on the calling
+                // thread, and PostgreSQL on that loop's own pool (see PostgresEngine).
+                return EventLoopHTTP1Channel(http1: http1)
             },
             configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
         for extra in services { app.addServices(extra) }

@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PasskeyStore
 
 /// HTTP/1.1 connections whose request handling runs on the connection's own event loop.
 ///
@@ -22,20 +23,8 @@ struct EventLoopHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
+        await withTaskExecutorPreference(EventLoopTaskExecutor.of(value.channel.eventLoop)) {
             await http1.handle(value: value, logger: logger)
         }
-    }
-}
-
-/// A task executor that runs jobs on one NIO event loop (in order, on its thread).
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

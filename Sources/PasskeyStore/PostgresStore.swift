@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Synchronization
@@ -40,9 +41,11 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         public init() {}
     }
 
-    /// The connection pool. A `Service`: `passkeyd serve` runs it in the application's service
-    /// group (started before the server, stopped after it).
-    public let client: PostgresClient
+    /// The connection pools, one per event loop of NIO's shared group (the one the HTTP server
+    /// runs on), each with its share of ``Options/maxConnections``. Each is a `Service`:
+    /// `passkeyd serve` runs them in the application's service group (started before the
+    /// server, stopped after it).
+    public let clients: [PostgresClient]
     private let runner: Task<Void, Never>?
 
     /// Connects lazily to the database a `postgres://user:password@host:port/database` URL names
@@ -54,15 +57,37 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
     public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true)
         throws
     {
-        let client = PostgresClient(configuration: try Self.configuration(url: url, options: options), backgroundLogger: logger)
+        let configuration = try Self.configuration(url: url, options: options)
         let prepares = try options.preparesStatements && Self.preparesStatements(url: url)
-        self.client = client
-        runner = runsClient ? Task { await client.run() } : nil
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let shares = Self.connectionShares(options.maxConnections, loops: loops.count)
+        let clients = zip(loops, shares).map { loop, share in
+            var configuration = configuration
+            configuration.options.maximumConnections = share
+            configuration.options.minimumConnections = options.keepConnectionsOpen ? share : 0
+            return PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger)
+        }
+        self.clients = clients
+        runner =
+            runsClient
+            ? Task {
+                await withDiscardingTaskGroup { group in
+                    for client in clients { group.addTask { await client.run() } }
+                }
+            } : nil
         super.init(
             engine: PostgresEngine(
-                client: client, operationTimeout: options.operationTimeout,
+                clients: Array(zip(loops, clients)), operationTimeout: options.operationTimeout,
                 preparesStatements: prepares, logger: logger),
             migrationTimeout: options.migrationTimeout)
+    }
+
+    /// `maxConnections` shared out over one pool per event loop (at most one pool per
+    /// connection): 20 over 2 loops is 10 and 10, 1 is one pool of 1.
+    static func connectionShares(_ maxConnections: Int, loops: Int) -> [Int] {
+        let pools = max(1, min(loops, maxConnections))
+        let total = max(1, maxConnections)
+        return (0..<pools).map { total / pools + ($0 < total % pools ? 1 : 0) }
     }
 
     deinit { runner?.cancel() }
@@ -165,25 +190,46 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
 
 /// PostgreSQL through postgres-nio: single statements on any pooled connection, transactions on
 /// one. Every operation has a deadline, mapped failures, and binds sent apart from the text.
+///
+/// An operation called on an event loop (an HTTP handler runs on its connection's loop) runs
+/// there, on that loop's own pool: the query is written, answered and resumed on one thread.
+/// With one pool for all loops, each query woke the other loop's thread to write it and woke
+/// the caller's again with the answer (scheduler and wake-up time were ~17% of the server's
+/// CPU). Called elsewhere (sweeps, webhooks, commands), an operation takes the pools in turn.
 final class PostgresEngine: SQLEngine {
     let dialect = SQLDialect.postgres
-    let client: PostgresClient
+    private let pools: [PostgresClient]
+    /// Each loop's pool, and the executor that runs an operation on that loop.
+    private let byLoop: [ObjectIdentifier: (client: PostgresClient, executor: EventLoopTaskExecutor)]
+    private let turn = Atomic<Int>(0)
     let operationTimeout: Duration
     let preparesStatements: Bool
     let logger: Logger
     var reader: any SQLConnection { Pooled(engine: self) }
     var writer: any SQLConnection { Pooled(engine: self) }
 
-    init(client: PostgresClient, operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
-        self.client = client
+    init(clients: [(any EventLoop, PostgresClient)], operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
+        pools = clients.map(\.1)
+        byLoop = Dictionary(
+            clients.map { loop, client in (ObjectIdentifier(loop), (client, EventLoopTaskExecutor.of(loop))) }, uniquingKeysWith: { $1 })
         self.operationTimeout = operationTimeout
         self.preparesStatements = preparesStatements
         self.logger = logger
     }
 
+    /// The pool of the loop this runs on, with its executor; else the next pool in turn.
+    private func place() -> (client: PostgresClient, executor: EventLoopTaskExecutor?) {
+        if let loop = MultiThreadedEventLoopGroup.currentEventLoop, let local = byLoop[ObjectIdentifier(loop)] {
+            return (local.client, local.executor)
+        }
+        let next = turn.add(1, ordering: .relaxed).oldValue
+        return (pools[Int(UInt(bitPattern: next) % UInt(pools.count))], nil)
+    }
+
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
-        let logger = self.logger, client = self.client
-        return try await run(timeout: timeout) {
+        let logger = self.logger
+        let (client, executor) = place()
+        return try await run(timeout: timeout, on: executor) {
             try await client.withTransaction(logger: logger) { connection in
                 try await body(OnConnection(engine: self, connection: connection))
             }
@@ -194,12 +240,15 @@ final class PostgresEngine: SQLEngine {
     /// database cannot be reached the caller gets `unavailable` promptly instead of waiting, and
     /// the pool reconnects by itself when the database is back.
     ///
-    /// The operation runs as a task of its own that ``deadlines`` cancels when its time is up
-    /// (one task per operation; a timer per operation, as a racing sleep, cost ~6% of a sign-in).
+    /// The operation runs as a task of its own (on `executor`: the caller's event loop) that
+    /// ``deadlines`` cancels when its time is up (one task per operation; a timer per
+    /// operation, as a racing sleep, cost ~6% of a sign-in).
     /// As before, the caller's answer waits until the cancelled operation has stopped.
-    func run<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func run<T: Sendable>(
+        timeout: Duration? = nil, on executor: EventLoopTaskExecutor?, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let timeout = timeout ?? operationTimeout
-        let operation = Task { try await body() }
+        let operation = Task(executorPreference: executor) { try await body() }
         let deadline = deadlines.add(at: .now + timeout) { operation.cancel() }
         do {
             let result = try await withTaskCancellationHandler {
@@ -282,12 +331,13 @@ final class PostgresEngine: SQLEngine {
         }
     }
 
-    /// A statement on any connection of the pool.
+    /// A statement on any connection of a pool (the caller's loop's, when it runs on one).
     struct Pooled: SQLConnection {
         let engine: PostgresEngine
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let engine = self.engine
-            return try await engine.run { try await engine.rows(sql, on: .pool(engine.client)) }
+            let (client, executor) = engine.place()
+            return try await engine.run(on: executor) { try await engine.rows(sql, on: .pool(client)) }
         }
     }
 

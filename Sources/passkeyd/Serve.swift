@@ -54,7 +54,7 @@ struct Serve: AsyncParsableCommand {
         service.prepareDecoyPasswordHash()
         let app = PasskeyServer.application(
             service: service, host: loaded.host, port: loaded.port, logger: logger,
-            services: (store as? PostgresStore).map { [$0.client] } ?? []
+            services: (store as? PostgresStore)?.clients ?? []
         ) {
             let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
