@@ -24,6 +24,9 @@ final class SQLiteEngine: SQLEngine {
     let writer: any SQLConnection
     private let pool: DatabasePool
     private let writeLock = AsyncLock()
+    /// A connection of its own that copies the WAL into the database file (see ``checkpoints``).
+    private let checkpointer: DatabaseQueue
+    private let checkpointing = Mutex<Task<Void, Never>?>(nil)
 
     init(path: String) throws {
         var configuration = Configuration()
@@ -34,14 +37,51 @@ final class SQLiteEngine: SQLEngine {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // The checkpointer below keeps the WAL short; a commit checkpoints only if it has
+            // fallen far behind (SQLite's default is 1,000 pages).
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.fallbackCheckpointPages)")
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            var checkpointConfiguration = Configuration()
+            checkpointConfiguration.busyMode = .timeout(1)
+            checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfiguration)
         } catch {
             throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error)")
         }
         reader = Reader(pool: pool)
         writer = Writer(pool: pool, lock: writeLock)
+        let task = Task.detached(priority: .utility) { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.checkpointInterval)
+                guard let self else { return }
+                await self.checkpoint()
+            }
+        }
+        checkpointing.withLock { $0 = task }
+    }
+
+    deinit { checkpointing.withLock { $0?.cancel() } }
+
+    // Checkpoints: SQLite copies committed pages from the WAL into the database file and syncs
+    // both, by default in the commit that takes the WAL past 1,000 pages. That commit then
+    // holds the one writer for the copy and two fsyncs while every other write waits (a
+    // sign-in writes ~17 pages, so at 2,000/s every 30th sign-in paid for one), and a page
+    // written many times between checkpoints is copied as often. Here a connection of its own
+    // checkpoints every `checkpointInterval`, beside the writer (a passive checkpoint never
+    // blocks it, nor readers); each page is copied once per interval. A/B: 0.54 -> 0.51 ms of
+    // server CPU per sign-in, 2,050-2,110 -> 2,320/s, p99 unchanged.
+
+    static let checkpointInterval = Duration.milliseconds(100)
+    /// Under steady writes the WAL cannot start over from its beginning between two
+    /// checkpoints (a commit always comes first), so it grows to this many pages (~40 MiB),
+    /// where a commit checkpoints the little left and it starts over.
+    static let fallbackCheckpointPages = 10_000
+
+    /// One passive checkpoint (GRDB runs it on the checkpointer's own queue, off the caller's
+    /// thread: it waits for the disk).
+    func checkpoint() async {
+        _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
