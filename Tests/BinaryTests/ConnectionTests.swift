@@ -112,6 +112,42 @@ struct ConnectionTests {
         #expect(try await Self.get(server, "/healthz").0 == 200)
     }
 
+    /// A kept-alive connection with nothing in progress is closed after the idle timeout, counted
+    /// from its last answer: one that keeps asking stays open past it, and a request head then
+    /// arms the (shorter) header-to-body clock in place of the idle one.
+    @Test(.timeLimit(.minutes(2)))
+    func idleConnectionsCloseAfterTheIdleTimeoutAndBusyOnesStayOpen() async throws {
+        let (server, directory) = try await Self.server([
+            "PASSKEYD_IDLE_TIMEOUT": "2", "PASSKEYD_BODY_TIMEOUT": "1", "PASSKEYD_MAX_CONNECTIONS_PER_ADDRESS": "1000",
+        ])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        let idle = try RawSocket(port: server.port), busy = try RawSocket(port: server.port)
+        let bodiless = try RawSocket(port: server.port)
+        #expect(idle.write(request) && busy.write(request) && bodiless.write(request))
+        // 3.5 s: the busy connection asks every 500 ms; the idle one has been quiet past 2 s.
+        for _ in 0..<7 {
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(busy.write(request))
+        }
+        #expect(idle.closedByServer(within: 1), "an idle connection is closed after the idle timeout")
+        #expect(!busy.closedByServer(within: 0.5), "a connection that keeps asking stays open")
+        // Its idle clock (2 s from this answer) is replaced by the body clock (1 s) when a head
+        // comes without its body.
+        #expect(busy.write(request))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(
+            busy.write(
+                "POST /api/auth/password/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"))
+        let start = Date()
+        #expect(busy.closedByServer(within: 1.8), "a missing body is cut off after the body timeout")
+        #expect(Date().timeIntervalSince(start) < 1.5, "the body clock, not the idle one")
+        #expect(bodiless.closedByServer(within: 0.1), "the third connection, idle since its answer, was closed too")
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func theCapPerAddressClosesConnectionsPastIt() async throws {
         let (server, directory) = try await Self.server([
