@@ -50,10 +50,10 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
 
     /// Connects lazily to the database a `postgres://user:password@host:port/database` URL names
     /// (`?sslmode=disable|allow|prefer|require|verify-ca|verify-full`, default prefer, with libpq's
-    /// meanings, see ``tlsMode(sslmode:rootCertificate:)``; `&sslrootcert=/ca.pem`; `?host=/socket/dir`
-    /// for a Unix socket).
-    /// - Parameter runsClient: run the pool on a task of its own (commands, tests); false when the
-    ///   caller runs ``client`` as a service.
+    /// meanings, see ``tlsMode(sslmode:rootCertificate:)``; `&sslrootcert=/ca.pem`;
+    /// `&prepared_statements=off`; `?host=/socket/dir` for a Unix socket).
+    /// - Parameter runsClient: run the pools on a task of their own (commands, tests); false when
+    ///   the caller runs ``clients`` as services.
     public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true)
         throws
     {
