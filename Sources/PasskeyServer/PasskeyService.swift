@@ -262,8 +262,10 @@ public struct PasskeyService: Sendable {
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
             throw PasskeyServiceError(error, signIn: false, message: Self.refusalMessage(error, configuration: configuration))
         }
-        // §7.1 step 26: Verify that the credentialId is not yet registered for any user.
-        if try await store.passkey(credentialID: verified.credentialID) != nil { throw PasskeyServiceError.credentialExists }
+        // §7.1 step 26 (the credential ID is not yet registered for any user) is the store's: a
+        // passkey is written by an INSERT that the credential ID's uniqueness refuses, and every
+        // write below answers that refusal with `credential_exists`. Asking first would cost a
+        // read per sign-up and still leave a window before the write.
 
         let time = now()
         if let accountID = record.accountID {

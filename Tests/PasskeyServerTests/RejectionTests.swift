@@ -244,6 +244,28 @@ struct RejectionTests {
         }
     }
 
+    /// §7.1 step 26 on sign-up: a passkey already registered to one account cannot create
+    /// another. The store's uniqueness decides (no read first), and nothing of the new account
+    /// is written.
+    @Test func signingUpWithAPasskeyAnotherAccountHasIsRejected() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator(seed: [4])
+            var (_, credential, _) = try await api.signUp("first-owner", authenticator: &authenticator)
+            var same = SoftwareAuthenticator(seed: [4])
+            let options = try await api.registrationOptions(username: "second-owner")
+            let (registration, _) = try same.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let duplicate = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
+            #expect(duplicate.status == .conflict && duplicate.errorCode == "credential_already_registered")
+            #expect(try await harness.service.store.account(username: "second-owner") == nil)
+            // The name is still free, and the passkey still signs its first owner in.
+            #expect(try await api.registrationOptions(username: "second-owner").status == .ok)
+            let signedIn = try await api.signIn(credential: &credential, authenticator: authenticator)
+            #expect(signedIn.status == .ok && signedIn.json["user"]?["username"] == .string("first-owner"))
+        }
+    }
+
     @Test(arguments: [
         ("{", "malformed_json"),
         ("[]", "malformed_json"),
