@@ -62,29 +62,64 @@ final class PlainHTTPConnection {
     }
 
     private func readAnswer() throws -> Answer {
-        // The head: up to the blank line.
+        // The head: up to the blank line (searched for in what arrived since the last look).
         var headEnd: Int?
+        var searched = 0
         while headEnd == nil {
-            headEnd = Self.find([13, 10, 13, 10], in: buffer).map { $0 + 4 }
-            if headEnd == nil { try fill() }
+            headEnd = Self.find(Self.blankLine, in: buffer, from: max(0, searched - 3)).map { $0 + 4 }
+            if headEnd == nil {
+                searched = buffer.count
+                try fill()
+            }
         }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        let lines = head.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "), let status = Int(statusLine.dropFirst(9).prefix(3)) else {
-            throw Failure("not an HTTP/1.1 answer")
+        let end = headEnd!
+        let (status, length) = try Self.parseHead(buffer[..<end])
+        while buffer.count < end + length { try fill() }
+        let body = Array(buffer[end..<(end + length)])
+        buffer.removeFirst(end + length)
+        return Answer(status: status, body: body)
+    }
+
+    static let blankLine: [UInt8] = [13, 10, 13, 10]
+
+    /// The status and `Content-Length` of an answer's head, read as bytes: splitting it into
+    /// Swift strings (a dozen header lines, the security headers long) was the generator's
+    /// largest cost after the signatures.
+    static func parseHead(_ head: ArraySlice<UInt8>) throws -> (status: Int, length: Int) {
+        let start = head.startIndex
+        guard head.count >= 12, head.starts(with: "HTTP/1.1 ".utf8) else { throw Failure("not an HTTP/1.1 answer") }
+        var status = 0
+        for byte in head[(start + 9)..<(start + 12)] {
+            guard (0x30...0x39).contains(byte) else { throw Failure("not an HTTP/1.1 answer") }
+            status = status * 10 + Int(byte - 0x30)
         }
         var length = 0
-        for line in lines.dropFirst() {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            let name = parts[0].lowercased()
-            if name == "content-length" { length = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0 }
-            if name == "transfer-encoding" { throw Failure("chunked answers are not supported by the load client") }
+        var line = (find([13, 10], in: head, from: start) ?? head.endIndex) + 2
+        while line < head.endIndex, let lineEnd = find([13, 10], in: head, from: line), lineEnd > line {
+            if let colon = head[line..<lineEnd].firstIndex(of: 0x3A) {
+                let name = head[line..<colon]
+                if Self.equalsIgnoringCase(name, "content-length") {
+                    var value = 0
+                    for byte in head[(colon + 1)..<lineEnd] where byte != 0x20 && byte != 0x09 {
+                        guard (0x30...0x39).contains(byte), value < Int.max / 10 else { throw Failure("a bad Content-Length") }
+                        value = value * 10 + Int(byte - 0x30)
+                    }
+                    length = value
+                } else if Self.equalsIgnoringCase(name, "transfer-encoding") {
+                    throw Failure("chunked answers are not supported by the load client")
+                }
+            }
+            line = lineEnd + 2
         }
-        while buffer.count < headEnd! + length { try fill() }
-        let body = Array(buffer[headEnd!..<(headEnd! + length)])
-        buffer.removeFirst(headEnd! + length)
-        return Answer(status: status, body: body)
+        return (status, length)
+    }
+
+    /// Whether `bytes` spell `name` (lower-case ASCII) in any case.
+    static func equalsIgnoringCase(_ bytes: ArraySlice<UInt8>, _ name: StaticString) -> Bool {
+        guard bytes.count == name.utf8CodeUnitCount else { return false }
+        return name.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, wanted in byte == wanted || (byte >= 0x41 && byte <= 0x5A && byte + 0x20 == wanted) }
+        }
     }
 
     private func fill() throws {
@@ -94,10 +129,14 @@ final class PlainHTTPConnection {
         buffer += chunk[..<count]
     }
 
-    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
-            if Array(haystack[start..<(start + needle.count)]) == needle { return start }
+    /// Where `needle` first occurs in `haystack` at or after `from`.
+    static func find<Bytes: RandomAccessCollection>(_ needle: [UInt8], in haystack: Bytes, from: Int) -> Int?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        guard let first = needle.first, haystack.endIndex - from >= needle.count else { return nil }
+        var start = max(from, haystack.startIndex)
+        while start <= haystack.endIndex - needle.count {
+            if haystack[start] == first, haystack[start..<(start + needle.count)].elementsEqual(needle) { return start }
+            start += 1
         }
         return nil
     }
