@@ -11,16 +11,19 @@ import Synchronization
 /// no type, and the types a statement is prepared with are kept) gets one of a fixed number of
 /// slots, each slot a type of its own, and its text is read from here.
 ///
-/// A statement whose preparation or run fails on the server (other than a constraint
-/// violation) is given a new slot, and so a new name, the next time: postgres-nio keeps a failed
-/// preparation as failed for the connection's life, and a statement prepared before a schema
-/// change can fail ("cached plan must not change result type") on every later run. When the
-/// slots run out, statements run unnamed, as unmarked ones do.
+/// A statement whose preparation or run the server refuses is given a new slot, and so a new
+/// name, the next time (at most once a second): postgres-nio keeps a failed preparation as
+/// failed for the connection's life, and a statement prepared before a schema change can fail
+/// ("cached plan must not change result type") on every later run. Refusals about the data or
+/// the moment keep the slot: constraint violations, serialization failures and deadlocks, and
+/// lost connections or shutdowns (a connection's prepared statements go with it), so an outage
+/// does not use slots up. When the slots run out, statements run unnamed, as unmarked ones do.
 final class PreparedStatements: Sendable {
     static let shared = PreparedStatements()
 
-    /// How many distinct statements can be prepared (a few per ceremony kind are marked).
-    static let capacity = 64
+    /// How many distinct statements can be prepared (a few per ceremony kind are marked, each
+    /// in a few variants of NULLs).
+    static let capacity = 128
 
     struct Key: Hashable {
         let text: String
@@ -30,6 +33,7 @@ final class PreparedStatements: Sendable {
     private struct State {
         var slots: [Key: Int] = [:]
         var texts: [String] = []
+        var retired: [Key: ContinuousClock.Instant] = [:]
     }
 
     private let state = Mutex(State())
@@ -61,24 +65,24 @@ final class PreparedStatements: Sendable {
     /// Gives up `slot` for `key`: its next run takes a new slot and so a new name. A slot is
     /// never given to another statement.
     func retire(_ slot: Int, key: Key) {
+        let now = ContinuousClock.now
         state.withLock { state in
-            if state.slots[key] == slot { state.slots[key] = nil }
+            guard state.slots[key] == slot else { return }
+            if let last = state.retired[key], now - last < .seconds(1) { return }
+            state.slots[key] = nil
+            state.retired[key] = now
         }
     }
 
     /// Whether a statement that failed with `error` must not run under its name again: the
-    /// server refused it (other than for a constraint violation), or it was cancelled while it
-    /// may have been preparing. Lost connections take their prepared statements with them.
+    /// server refused it, for a reason other than the data (class 23: constraints; 40:
+    /// serialization failure, deadlock) or the connection (08: connection exceptions; 57P:
+    /// shutdowns). Errors on the client's side (a lost connection) take the connection's
+    /// prepared statements with it.
     static func retires(after error: any Error) -> Bool {
-        guard let error = error as? PSQLError else { return false }
-        switch error.code {
-        case .server:
-            return !(error.serverInfo?[.sqlState]?.hasPrefix("23") ?? false)
-        case .queryCancelled:
-            return true
-        default:
-            return false
-        }
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        let state = error.serverInfo?[.sqlState] ?? ""
+        return !["23", "40", "08", "57P"].contains { state.hasPrefix($0) }
     }
 
     static func key(_ sql: SQL) -> Key {
