@@ -10,12 +10,14 @@ public final class EventLoopTaskExecutor: TaskExecutor {
 
     private init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
 
-    /// The one executor for `eventLoop`.
+    /// The executor for `eventLoop`, one per loop (the cache holds the loop, so its identifier
+    /// cannot be reused; past 256 loops, as a process making event loop groups over and over
+    /// might, executors are made anew instead of kept).
     public static func of(_ eventLoop: any EventLoop) -> EventLoopTaskExecutor {
         executors.withLock { executors in
             if let executor = executors[ObjectIdentifier(eventLoop)] { return executor }
             let executor = EventLoopTaskExecutor(eventLoop)
-            executors[ObjectIdentifier(eventLoop)] = executor
+            if executors.count < 256 { executors[ObjectIdentifier(eventLoop)] = executor }
             return executor
         }
     }
