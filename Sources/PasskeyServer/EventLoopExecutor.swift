@@ -12,8 +12,9 @@ import PasskeyStore
 /// scheduler time were ~10% of the server's CPU under load). With the connection's event loop
 /// as the handler task's executor preference (SE-0417), bytes read resume the handler on the
 /// same thread and its answer is written there too. Nothing else changes: unstructured tasks
-/// (webhooks, sweeps) keep the global executor, and bcrypt keeps its own queue. Used with the
-/// SQLite store, whose statements run on the calling thread (see `PasskeyServer.application`).
+/// (webhooks, sweeps) keep the global executor, and bcrypt keeps its own queue. Both stores
+/// answer on this thread: SQLite runs statements on the calling thread, and PostgreSQL uses the
+/// pool of the loop it is called on (`PostgresEngine`).
 struct EventLoopHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let http1: HTTP1Channel

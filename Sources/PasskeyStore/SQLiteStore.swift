@@ -24,7 +24,8 @@ final class SQLiteEngine: SQLEngine {
     let writer: any SQLConnection
     private let pool: DatabasePool
     private let writeLock = AsyncLock()
-    /// A connection of its own that copies the WAL into the database file (see ``checkpoints``).
+    /// A connection of its own that copies the WAL into the database file (see "Checkpoints"
+    /// below).
     private let checkpointer: DatabaseQueue
     private let checkpointing = Mutex<Task<Void, Never>?>(nil)
     /// Writes so far (single statements and transactions), for the checkpointer.
@@ -74,7 +75,7 @@ final class SQLiteEngine: SQLEngine {
     // Checkpoints: SQLite copies committed pages from the WAL into the database file and syncs
     // both, by default in the commit that takes the WAL past 1,000 pages. That commit then
     // holds the one writer for the copy and two fsyncs while every other write waits (a
-    // sign-in writes ~17 pages, so at 2,000/s every 30th sign-in paid for one), and a page
+    // sign-in writes ~13 pages, so every ~75th sign-in paid for one), and a page
     // written many times between checkpoints is copied as often. Here a connection of its own
     // checkpoints every `checkpointInterval`, beside the writer (a passive checkpoint never
     // blocks it, nor readers); each page is copied once per interval. A/B against the default:
