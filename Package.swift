@@ -192,6 +192,7 @@ let package = Package(
             name: "PasskeyStoreTests",
             dependencies: [
                 "PasskeyStore", "PasskeyStoreTesting",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

@@ -310,17 +310,26 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             let hasPassword = try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL") == 1
             guard ids.count > 1 || hasPassword else { return .lastPasskey }
             try await db.execute("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
-            // The sessions this passkey made end with it (but the one deleting it).
-            try await db.execute("DELETE FROM sessions WHERE credential_id = \(credentialID) AND token_hash <> \(keepSession ?? [])")
-            try await db.execute("UPDATE sessions SET credential_id = NULL WHERE credential_id = \(credentialID)")
+            // The sessions this passkey made end with it (but the one deleting it). They are the
+            // account's: found through its sessions (no index on the credential to keep up).
+            try await db.execute(
+                """
+                DELETE FROM sessions WHERE account_id = \(accountID) AND credential_id = \(credentialID)
+                AND token_hash <> \(keepSession ?? [])
+                """)
+            try await db.execute(
+                "UPDATE sessions SET credential_id = NULL WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
             return .deleted
         }
     }
 
     public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
         try await transaction { db in
-            guard try await db.run("DELETE FROM passkeys WHERE credential_id = \(credentialID) RETURNING 1") == 1 else { return false }
-            try await db.execute("DELETE FROM sessions WHERE credential_id = \(credentialID)")
+            guard let owner = try await db.first("DELETE FROM passkeys WHERE credential_id = \(credentialID) RETURNING account_id") else {
+                return false
+            }
+            let accountID = try owner.id("account_id")
+            try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
             for event in audit { try await db.execute(Self.insert(event)) }
             return true
         }

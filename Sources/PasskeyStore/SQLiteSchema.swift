@@ -359,5 +359,12 @@ enum SQLiteSchema {
                 "CREATE INDEX sessions_expiry ON sessions(expires_at)",
                 "CREATE INDEX sessions_credential ON sessions(credential_id)",
             ]),
+        .init(
+            version: 11,
+            statements: [
+                // One index fewer to maintain per sign-in (a page at a random place in it):
+                // a passkey's sessions are found through its account's (sessions_account).
+                "DROP INDEX IF EXISTS sessions_credential"
+            ]),
     ]
 }

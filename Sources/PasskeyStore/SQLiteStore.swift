@@ -15,20 +15,21 @@ public final class SQLiteStore: SQLStore, @unchecked Sendable {
 /// SQLite through GRDB: reads on the pool's readers, writes on its one writer connection.
 ///
 /// A transaction spans several statements with awaits between them, so it is begun and committed
-/// on the writer by hand (GRDB's `allowsUnsafeTransactions`); a lock of our own keeps every
-/// other write off the writer until it ends, and the end (commit or rollback) always runs, even
-/// when the task that began it is cancelled.
+/// on the writer by hand (GRDB's `allowsUnsafeTransactions`). Writes share the writer in groups
+/// (``WriteGroups``): one member at a time, each transaction in a savepoint of the group's
+/// transaction, one commit for the group; a member's end (release, rollback, commit) always runs,
+/// even when its task is cancelled.
 final class SQLiteEngine: SQLEngine {
     let dialect = SQLDialect.sqlite
     let reader: any SQLConnection
     let writer: any SQLConnection
     private let pool: DatabasePool
-    private let writeLock = AsyncLock()
+    let groups: WriteGroups
     /// A connection of its own that copies the WAL into the database file (see "Checkpoints"
     /// below).
     private let checkpointer: DatabaseQueue
     private let checkpointing = Mutex<Task<Void, Never>?>(nil)
-    /// Writes so far (single statements and transactions), for the checkpointer.
+    /// Commits so far (of write groups), for the checkpointer.
     private let writes = WriteCount()
 
     init(path: String) throws {
@@ -40,6 +41,9 @@ final class SQLiteEngine: SQLEngine {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // A write group's savepoints keep their undo pages in memory: past 64 KiB SQLite
+            // would move them to a temporary file, created and deleted once per group.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
             // The checkpointer below keeps the WAL short; a commit checkpoints only if it has
             // fallen far behind (SQLite's default is 1,000 pages).
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.fallbackCheckpointPages)")
@@ -52,8 +56,9 @@ final class SQLiteEngine: SQLEngine {
         } catch {
             throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error)")
         }
+        groups = WriteGroups(pool: pool, writes: writes)
         reader = Reader(pool: pool)
-        writer = Writer(pool: pool, lock: writeLock, writes: writes)
+        writer = Writer(groups: groups)
         let writes = self.writes
         let task = Task.detached(priority: .utility) { [weak self] in
             var checkpointed: UInt64 = 0
@@ -96,28 +101,7 @@ final class SQLiteEngine: SQLEngine {
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
-        let pool = self.pool
-        return try await writeLock.withLock {
-            let connection = InTransaction(pool: pool)
-            do {
-                let result = try await body(connection)
-                // The commit runs on this thread without suspending, so a cancelled task cannot
-                // stop it halfway (no extra task needed, unlike the async rollback below).
-                try await connection.commit()
-                writes.add()
-                return result
-            } catch {
-                try? await Self.uncancelled {
-                    try await pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.rollback() } }
-                }
-                throw Self.storeError(error)
-            }
-        }
-    }
-
-    /// Runs `body` on a task of its own, so a cancelled caller cannot leave a transaction open.
-    private static func uncancelled(_ body: @escaping @Sendable () async throws -> Void) async throws {
-        try await Task { try await body() }.value
+        try await groups.member(savepoint: true) { connection in try await body(connection) }
     }
 
     /// A ``StoreError`` for what GRDB threw: constraint violations are conflicts, everything else
@@ -194,7 +178,7 @@ final class SQLiteEngine: SQLEngine {
     // queue's `sync` runs the block on the caller when the queue is idle), not as an async hop
     // to GRDB's queue and back: each hop was two thread wake-ups, and under load they were the
     // largest single cost in the profile. Writes never wait on each other inside GRDB (the
-    // AsyncLock admits one writer at a time without blocking a thread); a read waits only for a
+    // write groups admit one member at a time without blocking a thread); a read waits only for a
     // free reader connection, and there are more of them than cooperative threads (see init).
     // Only another process holding SQLite's write lock (`passkeyd admin` on the same file) can
     // make a write wait, for at most the busy timeout.
@@ -228,54 +212,56 @@ final class SQLiteEngine: SQLEngine {
         }
     }
 
-    /// One statement, committed on its own, never inside another task's open transaction.
+    /// One statement, as a member of the writer's group (``WriteGroups``).
     struct Writer: SQLConnection {
-        let pool: DatabasePool
-        let lock: AsyncLock
-        let writes: WriteCount
+        let groups: WriteGroups
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            // Counted once done (a checkpoint that starts after the count sees the write).
-            defer { writes.add() }
-            return try await lock.withLock {
-                try SQLiteEngine.writeNow(pool) { db in
-                    // One statement is its own transaction (SQLite's autocommit), triggers
-                    // included; never run inside a transaction whose end failed.
-                    if db.isInsideTransaction { try db.rollback() }
-                    return try SQLiteEngine.rows(sql, db)
-                }
-            }
+            try await groups.member(savepoint: false) { connection in try await connection.rows(sql) }
         }
     }
 
-    /// The statements of one transaction (the caller holds the lock). The transaction begins
-    /// with its first statement; statements run only for their effect wait and go to the writer
-    /// together with the next statement that answers, or with the commit. A sign-in's
-    /// transaction is two hops to the writer, not six.
+    /// The statements of one member of a write group (``WriteGroups``; the member holds the
+    /// writer). Its first hop to the writer runs the prologue first (the group's `BEGIN`, the
+    /// member's savepoint), and ``finish()`` the epilogue (releasing the savepoint).
+    /// Statements run only for their effect wait and go to the writer together with the next
+    /// statement that answers, or with ``finish()``: a sign-in's transaction is two hops to the
+    /// writer, not six.
     final class InTransaction: SQLConnection, Sendable {
         private struct State {
             var begun = false
             var pending: [SQL] = []
         }
         let pool: DatabasePool
+        private let prologue: [String]
+        private let epilogue: [String]
         private let state = Mutex(State())
 
-        init(pool: DatabasePool) { self.pool = pool }
+        init(pool: DatabasePool, prologue: [String], epilogue: [String]) {
+            self.pool = pool
+            self.prologue = prologue
+            self.epilogue = epilogue
+        }
+
+        /// Whether the prologue ran (the member's savepoint is open).
+        var begun: Bool { state.withLock { $0.begun } }
 
         func execute(_ sql: SQL) async throws { state.withLock { $0.pending.append(sql) } }
 
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let (begin, pending) = take()
             return try SQLiteEngine.writeNow(pool) { db in
-                try Self.prepare(db, begin: begin, pending: pending)
+                try run(db, begin: begin, pending: pending)
                 return try SQLiteEngine.rows(sql, db)
             }
         }
 
-        func commit() async throws {
+        /// Runs what is pending, then the epilogue.
+        func finish() throws {
             let (begin, pending) = take()
+            if !begin, pending.isEmpty, epilogue.isEmpty { return }
             try SQLiteEngine.writeNow(pool) { db in
-                try Self.prepare(db, begin: begin, pending: pending)
-                try db.commit()
+                try run(db, begin: begin, pending: pending)
+                for statement in epilogue { try db.cachedStatement(sql: statement).execute() }
             }
         }
 
@@ -289,11 +275,12 @@ final class SQLiteEngine: SQLEngine {
             }
         }
 
-        private static func prepare(_ db: Database, begin: Bool, pending: [SQL]) throws {
+        private func run(_ db: Database, begin: Bool, pending: [SQL]) throws {
             if begin {
-                // A transaction left open can only be one whose end failed: never run inside it.
-                if db.isInsideTransaction { try db.rollback() }
-                try db.beginTransaction(.immediate)
+                // A transaction the group does not know of can only be one whose end failed:
+                // never run inside it.
+                if prologue.first == "BEGIN IMMEDIATE", db.isInsideTransaction { try db.rollback() }
+                for statement in prologue { try db.cachedStatement(sql: statement).execute() }
             }
             for statement in pending { _ = try SQLiteEngine.rows(statement, db) }
         }
@@ -378,59 +365,6 @@ struct SQLiteRow: StoreRow {
         if case .null = values[index] { return nil }
         guard let value = read(values[index]) else { throw StoreError(.corruptRow, "\(column) holds a value of the wrong type") }
         return value
-    }
-}
-
-/// A lock for async code: one holder at a time, the others wait in order without blocking a
-/// thread.
-final class AsyncLock: Sendable {
-    private struct State {
-        var held = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var head = 0
-    }
-    private let state = Mutex(State())
-
-    func withLock<T>(_ body: () async throws -> T) async throws -> T {
-        await acquire()
-        defer { release() }
-        return try await body()
-    }
-
-    private func acquire() async {
-        let acquired = state.withLock { state -> Bool in
-            if state.held { return false }
-            state.held = true
-            return true
-        }
-        if acquired { return }
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if !state.held {
-                    state.held = true
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-
-    /// Hands the lock straight to the next waiter (it stays held), or frees it.
-    private func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.head < state.waiters.count else {
-                state.held = false
-                state.waiters.removeAll(keepingCapacity: true)
-                state.head = 0
-                return nil
-            }
-            let next = state.waiters[state.head]
-            state.head += 1
-            return next
-        }
-        next?.resume()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import PasskeyStoreTesting
 import Testing
 
@@ -27,5 +28,121 @@ struct SQLiteStoreTests {
         }
         #expect(after > before)
         #expect(try await store.accounts(after: nil, limit: 1000).count == 300)
+    }
+
+    // MARK: Write groups
+
+    private static func fresh() async throws -> SQLiteStore {
+        let url = try await TestDatabase.makeURL(.sqlite)
+        let store = try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+        _ = try await store.migrate()
+        return store
+    }
+
+    private static func commits(_ store: SQLiteStore) -> UInt64 {
+        (store.engine as! SQLiteEngine).groups.commits.load(ordering: .relaxed)
+    }
+
+    /// Runs each operation as a task of its own on one event loop, all queued in one turn of
+    /// it (as the requests one read of the sockets brings), and returns their results in order.
+    private static func onOneLoop<T: Sendable>(_ operations: [@Sendable () async throws -> T]) async throws -> [Result<T, any Error>] {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let executor = EventLoopTaskExecutor.of(group.next())
+        let tasks = try await executor.eventLoop.submit {
+            operations.map { operation in
+                Task(executorPreference: executor) { () -> Result<T, any Error> in
+                    do { return .success(try await operation()) } catch { return .failure(error) }
+                }
+            }
+        }.get()
+        var results: [Result<T, any Error>] = []
+        for task in tasks { results.append(await task.value) }
+        try await group.shutdownGracefully()
+        return results
+    }
+
+    /// Writes that reach the writer in one turn of an event loop commit together, and every one
+    /// of them is there afterwards.
+    @Test func writesInOneLoopTurnCommitAsOneGroup() async throws {
+        let store = try await Self.fresh()
+        let before = Self.commits(store)
+        let accounts = (0..<24).map { StoreConformanceTests.account("group-\($0)") }
+        let results = try await Self.onOneLoop(
+            accounts.map { account -> @Sendable () async throws -> Void in
+                { try await store.createAccount(account, passkey: StoreConformanceTests.passkey(for: account), session: nil, audit: []) }
+            })
+        for result in results { try result.get() }
+        #expect(Self.commits(store) - before < 4)
+        #expect(try await store.accounts(after: nil, limit: 100).count == 24)
+        for account in accounts { #expect(try await store.passkeys(accountID: account.id).count == 1) }
+    }
+
+    /// A member that fails on its own data is undone alone: the transaction of several
+    /// statements to its savepoint, a single statement by SQLite; the rest of the group commits.
+    @Test func aMemberThatFailsIsUndoneAlone() async throws {
+        let store = try await Self.fresh()
+        let ada = StoreConformanceTests.account("ada")
+        let adasKey = StoreConformanceTests.passkey(for: ada)
+        try await store.createAccount(ada, passkey: adasKey, session: nil, audit: [])
+        let session = StoreConformanceTests.session(for: ada)
+        try await store.createSession(session)
+        let bob = StoreConformanceTests.account("bob")
+        // Carol's sign-up brings Ada's passkey: her account is written, then the passkey is refused.
+        let carol = StoreConformanceTests.account("carol")
+        let dan = StoreConformanceTests.account("dan")
+        let before = Self.commits(store)
+        let operations: [@Sendable () async throws -> Void] = [
+            { try await store.createAccount(bob, passkey: StoreConformanceTests.passkey(for: bob), session: nil, audit: []) },
+            {
+                try await store.createAccount(
+                    carol, passkey: StoreConformanceTests.passkey(for: carol, id: adasKey.credentialID), session: nil, audit: [])
+            },
+            { try await store.createSession(session) },
+            { try await store.createAccount(dan, passkey: StoreConformanceTests.passkey(for: dan), session: nil, audit: []) },
+        ]
+        let results = try await Self.onOneLoop(operations)
+        #expect(Self.commits(store) - before == 1)
+        #expect((try? results[0].get()) != nil)
+        #expect(throws: StoreError(.conflict, "")) { try results[1].get() }
+        #expect(throws: StoreError(.conflict, "")) { try results[2].get() }
+        #expect((try? results[3].get()) != nil)
+        #expect(try await store.account(id: bob.id) != nil)
+        #expect(try await store.account(id: carol.id) == nil)
+        #expect(try await store.account(id: dan.id) != nil)
+        #expect(try await store.passkey(credentialID: adasKey.credentialID)?.accountID == ada.id)
+    }
+
+    /// When the transaction itself is in doubt (SQLite failed), no member of the group is
+    /// committed and every one is told so; the next write starts afresh.
+    @Test func aBrokenTransactionFailsTheWholeGroup() async throws {
+        let store = try await Self.fresh()
+        let bob = StoreConformanceTests.account("bob")
+        let carol = StoreConformanceTests.account("carol")
+        let operations: [@Sendable () async throws -> Void] = [
+            { try await store.createAccount(bob, passkey: StoreConformanceTests.passkey(for: bob), session: nil, audit: []) },
+            {
+                try await store.transaction { db in
+                    try await db.execute("UPDATE accounts SET display_name = 'x'")
+                    throw StoreError(.unavailable, "disk I/O error")
+                }
+            },
+        ]
+        let results = try await Self.onOneLoop(operations)
+        #expect(throws: StoreError(.unavailable, "")) { try results[0].get() }
+        #expect(throws: StoreError(.unavailable, "")) { try results[1].get() }
+        #expect(try await store.account(id: bob.id) == nil)
+        try await store.createAccount(carol, passkey: StoreConformanceTests.passkey(for: carol), session: nil, audit: [])
+        #expect(try await store.account(id: carol.id) != nil)
+    }
+
+    /// Off an event loop a write commits on its own before it returns.
+    @Test func offALoopEachWriteCommitsAtOnce() async throws {
+        let store = try await Self.fresh()
+        let before = Self.commits(store)
+        for index in 0..<3 {
+            let account = StoreConformanceTests.account("alone-\(index)")
+            try await store.createAccount(account, passkey: StoreConformanceTests.passkey(for: account), session: nil, audit: [])
+        }
+        #expect(Self.commits(store) - before == 3)
     }
 }
