@@ -86,7 +86,6 @@ let package = Package(
         .target(
             name: "PasskeyStore",
             dependencies: [
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -6,7 +6,7 @@ For each store: seed the database with background accounts (1k, then 100k, then 
 sign-ins with N concurrent users for a bounded time, and a sign-up run; sample the server's RSS
 at rest and during load, and the server's and the generator's CPU time (/proc/PID/stat,
 getrusage) per ceremony. Then: the SQLite server pinned to CPU 0 with the generator on CPU 1
-(`taskset`), migration 10 timed on the 1M-account SQLite database laid out as version 9 left it
+(`taskset`), migrations 10 and 11 timed on the 1M-account SQLite database laid out as version 9 left it
 (with a session and an audit line per account), and two instances sharing the PostgreSQL database. Prints one table and the facts
 (database bytes per account, seeding and start-up times); writes them as JSON with --json FILE.
 
@@ -220,13 +220,13 @@ CREATE INDEX sessions_account ON sessions(account_id);
 CREATE INDEX sessions_expiry ON sessions(expires_at);
 CREATE INDEX sessions_credential ON sessions(credential_id);
 CREATE INDEX audit_time ON audit_events(time);
-DELETE FROM schema_migrations WHERE version = 10;
+DELETE FROM schema_migrations WHERE version >= 10;
 """
 
 
 def time_migration(path, facts):
-    """Migration 10 (SQLite: the ceremonies and sessions tables rebuilt WITHOUT ROWID, one index
-    dropped) timed with `passkeyd migrate` on the 1M-account database laid out as version 9 left
+    """Migrations 10 and 11 (SQLite: the ceremonies and sessions tables rebuilt WITHOUT ROWID, two
+    indexes dropped) timed with `passkeyd migrate` on the 1M-account database laid out as version 9 left
     it, with a live session and an audit line per account and 1,000 open ceremonies."""
     db = sqlite3.connect(path, timeout=30)
     db.executescript("BEGIN;" + V9_LAYOUT + "COMMIT;")
@@ -250,7 +250,7 @@ def time_migration(path, facts):
     out = subprocess.run([os.path.join(RELEASE, "passkeyd"), "migrate", "--database", f"sqlite://{path}"], check=True, capture_output=True,
                          text=True, env=dict(os.environ, PASSKEYD_CONFIG="")).stdout.strip()
     took = time.monotonic() - started
-    facts.append(f"SQLite: migration 10 on the {len(ids):,}-account database ({sessions:,} sessions, {len(ids):,} more audit lines, "
+    facts.append(f"SQLite: migrations 10 and 11 on the {len(ids):,}-account database ({sessions:,} sessions, {len(ids):,} more audit lines, "
                  f"1,000 open ceremonies): {took:.1f} s (`passkeyd migrate`: {out.splitlines()[-1] if out else 'no output'}); "
                  f"database {before / 2**20:,.0f} MiB before, {sqlite_bytes(path) / 2**20:,.0f} MiB after")
 

@@ -1,10 +1,9 @@
 import Foundation
-import GRDB
 import GRDBSQLite
 import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode (concurrent readers, one writer). The store's
-/// logic is ``SQLStore``'s; this supplies SQLite connections through GRDB.
+/// logic is ``SQLStore``'s; this supplies SQLite connections.
 public final class SQLiteStore: SQLStore, @unchecked Sendable {
     /// Opens (creating if needed) the SQLite database at `path`.
     public init(path: String) throws {
@@ -12,52 +11,40 @@ public final class SQLiteStore: SQLStore, @unchecked Sendable {
     }
 }
 
-/// SQLite through GRDB: reads on the pool's readers, writes on its one writer connection.
+/// SQLite: reads on read-only connections (``SQLiteReaders``), writes on one writer connection
+/// shared by group commit (``WriteGroups``).
 ///
 /// A transaction spans several statements with awaits between them, so it is begun and committed
-/// on the writer by hand (GRDB's `allowsUnsafeTransactions`). Writes share the writer in groups
-/// (``WriteGroups``): one member at a time, each transaction in a savepoint of the group's
-/// transaction, one commit for the group; a member's end (release, rollback, commit) always runs,
-/// even when its task is cancelled.
+/// on the writer by hand. Writes share the writer in groups: one member at a time, each
+/// transaction in a savepoint of the group's transaction, one commit for the group; a member's
+/// end (release, rollback, commit) always runs, even when its task is cancelled.
 final class SQLiteEngine: SQLEngine {
     let dialect = SQLDialect.sqlite
     let reader: any SQLConnection
     let writer: any SQLConnection
-    private let pool: DatabasePool
     let groups: WriteGroups
     /// A connection of its own that copies the WAL into the database file (see "Checkpoints"
-    /// below).
-    private let checkpointer: DatabaseQueue
+    /// below), on a queue of its own (it waits for the disk).
+    private let checkpointer: SQLiteConnection
+    private let checkpointQueue = DispatchQueue(label: "passkeyd.sqlite.checkpoint", qos: .utility)
     private let checkpointing = Mutex<Task<Void, Never>?>(nil)
     /// Commits so far (of write groups), for the checkpointer.
     private let writes = WriteCount()
 
     init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
-        // More readers than threads that can ask at once (statements run on the calling thread).
-        configuration.maximumReaderCount = max(5, ProcessInfo.processInfo.activeProcessorCount + 1)
-        configuration.allowsUnsafeTransactions = true
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA foreign_keys = ON")
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // A write group's savepoints keep their undo pages in memory: past 64 KiB SQLite
-            // would move them to a temporary file, created and deleted once per group.
-            try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            // The checkpointer below keeps the WAL short; a commit checkpoints only if it has
-            // fallen far behind (SQLite's default is 1,000 pages).
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.fallbackCheckpointPages)")
-        }
+        let connection: SQLiteConnection
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            var checkpointConfiguration = Configuration()
-            checkpointConfiguration.busyMode = .timeout(1)
-            checkpointer = try DatabaseQueue(path: path, configuration: checkpointConfiguration)
-        } catch {
-            throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error)")
+            connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+            try Self.prepareWriter(connection)
+            checkpointer = try SQLiteConnection(path: path, readOnly: false, busyTimeout: .seconds(1))
+            // A connection finds the WAL on its first read; until then a checkpoint on it
+            // does nothing.
+            _ = try checkpointer.text("SELECT COUNT(*) FROM sqlite_schema")
+        } catch let error as StoreError {
+            throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error.reason)")
         }
-        groups = WriteGroups(pool: pool, writes: writes)
-        reader = Reader(pool: pool)
+        groups = WriteGroups(writer: connection, writes: writes)
+        reader = Reader(readers: SQLiteReaders(path: path))
         writer = Writer(groups: groups)
         let writes = self.writes
         let task = Task.detached(priority: .utility) { [weak self] in
@@ -77,6 +64,29 @@ final class SQLiteEngine: SQLEngine {
 
     deinit { checkpointing.withLock { $0?.cancel() } }
 
+    /// The writer's settings (they hold for the file, or for the connections that share it):
+    /// WAL mode, so readers never wait for the writer; a sync only at checkpoints (WAL's
+    /// `NORMAL`: a power loss can lose the last commits, never corrupt the file); foreign keys.
+    /// A non-empty WAL file is made at once: read-only connections cannot open the database
+    /// without one.
+    private static func prepareWriter(_ connection: SQLiteConnection) throws {
+        guard try connection.text("PRAGMA journal_mode = WAL") == "wal" else {
+            throw StoreError(.invalidDatabase, "could not switch to WAL mode")
+        }
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        try connection.execute("PRAGMA foreign_keys = ON")
+        // A write group's savepoints keep their undo pages in memory: past 64 KiB SQLite
+        // would move them to a temporary file, created and deleted once per group.
+        try connection.execute("PRAGMA temp_store = MEMORY")
+        // The checkpointer below keeps the WAL short; a commit checkpoints only if it has
+        // fallen far behind (SQLite's default is 1,000 pages).
+        try connection.execute("PRAGMA wal_autocheckpoint = \(fallbackCheckpointPages)")
+        let wal = (try? FileManager.default.attributesOfItem(atPath: connection.path + "-wal")[.size] as? Int) ?? 0
+        if wal == 0 {
+            try connection.executeOnce("BEGIN IMMEDIATE; CREATE TABLE passkeyd_wal (id INTEGER); DROP TABLE passkeyd_wal; COMMIT")
+        }
+    }
+
     // Checkpoints: SQLite copies committed pages from the WAL into the database file and syncs
     // both, by default in the commit that takes the WAL past 1,000 pages. That commit then
     // holds the one writer for the copy and two fsyncs while every other write waits (a
@@ -94,36 +104,36 @@ final class SQLiteEngine: SQLEngine {
     /// where a commit checkpoints the little left and it starts over.
     static let fallbackCheckpointPages = 10_000
 
-    /// One passive checkpoint (GRDB runs it on the checkpointer's own queue, off the caller's
-    /// thread: it waits for the disk).
+    /// One passive checkpoint, on the checkpointer's own queue (off the caller's thread: it
+    /// waits for the disk).
     func checkpoint() async {
-        _ = try? await checkpointer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        let connection = checkpointer
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            checkpointQueue.async {
+                _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                done.resume()
+            }
+        }
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         try await groups.member(savepoint: true) { connection in try await body(connection) }
     }
 
-    /// A ``StoreError`` for what GRDB threw: constraint violations are conflicts, everything else
-    /// means the database is unavailable.
+    /// Any error as a ``StoreError`` (what SQLite reported already is one; anything else means
+    /// the database is unavailable).
     static func storeError(_ error: any Error) -> StoreError {
-        switch error {
-        case let error as StoreError: error
-        case let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT:
-            StoreError(.conflict, error.message ?? "constraint violated")
-        default: StoreError(.unavailable, "\(error)")
-        }
+        (error as? StoreError) ?? StoreError(.unavailable, "\(error)")
     }
 
-    /// Statements are prepared once per connection and reused (GRDB's statement cache):
-    /// preparing anew on every call showed up as ~7% of the server's CPU under load. Values are
-    /// bound and rows read with SQLite's own calls on the cached statement: GRDB's
-    /// `StatementArguments`, `DatabaseValue` and row cursor boxed every value on the way in and
-    /// out (~6% of a sign-in's CPU in `perf`). The statement is reset after use, so it never
-    /// holds a read snapshot or a lock past this call.
-    static func rows(_ sql: SQL, _ db: Database) throws -> [any StoreRow] {
-        let statement = try db.cachedStatement(sql: sql.text(.sqlite))
-        let handle = statement.sqliteStatement
+    /// Statements are prepared once per connection and reused: preparing anew on every call
+    /// showed up as ~7% of the server's CPU under load. Values are bound and rows read with
+    /// SQLite's own calls: GRDB's `StatementArguments`, `DatabaseValue` and row cursor boxed
+    /// every value on the way in and out (~6% of a sign-in's CPU in `perf`). The statement is
+    /// reset after use, so it never holds a read snapshot or a lock past this call.
+    static func rows(_ sql: SQL, _ connection: SQLiteConnection) throws -> [any StoreRow] {
+        let statement = try connection.statement(sql.text(.sqlite))
+        let handle = statement.handle
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         defer { sqlite3_reset(handle) }
@@ -132,15 +142,15 @@ final class SQLiteEngine: SQLEngine {
         }
         for (offset, value) in sql.values.enumerated() {
             let code = bind(value, handle, CInt(offset + 1))
-            guard code == SQLITE_OK else { throw failure(code, db) }
+            guard code == SQLITE_OK else { throw connection.failure(code) }
         }
         let columns = Int(sqlite3_column_count(handle))
-        let names = columns == 0 ? [] : statement.columnNames
+        let names = columns == 0 ? [] : statement.columnNames()
         var rows: [any StoreRow] = []
         while true {
             let code = sqlite3_step(handle)
             if code == SQLITE_DONE { return rows }
-            guard code == SQLITE_ROW else { throw failure(code, db) }
+            guard code == SQLITE_ROW else { throw connection.failure(code) }
             var values: [SQLiteRow.Value] = []
             values.reserveCapacity(columns)
             for column in 0..<CInt(columns) { values.append(SQLiteRow.Value(handle, column)) }
@@ -149,14 +159,17 @@ final class SQLiteEngine: SQLEngine {
     }
 
     /// Binds one value as SQLite stores it: IDs as text, flags as 0 or 1, bytes as a blob (an
-    /// empty one too: never NULL).
+    /// empty one too: never NULL), text by its UTF-8 bytes (no C string made).
     private static func bind(_ value: SQLValue, _ handle: OpaquePointer, _ index: CInt) -> CInt {
         switch value {
         case .null: return sqlite3_bind_null(handle, index)
         case .integer(let value): return sqlite3_bind_int64(handle, index, value)
         case .flag(let value): return sqlite3_bind_int64(handle, index, value ? 1 : 0)
-        case .text(let value): return sqlite3_bind_text(handle, index, value, -1, transient)
-        case .id(let value): return sqlite3_bind_text(handle, index, value.uuidString, -1, transient)
+        case .text(var value):
+            if value.isEmpty { return sqlite3_bind_text(handle, index, "", 0, transient) }
+            return value.withUTF8 { sqlite3_bind_text(handle, index, $0.baseAddress, CInt($0.count), transient) }
+        case .id(let value):
+            return value.withUppercaseText { sqlite3_bind_text(handle, index, $0.baseAddress, CInt($0.count), transient) }
         case .bytes(let value):
             if value.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
             return value.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, CInt($0.count), transient) }
@@ -166,49 +179,20 @@ final class SQLiteEngine: SQLEngine {
     /// SQLite copies bound text and blobs (`SQLITE_TRANSIENT`).
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
-    /// A failed statement as a ``StoreError``: a constraint violation is a conflict, anything
-    /// else means the database is unavailable (as ``storeError(_:)`` maps GRDB's errors).
-    private static func failure(_ code: CInt, _ db: Database) -> StoreError {
-        let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-        if code & 0xFF == SQLITE_CONSTRAINT { return StoreError(.conflict, message) }
-        return StoreError(.unavailable, "SQLite error \(code): \(message)")
-    }
-
-    // Every statement runs on the calling thread through GRDB's synchronous API (a serial
-    // queue's `sync` runs the block on the caller when the queue is idle), not as an async hop
-    // to GRDB's queue and back: each hop was two thread wake-ups, and under load they were the
-    // largest single cost in the profile. Writes never wait on each other inside GRDB (the
-    // write groups admit one member at a time without blocking a thread); a read waits only for a
-    // free reader connection, and there are more of them than cooperative threads (see init).
-    // Only another process holding SQLite's write lock (`passkeyd admin` on the same file) can
-    // make a write wait, for at most the busy timeout.
-
-    /// GRDB's synchronous read, called from async code (the async overload would be chosen
-    /// there); GRDB's errors as ``StoreError``. Every read is one statement, which SQLite runs
-    /// atomically on one snapshot by itself, so no explicit transaction is opened around it
-    /// (GRDB's `read` adds BEGIN and COMMIT: two more statements and WAL lock round trips
-    /// per read).
-    static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
-        do {
-            return try pool.unsafeRead(body)
-        } catch {
-            throw storeError(error)
-        }
-    }
-
-    /// GRDB's synchronous write without an implicit transaction, called from async code.
-    static func writeNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
-        do {
-            return try pool.writeWithoutTransaction(body)
-        } catch {
-            throw storeError(error)
-        }
-    }
+    // Every statement runs on the calling thread, not as an async hop to a queue of the
+    // database's and back: each hop was two thread wake-ups, and under load they were the
+    // largest single cost in the profile. Writes never wait on each other inside SQLite (the
+    // write groups admit one member at a time without blocking a thread); a read takes an
+    // idle reader connection or opens one. Only another process holding SQLite's write lock
+    // (`passkeyd admin` on the same file) can make a write wait, for at most the busy timeout.
 
     struct Reader: SQLConnection {
-        let pool: DatabasePool
+        let readers: SQLiteReaders
+        // Every read is one statement, which SQLite runs atomically on one snapshot by itself,
+        // so no transaction is opened around it (BEGIN and COMMIT would be two more statements
+        // and WAL lock round trips per read).
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            try SQLiteEngine.readNow(pool) { db in try SQLiteEngine.rows(sql, db) }
+            try readers.read { connection in try SQLiteEngine.rows(sql, connection) }
         }
     }
 
@@ -221,23 +205,22 @@ final class SQLiteEngine: SQLEngine {
     }
 
     /// The statements of one member of a write group (``WriteGroups``; the member holds the
-    /// writer). Its first hop to the writer runs the prologue first (the group's `BEGIN`, the
-    /// member's savepoint), and ``finish()`` the epilogue (releasing the savepoint).
-    /// Statements run only for their effect wait and go to the writer together with the next
-    /// statement that answers, or with ``finish()``: a sign-in's transaction is two hops to the
-    /// writer, not six.
+    /// writer). Its first statement is preceded by the prologue (the group's `BEGIN`, the
+    /// member's savepoint), and ``finish()`` runs the epilogue (releasing the savepoint).
+    /// Statements run only for their effect wait and go to SQLite together with the next
+    /// statement that answers, or with ``finish()``.
     final class InTransaction: SQLConnection, Sendable {
         private struct State {
             var begun = false
             var pending: [SQL] = []
         }
-        let pool: DatabasePool
+        private let connection: SQLiteConnection
         private let prologue: [String]
         private let epilogue: [String]
         private let state = Mutex(State())
 
-        init(pool: DatabasePool, prologue: [String], epilogue: [String]) {
-            self.pool = pool
+        init(connection: SQLiteConnection, prologue: [String], epilogue: [String]) {
+            self.connection = connection
             self.prologue = prologue
             self.epilogue = epilogue
         }
@@ -249,20 +232,15 @@ final class SQLiteEngine: SQLEngine {
 
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let (begin, pending) = take()
-            return try SQLiteEngine.writeNow(pool) { db in
-                try run(db, begin: begin, pending: pending)
-                return try SQLiteEngine.rows(sql, db)
-            }
+            try run(begin: begin, pending: pending)
+            return try SQLiteEngine.rows(sql, connection)
         }
 
         /// Runs what is pending, then the epilogue.
         func finish() throws {
             let (begin, pending) = take()
-            if !begin, pending.isEmpty, epilogue.isEmpty { return }
-            try SQLiteEngine.writeNow(pool) { db in
-                try run(db, begin: begin, pending: pending)
-                for statement in epilogue { try db.cachedStatement(sql: statement).execute() }
-            }
+            try run(begin: begin, pending: pending)
+            for statement in epilogue { try connection.execute(statement) }
         }
 
         private func take() -> (begin: Bool, pending: [SQL]) {
@@ -275,14 +253,14 @@ final class SQLiteEngine: SQLEngine {
             }
         }
 
-        private func run(_ db: Database, begin: Bool, pending: [SQL]) throws {
+        private func run(begin: Bool, pending: [SQL]) throws {
             if begin {
                 // A transaction the group does not know of can only be one whose end failed:
                 // never run inside it.
-                if prologue.first == "BEGIN IMMEDIATE", db.isInsideTransaction { try db.rollback() }
-                for statement in prologue { try db.cachedStatement(sql: statement).execute() }
+                if prologue.first == "BEGIN IMMEDIATE" { try connection.rollbackIfOpen() }
+                for statement in prologue { try connection.execute(statement) }
             }
-            for statement in pending { _ = try SQLiteEngine.rows(statement, db) }
+            for statement in pending { _ = try SQLiteEngine.rows(statement, connection) }
         }
     }
 }

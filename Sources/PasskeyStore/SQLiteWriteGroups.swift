@@ -1,6 +1,4 @@
 import Foundation
-import GRDB
-import GRDBSQLite
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -59,13 +57,13 @@ final class WriteGroups: Sendable {
     }
 
     private let state = Mutex(State())
-    private let pool: DatabasePool
+    private let writer: SQLiteConnection
     private let writes: WriteCount
     /// Groups committed so far (for tests).
     let commits = Atomic<UInt64>(0)
 
-    init(pool: DatabasePool, writes: WriteCount) {
-        self.pool = pool
+    init(writer: SQLiteConnection, writes: WriteCount) {
+        self.writer = writer
         self.writes = writes
     }
 
@@ -78,7 +76,7 @@ final class WriteGroups: Sendable {
         var prologue: [String] = []
         if !state.withLock({ $0.open }) { prologue.append("BEGIN IMMEDIATE") }
         if savepoint { prologue.append("SAVEPOINT member") }
-        let connection = SQLiteEngine.InTransaction(pool: pool, prologue: prologue, epilogue: savepoint ? ["RELEASE member"] : [])
+        let connection = SQLiteEngine.InTransaction(connection: writer, prologue: prologue, epilogue: savepoint ? ["RELEASE member"] : [])
         let result: T
         do {
             result = try await body(connection)
@@ -125,23 +123,22 @@ final class WriteGroups: Sendable {
         let hadGroup = state.withLock { $0.open }
         var broken: (any Error)?
         do {
-            try SQLiteEngine.writeNow(pool) { db in
-                guard db.isInsideTransaction else {
-                    if hadGroup { broken = error }
-                    return
-                }
+            if !writer.isInsideTransaction {
+                // Never begun, or SQLite rolled it back (and with it any members before).
+                if hadGroup { broken = error }
+            } else {
                 if fatal {
                     broken = error
                 } else if savepoint {
-                    try db.cachedStatement(sql: "ROLLBACK TO member").execute()
-                    try db.cachedStatement(sql: "RELEASE member").execute()
+                    try writer.execute("ROLLBACK TO member")
+                    try writer.execute("RELEASE member")
                 }
                 // Nothing of another member's to commit: end the transaction now.
-                if broken != nil || !hadGroup { try db.rollback() }
+                if broken != nil || !hadGroup { try writer.execute("ROLLBACK") }
             }
         } catch {
             broken = broken ?? error
-            try? SQLiteEngine.writeNow(pool) { db in if db.isInsideTransaction { try db.rollback() } }
+            try? writer.rollbackIfOpen()
         }
         if let broken {
             let members = state.withLock { state in
@@ -162,7 +159,6 @@ final class WriteGroups: Sendable {
     private static func breaksGroup(_ error: any Error) -> Bool {
         switch error {
         case let error as StoreError: error.code == .unavailable
-        case let error as DatabaseError: error.resultCode != .SQLITE_CONSTRAINT
         default: false
         }
     }
@@ -172,10 +168,10 @@ final class WriteGroups: Sendable {
     private func commit() -> Result<Void, StoreError> {
         let result: Result<Void, StoreError>
         do {
-            try SQLiteEngine.writeNow(pool) { db in if db.isInsideTransaction { try db.commit() } }
+            if writer.isInsideTransaction { try writer.execute("COMMIT") }
             result = .success(())
         } catch {
-            try? SQLiteEngine.writeNow(pool) { db in if db.isInsideTransaction { try db.rollback() } }
+            try? writer.rollbackIfOpen()
             result = .failure(SQLiteEngine.storeError(error))
         }
         commits.add(1, ordering: .relaxed)

@@ -1,0 +1,126 @@
+import GRDBSQLite
+import Synchronization
+
+/// One SQLite connection, opened with SQLite's own calls. It is used by one thread at a time:
+/// the writer by the member of a write group that holds it (``WriteGroups``), a reader by the
+/// caller that took it from ``SQLiteReaders``. Statements are prepared once and kept.
+///
+/// The store used GRDB's `DatabasePool` for this. Under load its bookkeeping (a dispatch
+/// queue's `sync` per statement, a semaphore per read, statement observation) was ~4% of a
+/// sign-in's CPU, for nothing the store needed: every statement already went to SQLite
+/// directly.
+final class SQLiteConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: Statement] = [:]
+
+    /// A prepared statement and its column names (read once; again if a migration changed
+    /// how many columns it returns).
+    final class Statement {
+        let handle: OpaquePointer
+        private(set) var names: [String] = []
+
+        init(_ handle: OpaquePointer) { self.handle = handle }
+
+        func columnNames() -> [String] {
+            let count = Int(sqlite3_column_count(handle))
+            if names.count != count {
+                names = (0..<CInt(count)).map { String(cString: sqlite3_column_name(handle, $0)) }
+            }
+            return names
+        }
+
+        deinit { sqlite3_finalize(handle) }
+    }
+
+    /// Opens `path` (creating the file when `create`), read-only for a reader. A busy database
+    /// (another process writing, a recovery) is waited for up to `busyTimeout`.
+    init(path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5)) throws {
+        var flags = SQLITE_OPEN_NOMUTEX
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        guard code == SQLITE_OK, let opened else {
+            let message = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(opened)
+            throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(message) (\(code))")
+        }
+        handle = opened
+        self.path = path
+        sqlite3_extended_result_codes(opened, 1)
+        sqlite3_busy_timeout(opened, CInt(busyTimeout.components.seconds * 1000))
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// The prepared statement for `sql`, prepared on first use.
+    func statement(_ sql: String) throws -> Statement {
+        if let statement = statements[sql] { return statement }
+        var prepared: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard code == SQLITE_OK, let prepared else { throw failure(code) }
+        let statement = Statement(prepared)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs a statement that returns no rows (a pragma, BEGIN, COMMIT), prepared once.
+    func execute(_ sql: String) throws {
+        let statement = try statement(sql).handle
+        defer { sqlite3_reset(statement) }
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else { throw failure(code) }
+        }
+    }
+
+    /// Runs `sql` once without keeping it prepared (set-up statements, several at once).
+    func executeOnce(_ sql: String) throws {
+        let code = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard code == SQLITE_OK else { throw failure(code) }
+    }
+
+    /// The first column of the first row of `sql` as text (a pragma's answer).
+    func text(_ sql: String) throws -> String? {
+        let statement = try statement(sql).handle
+        defer { sqlite3_reset(statement) }
+        let code = sqlite3_step(statement)
+        if code == SQLITE_DONE { return nil }
+        guard code == SQLITE_ROW else { throw failure(code) }
+        return sqlite3_column_text(statement, 0).map { String(cString: $0) }
+    }
+
+    /// Whether a transaction is open (SQLite is out of autocommit mode).
+    var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    func rollbackIfOpen() throws { if isInsideTransaction { try execute("ROLLBACK") } }
+
+    /// A failed call as a ``StoreError``: a constraint violation is a conflict, anything else
+    /// means the database is unavailable.
+    func failure(_ code: CInt) -> StoreError {
+        let message = String(cString: sqlite3_errmsg(handle))
+        if code & 0xFF == SQLITE_CONSTRAINT { return StoreError(.conflict, message) }
+        return StoreError(.unavailable, "SQLite error \(code): \(message)")
+    }
+}
+
+/// The read-only connections: a reader is taken for one statement and given back, so each is
+/// used by one thread at a time. There are as many as threads have read at once (statements
+/// run on the calling thread, so that is at most the threads that call the store).
+final class SQLiteReaders: Sendable {
+    private let idle = Mutex<[SQLiteConnection]>([])
+    private let path: String
+
+    init(path: String) { self.path = path }
+
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let connection = try idle.withLock { $0.popLast() } ?? SQLiteConnection(path: path, readOnly: true)
+        defer { idle.withLock { $0.append(connection) } }
+        return try body(connection)
+    }
+}
