@@ -33,50 +33,82 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "]"))
     }
 
+    /// A JSON string: runs of bytes that need no escape are copied whole (the answers' strings
+    /// are mostly base64url and names), the rest escaped as RFC 8259 §7 allows.
     mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-            default: bytes.append(byte)
+        var text = text
+        text.withUTF8 { utf8 in
+            bytes.reserveCapacity(bytes.count + utf8.count + 2)
+            bytes.append(UInt8(ascii: "\""))
+            var start = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                escape(byte)
+                start = index + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func integer(_ value: Int) { bytes += Array(String(value).utf8) }
-    mutating func bool(_ value: Bool) { bytes += Array((value ? "true" : "false").utf8) }
-    mutating func null() { bytes += Array("null".utf8) }
+    private mutating func escape(_ byte: UInt8) {
+        bytes.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        default:
+            bytes.append(contentsOf: "u00".utf8)
+            hexDigit(byte >> 4)
+            hexDigit(byte & 0x0F)
+        }
+    }
+
+    private mutating func hexDigit(_ value: UInt8) { bytes.append(value < 10 ? 48 + value : 87 + value) }
+
+    mutating func integer(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var count = 0
+            repeat {
+                buffer[19 - count] = UInt8(48 + magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
+    }
+
+    mutating func bool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
+    mutating func null() { bytes.append(contentsOf: "null".utf8) }
 
     /// ISO 8601 in UTC, whole seconds (`2026-11-23T22:17:47Z`), as `.iso8601` writes it.
     mutating func date(_ date: Date) {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> [UInt8] { [UInt8(48 + value / 10), UInt8(48 + value % 10)] }
-        let year = Int(parts.tm_year) + 1900
         bytes.append(UInt8(ascii: "\""))
-        bytes += Array(String(year).utf8)
-        bytes.append(UInt8(ascii: "-"))
-        bytes += two(parts.tm_mon + 1)
-        bytes.append(UInt8(ascii: "-"))
-        bytes += two(parts.tm_mday)
-        bytes.append(UInt8(ascii: "T"))
-        bytes += two(parts.tm_hour)
-        bytes.append(UInt8(ascii: ":"))
-        bytes += two(parts.tm_min)
-        bytes.append(UInt8(ascii: ":"))
-        bytes += two(parts.tm_sec)
-        bytes += Array("Z\"".utf8)
+        integer(Int(parts.tm_year) + 1900)
+        two(UInt8(ascii: "-"), parts.tm_mon + 1)
+        two(UInt8(ascii: "-"), parts.tm_mday)
+        two(UInt8(ascii: "T"), parts.tm_hour)
+        two(UInt8(ascii: ":"), parts.tm_min)
+        two(UInt8(ascii: ":"), parts.tm_sec)
+        bytes.append(UInt8(ascii: "Z"))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A separator and a two-digit number.
+    private mutating func two(_ separator: UInt8, _ value: Int32) {
+        bytes.append(separator)
+        bytes.append(UInt8(48 + value / 10))
+        bytes.append(UInt8(48 + value % 10))
     }
 
     /// A `JSONValue` (extension inputs): objects with sorted keys; numbers as `JSONEncoder`

@@ -13,6 +13,7 @@ final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: Statement] = [:]
+    static let maximumStatements = 512
 
     /// A prepared statement and its column names (read once; again if a migration changed
     /// how many columns it returns).
@@ -63,6 +64,9 @@ final class SQLiteConnection: @unchecked Sendable {
         var prepared: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
         guard code == SQLITE_OK, let prepared else { throw failure(code) }
+        // The store's statements are a fixed set (values are bound, never spliced in), but a
+        // cache that could grow without end is not kept: past the limit it starts over.
+        if statements.count >= Self.maximumStatements { statements.removeAll() }
         let statement = Statement(prepared)
         statements[sql] = statement
         return statement

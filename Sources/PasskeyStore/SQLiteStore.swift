@@ -333,7 +333,7 @@ struct SQLiteRow: StoreRow {
 
     func optionalID(_ column: String) throws -> UUID? {
         guard let text = try optionalText(column) else { return nil }
-        guard let id = UUID(uuidString: text) else { throw StoreError(.corruptRow, "\(column) is not a UUID") }
+        guard let id = UUID(text: text) else { throw StoreError(.corruptRow, "\(column) is not a UUID") }
         return id
     }
 

@@ -25,3 +25,43 @@ extension UUID {
         }
     }
 }
+
+extension UUID {
+    /// A UUID read from its text (8-4-4-4-12 hex digits, either case) without the C string
+    /// Foundation's parser makes; any other spelling goes to Foundation's parser.
+    init?(text: String) {
+        var text = text
+        let parsed: uuid_t? = text.withUTF8 { utf8 in
+            guard utf8.count == 36 else { return nil }
+            var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let valid = withUnsafeMutableBytes(of: &bytes) { out -> Bool in
+                var at = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        guard utf8[at] == UInt8(ascii: "-") else { return false }
+                        at += 1
+                    }
+                    guard let high = Self.hexValue(utf8[at]), let low = Self.hexValue(utf8[at + 1]) else { return false }
+                    out[index] = high << 4 | low
+                    at += 2
+                }
+                return true
+            }
+            return valid ? bytes : nil
+        }
+        if let parsed {
+            self.init(uuid: parsed)
+        } else {
+            self.init(uuidString: text)
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -56,6 +56,14 @@ struct JSONWriterTests {
         }
     }
 
+    @Test func integersAreWrittenAsSwiftPrintsThem() {
+        for value in [0, 1, -1, 9, 10, 99, 100, 300_000, -300_000, Int(Int32.max), Int.max, Int.min, Int.min + 1] {
+            var writer = JSONWriter()
+            writer.integer(value)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(value))
+        }
+    }
+
     static func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
 
     /// Ceremony states: what the writer writes, `JSONDecoder` reads as the same state, and what

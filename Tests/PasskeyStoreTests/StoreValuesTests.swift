@@ -21,6 +21,24 @@ struct StoreValuesTests {
         #expect(seen.count == 1000)
     }
 
+    /// IDs are bound as the text `uuidString` writes and read back as Foundation reads them.
+    @Test func uuidTextIsFoundations() {
+        for _ in 0..<1000 {
+            let id = UUID()
+            let written = id.withUppercaseText { String(decoding: $0, as: UTF8.self) }
+            #expect(written == id.uuidString)
+            #expect(UUID(text: written) == id)
+            #expect(UUID(text: written.lowercased()) == id)
+        }
+        let odd = [
+            "", "not a uuid", "E621E1F8-C36C-495A-93FC-0C247A3E6E5", "E621E1F8-C36C-495A-93FC-0C247A3E6E5FF",
+            "E621E1F8XC36C-495A-93FC-0C247A3E6E5F", "G621E1F8-C36C-495A-93FC-0C247A3E6E5F", "E621E1F8-C36C-495A-93FC-0C247A3E6E5F",
+            "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", "E621E1F8C36C495A93FC0C247A3E6E5F", " E621E1F8-C36C-495A-93FC-0C247A3E6E5",
+            "E621E1F8-C36C-495A-93FC-0C247A3E6É",
+        ]
+        for text in odd { #expect(UUID(text: text) == UUID(uuidString: text), "\(text)") }
+    }
+
     @Test func plainListsReadAsJSONDecoderReadsThem() throws {
         let lists: [[String]] = [
             [], ["internal"], ["internal", "hybrid"], ["usb", "nfc", "ble", "smart-card", "hybrid", "internal"], ["é", "名前", ""],
