@@ -183,4 +183,10 @@ protocol SQLEngine: Sendable {
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     /// `timeout` overrides the database's deadline for one operation (migrations).
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T
+    /// Migrations changed the schema: statements prepared before are prepared again.
+    func schemaChanged()
+}
+
+extension SQLEngine {
+    func schemaChanged() {}
 }

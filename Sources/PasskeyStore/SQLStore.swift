@@ -33,7 +33,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     /// older version left it.
     func migrate(through last: Int?) async throws -> [Int] {
         let dialect = self.dialect
-        return try await engine.transaction(timeout: migrationTimeout) { db in
+        let done = try await engine.transaction(timeout: migrationTimeout) { db in
             // Several instances may start at once: one migrates, the others wait and find it done.
             if dialect == .postgres { try await db.execute("SELECT pg_advisory_xact_lock(7270417)") }
             try await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
@@ -46,6 +46,8 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             }
             return done
         }
+        if !done.isEmpty { engine.schemaChanged() }
+        return done
     }
 
     public func schemaVersion() async throws -> Int {

@@ -14,6 +14,11 @@ final class SQLiteConnection: @unchecked Sendable {
     let path: String
     private var statements: [String: Statement] = [:]
     static let maximumStatements = 512
+    /// The schema's generation (shared by the store's connections) when the statements were
+    /// prepared: a `SELECT *` prepared before a migration would read its columns by the old
+    /// names, so the cache starts over after one.
+    private let schema: SchemaGeneration
+    private var preparedAt: UInt64 = 0
 
     /// A prepared statement and its column names (read once; again if a migration changed
     /// how many columns it returns).
@@ -36,7 +41,9 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Opens `path` (creating the file when `create`), read-only for a reader. A busy database
     /// (another process writing, a recovery) is waited for up to `busyTimeout`.
-    init(path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5)) throws {
+    init(
+        path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5), schema: SchemaGeneration = SchemaGeneration()
+    ) throws {
         var flags = SQLITE_OPEN_NOMUTEX
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
@@ -49,6 +56,8 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         handle = opened
         self.path = path
+        self.schema = schema
+        preparedAt = schema.value
         sqlite3_extended_result_codes(opened, 1)
         sqlite3_busy_timeout(opened, CInt(busyTimeout.components.seconds * 1000))
     }
@@ -60,6 +69,11 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// The prepared statement for `sql`, prepared on first use.
     func statement(_ sql: String) throws -> Statement {
+        let generation = schema.value
+        if generation != preparedAt {
+            statements.removeAll()
+            preparedAt = generation
+        }
         if let statement = statements[sql] { return statement }
         var prepared: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
@@ -113,17 +127,37 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 }
 
+/// How many times migrations changed the schema, for ``SQLiteConnection``'s statement cache.
+final class SchemaGeneration: Sendable {
+    private let count = Atomic<UInt64>(0)
+    func advance() { count.add(1, ordering: .releasing) }
+    var value: UInt64 { count.load(ordering: .acquiring) }
+}
+
 /// The read-only connections: a reader is taken for one statement and given back, so each is
 /// used by one thread at a time. There are as many as threads have read at once (statements
 /// run on the calling thread, so that is at most the threads that call the store).
 final class SQLiteReaders: Sendable {
     private let idle = Mutex<[SQLiteConnection]>([])
     private let path: String
+    private let schema: SchemaGeneration
 
-    init(path: String) { self.path = path }
+    init(path: String, schema: SchemaGeneration) {
+        self.path = path
+        self.schema = schema
+    }
 
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        let connection = try idle.withLock { $0.popLast() } ?? SQLiteConnection(path: path, readOnly: true)
+        let connection: SQLiteConnection
+        if let idle = idle.withLock({ $0.popLast() }) {
+            connection = idle
+        } else {
+            do {
+                connection = try SQLiteConnection(path: path, readOnly: true, schema: schema)
+            } catch let error as StoreError {
+                throw StoreError(.unavailable, error.reason)
+            }
+        }
         defer { idle.withLock { $0.append(connection) } }
         return try body(connection)
     }

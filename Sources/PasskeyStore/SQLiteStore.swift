@@ -30,11 +30,12 @@ final class SQLiteEngine: SQLEngine {
     private let checkpointing = Mutex<Task<Void, Never>?>(nil)
     /// Commits so far (of write groups), for the checkpointer.
     private let writes = WriteCount()
+    private let schema = SchemaGeneration()
 
     init(path: String) throws {
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+            connection = try SQLiteConnection(path: path, readOnly: false, create: true, schema: schema)
             try Self.prepareWriter(connection)
             checkpointer = try SQLiteConnection(path: path, readOnly: false, busyTimeout: .seconds(1))
             // A connection finds the WAL on its first read; until then a checkpoint on it
@@ -44,7 +45,7 @@ final class SQLiteEngine: SQLEngine {
             throw StoreError(.invalidDatabase, "cannot open SQLite database at \(path): \(error.reason)")
         }
         groups = WriteGroups(writer: connection, writes: writes)
-        reader = Reader(readers: SQLiteReaders(path: path))
+        reader = Reader(readers: SQLiteReaders(path: path, schema: schema))
         writer = Writer(groups: groups)
         let writes = self.writes
         let task = Task.detached(priority: .utility) { [weak self] in
@@ -98,11 +99,20 @@ final class SQLiteEngine: SQLEngine {
     // Every 25 ms rather than 100, a checkpoint's burst of copying (scattered pages, on a large
     // database) is shorter: on 1M accounts p99 16.1 -> 12.1 ms, 2,410-2,450 -> 2,560-2,650/s.
 
+    //
+    // Under steady writes the WAL cannot start over between two checkpoints (a commit always
+    // comes before the checkpointer has caught up), so it grows until a commit takes it past
+    // `fallbackCheckpointPages`; that commit checkpoints what the last 25 ms wrote and syncs
+    // twice while every write waits, and the WAL starts over. At 10,000 pages (~40 MiB) that
+    // stall came several times a second and was the sign-in p99, growing with the database
+    // (more scattered pages per 25 ms): 9.9 ms with no stored sessions, 18.7-19.4 ms with
+    // 200,000; on the bench's 1M-account run 14.4 ms against 9.7 ms at 1k, and sign-up 41 ms.
+    // At 50,000 pages (~200 MiB of WAL at most, under sustained writes only: an idle moment
+    // lets it start over) it comes every second or two: 8.3-10.3 ms with 200,000 sessions,
+    // 7.0 / 7.5 / 8.2 ms at 1k / 100k / 1M accounts, sign-up 13 ms.
+
     static let checkpointInterval = Duration.milliseconds(25)
-    /// Under steady writes the WAL cannot start over from its beginning between two
-    /// checkpoints (a commit always comes first), so it grows to this many pages (~40 MiB),
-    /// where a commit checkpoints the little left and it starts over.
-    static let fallbackCheckpointPages = 10_000
+    static let fallbackCheckpointPages = 50_000
 
     /// One passive checkpoint, on the checkpointer's own queue (off the caller's thread: it
     /// waits for the disk).
@@ -115,6 +125,9 @@ final class SQLiteEngine: SQLEngine {
             }
         }
     }
+
+    func schemaChanged() { schema.advance() }
+    var schemaGeneration: UInt64 { schema.value }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         try await groups.member(savepoint: true) { connection in try await body(connection) }
@@ -144,13 +157,19 @@ final class SQLiteEngine: SQLEngine {
             let code = bind(value, handle, CInt(offset + 1))
             guard code == SQLITE_OK else { throw connection.failure(code) }
         }
-        let columns = Int(sqlite3_column_count(handle))
-        let names = columns == 0 ? [] : statement.columnNames()
         var rows: [any StoreRow] = []
+        var columns = 0
+        var names: [String] = []
         while true {
             let code = sqlite3_step(handle)
             if code == SQLITE_DONE { return rows }
             guard code == SQLITE_ROW else { throw connection.failure(code) }
+            if rows.isEmpty {
+                // Read after the first step: a statement prepared against a schema that has
+                // since changed is prepared again by that step, with the new columns.
+                columns = Int(sqlite3_column_count(handle))
+                names = statement.columnNames()
+            }
             var values: [SQLiteRow.Value] = []
             values.reserveCapacity(columns)
             for column in 0..<CInt(columns) { values.append(SQLiteRow.Value(handle, column)) }

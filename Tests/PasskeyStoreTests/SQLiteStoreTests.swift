@@ -145,4 +145,34 @@ struct SQLiteStoreTests {
         }
         #expect(Self.commits(store) - before == 3)
     }
+
+    /// Statements are kept prepared per connection with their column names; after a migration
+    /// the names are read again, so `SELECT *` finds each column under its own name even when a
+    /// table was rebuilt with its columns in another order.
+    @Test func statementsPreparedBeforeAMigrationReadTheNewColumns() async throws {
+        let store = try await Self.fresh()
+        let engine = store.engine as! SQLiteEngine
+        try await store.writer.run("CREATE TABLE t (a TEXT, b TEXT)")
+        try await store.writer.run("INSERT INTO t (a, b) VALUES ('x', 'y')")
+        #expect(try await store.reader.first("SELECT * FROM t")?.text("a") == "x")
+        #expect(try await store.writer.first("SELECT * FROM t")?.text("a") == "x")
+        try await store.transaction { db in
+            try await db.execute("DROP TABLE t")
+            try await db.execute("CREATE TABLE t (b TEXT, a TEXT)")
+            try await db.execute("INSERT INTO t (b, a) VALUES ('y', 'x')")
+        }
+        engine.schemaChanged()
+        #expect(try await store.reader.first("SELECT * FROM t")?.text("a") == "x")
+        #expect(try await store.writer.first("SELECT * FROM t")?.text("a") == "x")
+
+        // A migration that applies something says so; one with nothing to apply does not.
+        let url = try await TestDatabase.makeURL(.sqlite)
+        let older = try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+        _ = try await older.migrate(through: 9)
+        let generation = (older.engine as! SQLiteEngine).schemaGeneration
+        _ = try await older.migrate()
+        #expect((older.engine as! SQLiteEngine).schemaGeneration == generation + 1)
+        _ = try await older.migrate()
+        #expect((older.engine as! SQLiteEngine).schemaGeneration == generation + 1)
+    }
 }
