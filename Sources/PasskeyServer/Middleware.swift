@@ -58,12 +58,14 @@ struct ClientAborted: Error {}
 /// Headers every response carries, errors included.
 struct SecurityHeadersMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
+    private static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    private static let frameOptions = HTTPField.Name("X-Frame-Options")!
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
-        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        response.headers[Self.referrerPolicy] = "same-origin"
+        response.headers[Self.frameOptions] = "DENY"
         if response.headers[.contentSecurityPolicy] == nil {
             response.headers[.contentSecurityPolicy] =
                 "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"

@@ -42,7 +42,8 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Opens `path` (creating the file when `create`), read-only for a reader. A busy database
     /// (another process writing, a recovery) is waited for up to `busyTimeout`.
     init(
-        path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5), schema: SchemaGeneration = SchemaGeneration()
+        path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5),
+        schema: SchemaGeneration = SchemaGeneration()
     ) throws {
         var flags = SQLITE_OPEN_NOMUTEX
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import WebAuthn
@@ -26,6 +27,19 @@ struct Base64Tests {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             #expect(Base64URLBytes(encoded: Base64URLBytes(bytes).base64URL)?.bytes == bytes)
             #expect(Base64URLBytes(encoded: Base64URLBytes(bytes).base64)?.bytes == bytes)
+        }
+    }
+
+    /// Every length, every alphabet and padding choice, as Foundation writes it.
+    @Test func encodesAsFoundationDoes() {
+        var generator = SplitMix64(seed: 11)
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let standard = Data(bytes).base64EncodedString()
+            let unpadded = String(standard.prefix { $0 != "=" })
+            #expect(Base64.encodeStandard(bytes) == standard)
+            #expect(Base64.encodeStandardUnpadded(bytes) == unpadded)
+            #expect(Base64.encodeURL(bytes) == unpadded.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_"))
         }
     }
 

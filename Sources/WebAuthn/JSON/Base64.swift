@@ -46,26 +46,41 @@ enum Base64 {
         return true
     }
 
+    /// Written straight into the string's storage (four characters per three bytes, RFC 4648
+    /// §4/§5; the last group padded with `=` or cut short).
     private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            index += 3
+        let rest = bytes.count % 3
+        let count = bytes.count / 3 * 4 + (rest == 0 ? 0 : pad ? 4 : rest + 1)
+        if count == 0 { return "" }
+        return String(unsafeUninitializedCapacity: count) { out in
+            bytes.withUnsafeBufferPointer { input in
+                alphabet.withUnsafeBufferPointer { table in
+                    var index = 0
+                    var at = 0
+                    while index + 3 <= input.count {
+                        let n = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                        out[at] = table[Int(n >> 18 & 63)]
+                        out[at + 1] = table[Int(n >> 12 & 63)]
+                        out[at + 2] = table[Int(n >> 6 & 63)]
+                        out[at + 3] = table[Int(n & 63)]
+                        index += 3
+                        at += 4
+                    }
+                    if rest > 0 {
+                        let n = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+                        out[at] = table[Int(n >> 18 & 63)]
+                        out[at + 1] = table[Int(n >> 12 & 63)]
+                        if rest == 2 {
+                            out[at + 2] = table[Int(n >> 6 & 63)]
+                        } else if pad {
+                            out[at + 2] = 61
+                        }
+                        if pad { out[at + 3] = 61 }
+                    }
+                }
+            }
+            return count
         }
-        let rest = bytes.count - index
-        if rest == 1 {
-            let n = UInt32(bytes[index]) << 16
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
-            if pad { out += [61, 61] }
-        } else if rest == 2 {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
-            if pad { out.append(61) }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Which spellings a decoder accepts.
