@@ -64,7 +64,7 @@ def test_upgrading_reports_usernames_that_now_collide_without_merging(tmp_path):
     # Back to version 4, with the keys version 4 made (lower-cased, nothing else).
     db = sqlite3.connect(database)
     db.executescript("""
-        DROP INDEX sessions_credential;
+        DROP INDEX IF EXISTS sessions_credential;
         ALTER TABLE sessions DROP COLUMN credential_id;
         ALTER TABLE sessions DROP COLUMN method;
         DELETE FROM schema_migrations WHERE version = 5;
