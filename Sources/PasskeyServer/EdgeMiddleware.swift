@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import PasskeyStore
 import WebAuthn
 
 /// One spelling per resource: a path with an empty segment (`//api`, a trailing `/`), a dot
@@ -30,7 +31,9 @@ struct CanonicalPathMiddleware: RouterMiddleware {
             let byte = bytes[index]
             if byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") { return false }
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                guard index + 2 < bytes.count, let high = ASCIIHex.value(of: bytes[index + 1]),
+                    let low = ASCIIHex.value(of: bytes[index + 2])
+                else {
                     return false
                 }
                 let decoded = high << 4 | low
@@ -54,15 +57,6 @@ struct CanonicalPathMiddleware: RouterMiddleware {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
         case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
         default: false
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 }

@@ -41,7 +41,7 @@ extension UUID {
                         guard utf8[at] == UInt8(ascii: "-") else { return false }
                         at += 1
                     }
-                    guard let high = Self.hexValue(utf8[at]), let low = Self.hexValue(utf8[at + 1]) else { return false }
+                    guard let high = ASCIIHex.value(of: utf8[at]), let low = ASCIIHex.value(of: utf8[at + 1]) else { return false }
                     out[index] = high << 4 | low
                     at += 2
                 }
@@ -55,8 +55,11 @@ extension UUID {
             self.init(uuidString: text)
         }
     }
+}
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+/// One ASCII hex digit's value (either case), or nil.
+public enum ASCIIHex {
+    public static func value(of byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
