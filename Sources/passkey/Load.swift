@@ -20,6 +20,7 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Concurrent simulated users.") var users: Int = 16
     @Option(help: "Seconds to run (after registering the users).") var duration: Double = 10
     @Option(help: "sign-in or sign-up.") var mode: Mode = .signIn
+    @Option(help: "Threads driving the users (each runs its share of them with poll).") var threads: Int = 1
     @Option(help: "Prefix for generated usernames (default: a random one).") var prefix: String?
     @Flag(help: "Print the summary as JSON.") var json = false
 
@@ -43,72 +44,51 @@ struct Load: AsyncParsableCommand {
     func run() async throws {
         guard users >= 1, users <= 256 else { throw ValidationError("--users must be 1...256") }
         guard duration > 0, duration <= 600 else { throw ValidationError("--duration must be 0...600 seconds") }
+        guard threads >= 1, threads <= 64 else { throw ValidationError("--threads must be 1...64") }
         let url = try options.serverURL()
         guard url.scheme == "http" else { throw ValidationError("load runs beside the server: --server must be an http:// URL") }
         let origin = try options.claimedOrigin()
         let prefix = self.prefix ?? "load-" + String(UUID().uuidString.prefix(8)).lowercased()
         let mode = self.mode
         let milliseconds = Int(duration * 1000)
+        let threads = min(self.threads, users)
+        let users = self.users
 
-        // One thread and one kept-alive connection per simulated user (blocking I/O: the cheapest
-        // client there is). In sign-in mode every user first gets an account and a passkey; the
-        // clock starts when all of them have one.
+        // Each thread drives its share of the users, each user one kept-alive connection, with
+        // `poll` (non-blocking I/O: the cheapest client there is, and one thread per user would
+        // put sixteen threads beside the server's two on a small machine, each answer a thread
+        // wake-up and a preemption of the server). In sign-in mode every user first gets an
+        // account and a passkey; the clock starts when all of them have one.
         let ready = DispatchGroup()
         let start = Locked<ContinuousClock.Instant?>(nil)
         let failures = Locked<[String]>([])
         let results = Locked<[Tally]>([])
         let finished = DispatchGroup()
-        for index in 0..<users {
+        for thread in 0..<threads {
             ready.enter()
             finished.enter()
-            let thread = Thread {
+            let worker = Thread {
                 defer { finished.leave() }
-                var tally = Tally()
-                var credential: SoftwareCredential?
-                var connection: PlainHTTPConnection?
-                do {
-                    connection = try PlainHTTPConnection(url: url)
-                    if mode == .signIn {
-                        credential = try Self.signUp(connection!, origin: origin, username: "\(prefix)-\(index)")
+                var loop = LoadLoop(url: url, origin: origin, mode: mode, prefix: prefix)
+                for index in stride(from: thread, to: users, by: threads) {
+                    do {
+                        try loop.add(index: index)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
                     }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
                 }
                 ready.leave()
                 ready.wait()
-                guard var connection else { return }
                 let deadline =
                     start.withLock { begun in
                         if begun == nil { begun = ContinuousClock.now }
                         return begun!
                     } + .milliseconds(milliseconds)
-                var round = 0
-                while ContinuousClock.now < deadline {
-                    let began = ContinuousClock.now
-                    do {
-                        if mode == .signIn, var current = credential {
-                            try Self.signIn(connection, origin: origin, credential: &current)
-                            credential = current
-                        } else {
-                            _ = try Self.signUp(connection, origin: origin, username: "\(prefix)-\(index)-\(round)")
-                        }
-                        let elapsed = ContinuousClock.now - began
-                        _ = tally.histogram.record(
-                            UInt64(max(1, elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)))
-                        tally.ok += 1
-                    } catch let failure as Failure {
-                        tally.errors[Self.code(of: failure), default: 0] += 1
-                        // A lost connection is replaced, as a browser would.
-                        if Self.code(of: failure) == "unreachable", let fresh = try? PlainHTTPConnection(url: url) { connection = fresh }
-                    } catch {
-                        tally.errors["client_error", default: 0] += 1
-                    }
-                    round += 1
-                }
-                results.withLock { $0.append(tally) }
+                let tallies = loop.run(until: deadline)
+                results.withLock { $0 += tallies }
             }
-            thread.stackSize = 1 << 20
-            thread.start()
+            worker.stackSize = 1 << 20
+            worker.start()
         }
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
@@ -157,11 +137,15 @@ struct Load: AsyncParsableCommand {
         return parts.count >= 2 ? parts[1].trimmingCharacters(in: .whitespaces) : "unreachable"
     }
 
-    /// A whole sign-up on `connection`: options, a new software passkey, verify.
-    static func signUp(_ connection: PlainHTTPConnection, origin: String, username: String) throws -> SoftwareCredential {
-        let options = try answer(
-            connection.post("/api/auth/register/options", json: Array(#"{"username":"\#(username)"}"#.utf8), origin: origin),
-            "register/options")
+    static let signUpOptionsPath = "/api/auth/register/options"
+    static let signUpVerifyPath = "/api/auth/register/verify"
+    static let signInOptionsPath = "/api/auth/authenticate/options"
+    static let signInVerifyPath = "/api/auth/authenticate/verify"
+
+    static func signUpOptionsBody(username: String) -> [UInt8] { Array(#"{"username":"\#(username)"}"#.utf8) }
+
+    /// From a sign-up's options: a new software passkey, and the verify request's body.
+    static func signUpVerifyBody(options: [UInt8], origin: String) throws -> (body: [UInt8], credential: SoftwareCredential) {
         var authenticator = SoftwareAuthenticator()
         let creation: PublicKeyCredentialCreationOptionsJSON
         do {
@@ -170,19 +154,22 @@ struct Load: AsyncParsableCommand {
             throw Failure("register/options: bad_options: not WebAuthn JSON")
         }
         let (registration, credential) = try authenticator.register(options: creation, origin: origin)
-        _ = try answer(
-            connection.post(
-                "/api/auth/register/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: registration))), origin: origin),
-            "register/verify")
+        return (Array(try JSONEncoder().encode(Wrapped(credential: registration))), credential)
+    }
+
+    /// A whole sign-up on a blocking `connection`: options, a new software passkey, verify.
+    static func signUp(_ connection: PlainHTTPConnection, origin: String, username: String) throws -> SoftwareCredential {
+        let options = try answer(
+            connection.post(signUpOptionsPath, json: signUpOptionsBody(username: username), origin: origin), "register/options")
+        let (body, credential) = try signUpVerifyBody(options: options, origin: origin)
+        _ = try answer(connection.post(signUpVerifyPath, json: body, origin: origin), "register/verify")
         return credential
     }
 
-    /// A whole sign-in on `connection`, with no Foundation JSON: the options are read with the
-    /// library's JSON reader and the assertion is written by hand.
-    static func signIn(_ connection: PlainHTTPConnection, origin: String, credential: inout SoftwareCredential) throws {
-        let body = try answer(
-            connection.post("/api/auth/authenticate/options", json: Array("{}".utf8), origin: origin), "authenticate/options")
-        guard let json = try? JSONReader.parse(body), case .string(let challenge)? = json["challenge"],
+    /// From a sign-in's options: the assertion as the verify request's body, with no Foundation
+    /// JSON (the options are read with the library's JSON reader, the assertion written by hand).
+    static func signInVerifyBody(options: [UInt8], origin: String, credential: inout SoftwareCredential) throws -> [UInt8] {
+        guard let json = try? JSONReader.parse(options), case .string(let challenge)? = json["challenge"],
             let bytes = Base64URLBytes(encoded: challenge), case .string(let rpID)? = json["rpId"]
         else { throw Failure("authenticate/options: bad_options: not WebAuthn JSON") }
         let request = PublicKeyCredentialRequestOptionsJSON(
@@ -195,7 +182,7 @@ struct Load: AsyncParsableCommand {
         text += #"","authenticatorData":""# + response.authenticatorData.base64URL + #"","signature":""# + response.signature.base64URL
         if let handle = response.userHandle { text += #"","userHandle":""# + handle.base64URL }
         text += #""},"clientExtensionResults":{}}}"#
-        _ = try answer(connection.post("/api/auth/authenticate/verify", json: Array(text.utf8), origin: origin), "authenticate/verify")
+        return Array(text.utf8)
     }
 
     /// The body of a 2xx answer; otherwise a failure named "path: code: message".

@@ -4,19 +4,26 @@ import Foundation
     import Glibc
 #endif
 
-/// The load generator's own client: one kept-alive HTTP/1.1 connection over a blocking socket,
-/// used by one thread. A request is one `write` and (usually) one `read`; async-http-client's
-/// event loop, channel pipeline and task hops cost the generator more CPU than the server spent
-/// answering. Plain `http://` only; `Content-Length` answers only (what passkeyd sends).
+/// The load generator's own client: one kept-alive HTTP/1.1 connection, used by one thread. A
+/// request is one `write` and (usually) one `read`; async-http-client's event loop, channel
+/// pipeline and task hops cost the generator more CPU than the server spent answering. Plain
+/// `http://` only; `Content-Length` answers only (what passkeyd sends).
+///
+/// Blocking (``post(_:json:origin:)``: setting up users, one request at a time) or, once
+/// ``makeNonBlocking()`` was called, driven by a `poll` loop (``send(_:)``, ``receive()``,
+/// ``takeAnswer()``): one thread runs many users' connections, so the generator beside the
+/// server is one more thread on the machine, not one per simulated user.
 final class PlainHTTPConnection {
     struct Answer {
         var status: Int
         var body: [UInt8]
     }
 
-    private let fd: Int32
+    let fd: Int32
     private let hostHeader: String
     private var buffer: [UInt8] = []
+    /// How much of `buffer` was searched for the end of an answer's head without finding it.
+    private var searched = 0
 
     init(url: URL) throws {
         guard url.scheme == "http", let host = url.host else { throw Failure("the plain client speaks http:// only") }
@@ -45,38 +52,74 @@ final class PlainHTTPConnection {
 
     deinit { close(fd) }
 
-    func post(_ path: String, json: [UInt8], origin: String) throws -> Answer {
+    /// From now on reads and writes return at once (`poll` says when to call them).
+    func makeNonBlocking() {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// A whole request: head and JSON body, to be written with one `write`.
+    func request(_ path: String, json: [UInt8], origin: String) -> [UInt8] {
         var request = Array(
             "POST \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nOrigin: \(origin)\r\nUser-Agent: passkey-load/1\r\nContent-Type: application/json\r\nContent-Length: \(json.count)\r\n\r\n"
                 .utf8)
         request += json
-        try request.withUnsafeBytes { raw in
-            var sent = 0
-            while sent < raw.count {
-                let count = write(fd, raw.baseAddress! + sent, raw.count - sent)
-                guard count > 0 else { throw Failure("connection lost while sending") }
-                sent += count
-            }
-        }
-        return try readAnswer()
+        return request
     }
 
-    private func readAnswer() throws -> Answer {
-        // The head: up to the blank line (searched for in what arrived since the last look).
-        var headEnd: Int?
-        var searched = 0
-        while headEnd == nil {
-            headEnd = Self.find(Self.blankLine, in: buffer, from: max(0, searched - 3)).map { $0 + 4 }
-            if headEnd == nil {
-                searched = buffer.count
-                try fill()
-            }
+    /// Sends a request and waits for its answer (a blocking connection).
+    func post(_ path: String, json: [UInt8], origin: String) throws -> Answer {
+        let request = request(path, json: json, origin: origin)
+        var sent = 0
+        while sent < request.count { sent += try send(request[sent...]) }
+        while true {
+            if let answer = try takeAnswer() { return answer }
+            try receive()
         }
-        let end = headEnd!
+    }
+
+    /// Writes what the socket takes of `bytes` now; returns how many it took (0 when a
+    /// non-blocking socket is full).
+    func send(_ bytes: ArraySlice<UInt8>) throws -> Int {
+        while true {
+            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
+            if count > 0 { return count }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return 0 }
+            throw Failure("connection lost while sending")
+        }
+    }
+
+    /// Reads what has arrived (waits for it on a blocking socket; on a non-blocking one,
+    /// nothing there is no error).
+    func receive() throws {
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if count > 0 {
+                buffer += chunk[..<count]
+                return
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if fcntl(fd, F_GETFL) & O_NONBLOCK != 0 { return }
+                throw Failure("connection closed by the server")  // SO_RCVTIMEO ran out
+            }
+            throw Failure("connection closed by the server")
+        }
+    }
+
+    /// The first whole answer received, taken out of the buffer; nil while it is incomplete.
+    func takeAnswer() throws -> Answer? {
+        // The head: up to the blank line (searched for in what arrived since the last look).
+        guard let end = Self.find(Self.blankLine, in: buffer, from: max(0, searched - 3)).map({ $0 + 4 }) else {
+            searched = buffer.count
+            return nil
+        }
         let (status, length) = try Self.parseHead(buffer[..<end])
-        while buffer.count < end + length { try fill() }
+        guard buffer.count >= end + length else { return nil }
         let body = Array(buffer[end..<(end + length)])
         buffer.removeFirst(end + length)
+        searched = 0
         return Answer(status: status, body: body)
     }
 
@@ -120,13 +163,6 @@ final class PlainHTTPConnection {
         return name.withUTF8Buffer { expected in
             zip(bytes, expected).allSatisfy { byte, wanted in byte == wanted || (byte >= 0x41 && byte <= 0x5A && byte + 0x20 == wanted) }
         }
-    }
-
-    private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-        guard count > 0 else { throw Failure("connection closed by the server") }
-        buffer += chunk[..<count]
     }
 
     /// Where `needle` first occurs in `haystack` at or after `from`.
