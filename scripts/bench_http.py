@@ -305,10 +305,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=8)
+    global RUNS
     parser.add_argument("--runs", type=int, default=RUNS, help="sign-in runs per size (the row gives their medians)")
     parser.add_argument("--json")
     args = parser.parse_args()
-    global RUNS
     RUNS = max(1, args.runs)
     results, facts = [], []
     with tempfile.TemporaryDirectory(prefix="passkeyd-bench-") as workdir:
