@@ -86,6 +86,7 @@ let package = Package(
         .target(
             name: "PasskeyStore",
             dependencies: [
+                "CSQLiteSettings",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -136,6 +137,8 @@ let package = Package(
         .target(name: "PasskeyClientSoftware", dependencies: ["PasskeyClient", "WebAuthn", "WebAuthnTesting"]),
         // glibc's allocator settings for the server process (malloc.h is not in Swift's Glibc).
         .target(name: "CAllocator"),
+        // SQLite's process-wide settings (sqlite3_config is variadic: Swift cannot call it).
+        .target(name: "CSQLiteSettings", linkerSettings: [.linkedLibrary("sqlite3")]),
         .executableTarget(
             name: "passkeyd",
             dependencies: [

@@ -1,3 +1,4 @@
+import CSQLiteSettings
 import GRDBSQLite
 import Synchronization
 
@@ -45,6 +46,7 @@ final class SQLiteConnection: @unchecked Sendable {
         path: String, readOnly: Bool, create: Bool = false, busyTimeout: Duration = .seconds(5),
         schema: SchemaGeneration = SchemaGeneration()
     ) throws {
+        _ = Self.configured
         var flags = SQLITE_OPEN_NOMUTEX
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
@@ -61,6 +63,21 @@ final class SQLiteConnection: @unchecked Sendable {
         preparedAt = schema.value
         sqlite3_extended_result_codes(opened, 1)
         sqlite3_busy_timeout(opened, CInt(busyTimeout.components.seconds * 1000))
+    }
+
+    /// SQLite's process-wide settings, made once before the first connection opens: no memory
+    /// statistics. With them on, each of SQLite's allocations took one process-wide mutex;
+    /// under load the two event-loop threads, each running statements on its own connection,
+    /// waited for each other on it (~0.8 futex sleeps and wake-ups per sign-in, half of all the
+    /// server's, in `perf record -e syscalls:sys_enter_futex`). Nothing here reads them.
+    private static let configured: CInt = passkeyd_sqlite_configure()
+
+    /// What SQLite counts as allocated now: 0 while its memory statistics are off (for tests).
+    static func memoryCounted() -> Int64 {
+        var current: Int64 = 0
+        var highest: Int64 = 0
+        _ = sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &current, &highest, 0)
+        return current
     }
 
     deinit {
