@@ -91,9 +91,11 @@ struct PasskeyCLITests {
             environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
         defer { server.stop() }
         try await server.waitUntilReady()
-        for mode in ["sign-in", "sign-up"] {
+        // One thread drives both users with poll, then two threads one user each.
+        for (mode, threads) in [("sign-in", "1"), ("sign-up", "1"), ("sign-in", "2")] {
             let result = try Self.passkey([
-                "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--json",
+                "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--threads", threads,
+                "--json",
             ])
             #expect(result.status == 0, "\(mode): \(result.stderr)")
             let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
@@ -102,6 +104,7 @@ struct PasskeyCLITests {
         }
         let bad = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "0"])
         #expect(bad.status == 2)
+        #expect(try Self.passkey(["load", "--server", "http://localhost:\(port)", "--threads", "0"]).status == 2)
         // Its own HTTP/1.1 client speaks plain http beside the server; nothing listening is said so.
         #expect(try Self.passkey(["load", "--server", "https://localhost:\(port)"]).status == 2)
         let nobody = try Self.passkey(["load", "--server", "http://127.0.0.1:\(try ServeBinaryTests.freePort())", "--users", "1"])
