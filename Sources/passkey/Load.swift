@@ -100,7 +100,9 @@ struct Load: AsyncParsableCommand {
         let tallies = results.withLock { $0 }
         let began = start.withLock { $0 } ?? ContinuousClock.now
         let elapsed = ContinuousClock.now - began
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        // Users that stopped early (told to come back after the end, or left with no connection)
+        // do not shorten the run the rate is given over.
+        let seconds = max(duration, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000)
         var errors: [String: Int] = [:]
         var ok = 0

@@ -27,6 +27,8 @@ struct LoadLoop {
         var outgoing: [UInt8] = []
         var sent = 0
         var done = false
+        /// Refused with `Retry-After` (429, 503): the next ceremony starts then, not at once.
+        var resumeAt: ContinuousClock.Instant?
         var tally = Load.Tally()
 
         init(index: Int, connection: PlainHTTPConnection, credential: SoftwareCredential?) {
@@ -73,13 +75,27 @@ struct LoadLoop {
         while true {
             descriptors.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
+            var wait = Duration.milliseconds(100)
+            var paused = false
             for user in users where !user.done {
+                if let resume = user.resumeAt {
+                    let left = resume - ContinuousClock.now
+                    if left > .zero {
+                        wait = min(wait, left)
+                        paused = true
+                        continue
+                    }
+                    user.resumeAt = nil
+                    begin(user, deadline: deadline)
+                    if user.done { continue }
+                }
                 let events = user.sent < user.outgoing.count ? POLLIN | POLLOUT : POLLIN
                 descriptors.append(pollfd(fd: user.connection.fd, events: Int16(events), revents: 0))
                 polled.append(user)
             }
-            if polled.isEmpty { break }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), 100)
+            if polled.isEmpty && !paused { break }
+            let milliseconds = Int32(max(1, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
+            let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
             if ready < 0 && errno != EINTR { break }
             let now = ContinuousClock.now
             for (offset, descriptor) in descriptors.enumerated() {
@@ -142,6 +158,9 @@ struct LoadLoop {
 
     /// One answer: the ceremony's next request, or its end.
     private func answered(_ user: User, _ answer: PlainHTTPConnection.Answer, deadline: ContinuousClock.Instant) {
+        // A refusal that says when to come back (rate limits, an unavailable database) is
+        // counted and honoured, as a real client would, instead of asked again at once.
+        let pause = answer.status == 429 || answer.status == 503 ? answer.retryAfter : nil
         do {
             switch user.stage {
             case .options:
@@ -171,8 +190,16 @@ struct LoadLoop {
             user.tally.errors["client_error", default: 0] += 1
         }
         user.round += 1
-        begin(user, deadline: deadline)
+        if let pause {
+            let resume = ContinuousClock.now + .seconds(min(max(pause, 1), Self.longestPause))
+            if resume >= deadline { user.done = true } else { user.resumeAt = resume }
+        } else {
+            begin(user, deadline: deadline)
+        }
     }
+
+    /// The longest `Retry-After` honoured, in seconds.
+    static let longestPause = 60
 
     /// The connection failed or an answer never came: the ceremony counts as failed and the
     /// user goes on over a new connection, as a browser would (or stops, if none can be made).

@@ -17,6 +17,8 @@ final class PlainHTTPConnection {
     struct Answer {
         var status: Int
         var body: [UInt8]
+        /// `Retry-After` in seconds (a 429 or 503), when the answer gave it so.
+        var retryAfter: Int? = nil
     }
 
     let fd: Int32
@@ -115,20 +117,20 @@ final class PlainHTTPConnection {
             searched = buffer.count
             return nil
         }
-        let (status, length) = try Self.parseHead(buffer[..<end])
+        let (status, length, retryAfter) = try Self.parseHead(buffer[..<end])
         guard buffer.count >= end + length else { return nil }
         let body = Array(buffer[end..<(end + length)])
         buffer.removeFirst(end + length)
         searched = 0
-        return Answer(status: status, body: body)
+        return Answer(status: status, body: body, retryAfter: retryAfter)
     }
 
     static let blankLine: [UInt8] = [13, 10, 13, 10]
 
-    /// The status and `Content-Length` of an answer's head, read as bytes: splitting it into
-    /// Swift strings (a dozen header lines, the security headers long) was the generator's
-    /// largest cost after the signatures.
-    static func parseHead(_ head: ArraySlice<UInt8>) throws -> (status: Int, length: Int) {
+    /// The status, `Content-Length` and `Retry-After` (seconds; nil when absent or an HTTP
+    /// date) of an answer's head, read as bytes: splitting it into Swift strings (a dozen header
+    /// lines, the security headers long) was the generator's largest cost after the signatures.
+    static func parseHead(_ head: ArraySlice<UInt8>) throws -> (status: Int, length: Int, retryAfter: Int?) {
         let start = head.startIndex
         guard head.count >= 12, head.starts(with: "HTTP/1.1 ".utf8) else { throw Failure("not an HTTP/1.1 answer") }
         var status = 0
@@ -137,6 +139,7 @@ final class PlainHTTPConnection {
             status = status * 10 + Int(byte - 0x30)
         }
         var length = 0
+        var retryAfter: Int?
         var line = (find([13, 10], in: head, from: start) ?? head.endIndex) + 2
         while line < head.endIndex, let lineEnd = find([13, 10], in: head, from: line), lineEnd > line {
             if let colon = head[line..<lineEnd].firstIndex(of: 0x3A) {
@@ -148,13 +151,18 @@ final class PlainHTTPConnection {
                         value = value * 10 + Int(byte - 0x30)
                     }
                     length = value
+                } else if Self.equalsIgnoringCase(name, "retry-after") {
+                    let value = head[(colon + 1)..<lineEnd].filter { $0 != 0x20 && $0 != 0x09 }
+                    if !value.isEmpty, value.count <= 9, value.allSatisfy({ (0x30...0x39).contains($0) }) {
+                        retryAfter = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                    }
                 } else if Self.equalsIgnoringCase(name, "transfer-encoding") {
                     throw Failure("chunked answers are not supported by the load client")
                 }
             }
             line = lineEnd + 2
         }
-        return (status, length)
+        return (status, length, retryAfter)
     }
 
     /// Whether `bytes` spell `name` (lower-case ASCII) in any case.

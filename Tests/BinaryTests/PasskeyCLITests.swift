@@ -110,6 +110,27 @@ struct PasskeyCLITests {
         let nobody = try Self.passkey(["load", "--server", "http://127.0.0.1:\(try ServeBinaryTests.freePort())", "--users", "1"])
         #expect(nobody.status != 0 && nobody.stderr.contains("cannot reach"), "\(nobody.stderr)")
     }
+
+    /// A user the server refuses with `Retry-After` (its per-address limit) waits as it is told
+    /// instead of asking again at once: a handful of refusals, not thousands, and the rate is
+    /// given over the whole run even when every user stopped early.
+    @Test func theLoadGeneratorHonoursRetryAfter() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(
+            port: port, database: directory.appendingPathComponent("db.sqlite").path, environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "40"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let result = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "2", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
+        let refused = if case .object(let errors)? = report["errors"] { errors["rate_limited"] ?? 0 } else { 0 }
+        #expect(refused >= 1 && refused <= 4, "\(result.stdout)")
+        #expect((report["ceremonies"]?.number ?? 0) > 0, "\(result.stdout)")
+        #expect((report["seconds"]?.number ?? 0) >= 2, "\(result.stdout)")
+    }
 }
 
 /// Just enough JSON to read the load report.
