@@ -64,8 +64,13 @@ struct Load: AsyncParsableCommand {
         let failures = Locked<[String]>([])
         let results = Locked<[Tally]>([])
         let finished = DispatchGroup()
+        // Every thread is counted before any starts, so none sets the clock before the last
+        // has its users ready.
+        for _ in 0..<threads { ready.enter() }
+        // A server that resets a connection fails a write with EPIPE instead of killing the
+        // process.
+        signal(SIGPIPE, SIG_IGN)
         for thread in 0..<threads {
-            ready.enter()
             finished.enter()
             let worker = Thread {
                 defer { finished.leave() }

@@ -23,6 +23,10 @@ struct LoadLoop {
         var stage = Stage.options
         var round = 0
         var began = ContinuousClock.now
+        /// When the request now outstanding was sent.
+        var waitingSince = ContinuousClock.now
+        /// A write failed: the poll loop replaces the connection before anything else.
+        var broken = false
         /// The request being written and how much of it the socket has taken.
         var outgoing: [UInt8] = []
         var sent = 0
@@ -38,8 +42,8 @@ struct LoadLoop {
         }
     }
 
-    /// An answer not come after this long fails the ceremony, as the blocking client's
-    /// receive timeout did.
+    /// An answer not come this long after its request was sent fails the ceremony, as the
+    /// blocking client's receive timeout did.
     static let answerTimeout = Duration.seconds(30)
 
     private let url: URL
@@ -78,6 +82,10 @@ struct LoadLoop {
             var wait = Duration.milliseconds(100)
             var paused = false
             for user in users where !user.done {
+                if user.broken {
+                    user.broken = false
+                    fail(user, code: "unreachable", deadline: deadline)
+                }
                 if let resume = user.resumeAt {
                     let left = resume - ContinuousClock.now
                     if left > .zero {
@@ -85,9 +93,20 @@ struct LoadLoop {
                         paused = true
                         continue
                     }
+                    // The server may have closed the connection while the user waited (its idle
+                    // timeout is about as long as the longest pause): start on a new one.
                     user.resumeAt = nil
-                    begin(user, deadline: deadline)
-                    if user.done { continue }
+                    if reconnect(user) {
+                        begin(user, deadline: deadline)
+                    } else {
+                        user.tally.errors["unreachable", default: 0] += 1
+                    }
+                }
+                if user.done { continue }
+                if user.broken {
+                    paused = true  // dealt with at the top of the next turn
+                    wait = .zero
+                    continue
                 }
                 let events = user.sent < user.outgoing.count ? POLLIN | POLLOUT : POLLIN
                 descriptors.append(pollfd(fd: user.connection.fd, events: Int16(events), revents: 0))
@@ -101,14 +120,16 @@ struct LoadLoop {
             for (offset, descriptor) in descriptors.enumerated() {
                 let user = polled[offset]
                 if descriptor.revents == 0 {
-                    if now - user.began > Self.answerTimeout { fail(user, code: "timeout", deadline: deadline) }
+                    if now - user.waitingSince > Self.answerTimeout { fail(user, code: "timeout", deadline: deadline) }
                     continue
                 }
                 do {
                     if Int32(descriptor.revents) & Int32(POLLOUT) != 0 { try flush(user) }
-                    if Int32(descriptor.revents) & Int32(POLLIN | POLLERR | POLLHUP) != 0 {
+                    if Int32(descriptor.revents) & Int32(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 {
                         try user.connection.receive()
-                        while !user.done, let answer = try user.connection.takeAnswer() { answered(user, answer, deadline: deadline) }
+                        while !user.done, !user.broken, user.resumeAt == nil, let answer = try user.connection.takeAnswer() {
+                            answered(user, answer, deadline: deadline)
+                        }
                     }
                 } catch {
                     fail(user, code: "unreachable", deadline: deadline)
@@ -137,13 +158,13 @@ struct LoadLoop {
     private func send(_ user: User, _ path: String, _ body: [UInt8]) {
         user.outgoing = user.connection.request(path, json: body, origin: origin)
         user.sent = 0
+        user.waitingSince = ContinuousClock.now
         do {
             try flush(user)
         } catch {
             user.outgoing = []
             user.sent = 0
-            user.tally.errors["unreachable", default: 0] += 1
-            user.done = true
+            user.broken = true
         }
     }
 
@@ -206,12 +227,17 @@ struct LoadLoop {
     private func fail(_ user: User, code: String, deadline: ContinuousClock.Instant) {
         user.tally.errors[code, default: 0] += 1
         user.round += 1
+        if reconnect(user) { begin(user, deadline: deadline) }
+    }
+
+    /// Gives the user a new connection; false (and the user is done) if none can be made.
+    private func reconnect(_ user: User) -> Bool {
         guard let fresh = try? PlainHTTPConnection(url: url) else {
             user.done = true
-            return
+            return false
         }
         fresh.makeNonBlocking()
         user.connection = fresh
-        begin(user, deadline: deadline)
+        return true
     }
 }

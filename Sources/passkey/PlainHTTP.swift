@@ -126,6 +126,8 @@ final class PlainHTTPConnection {
     }
 
     static let blankLine: [UInt8] = [13, 10, 13, 10]
+    /// The largest answer body read (passkeyd's are a few KB).
+    static let maximumBody = 16 << 20
 
     /// The status, `Content-Length` and `Retry-After` (seconds; nil when absent or an HTTP
     /// date) of an answer's head, read as bytes: splitting it into Swift strings (a dozen header
@@ -147,9 +149,10 @@ final class PlainHTTPConnection {
                 if Self.equalsIgnoringCase(name, "content-length") {
                     var value = 0
                     for byte in head[(colon + 1)..<lineEnd] where byte != 0x20 && byte != 0x09 {
-                        guard (0x30...0x39).contains(byte), value < Int.max / 10 else { throw Failure("a bad Content-Length") }
+                        guard (0x30...0x39).contains(byte), value <= maximumBody else { throw Failure("a bad Content-Length") }
                         value = value * 10 + Int(byte - 0x30)
                     }
+                    guard value <= maximumBody else { throw Failure("a bad Content-Length") }
                     length = value
                 } else if Self.equalsIgnoringCase(name, "retry-after") {
                     let value = head[(colon + 1)..<lineEnd].filter { $0 != 0x20 && $0 != 0x09 }
