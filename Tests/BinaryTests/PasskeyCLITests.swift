@@ -79,18 +79,27 @@ struct PasskeyCLITests {
         #expect(usage.status == 2)
     }
 
-    @Test func theLoadGeneratorRunsBoundedCeremoniesAndReports() async throws {
+    /// A real server for the load generator, its database in a folder of its own (removed when
+    /// `body` returns), with `perIP` requests per rate-limit window for one client address.
+    private static func withLoadServer(perIP: String, _ body: (_ port: Int) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try ServeBinaryTests.freePort()
-        // Every limit on (failure counts, connection caps and timeouts); one client address runs every
-        // simulated user, so its per-address budget is that of a busy proxy.
         let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path,
-            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
+            port: port, database: directory.appendingPathComponent("db.sqlite").path, environment: ["PASSKEYD_RATE_LIMIT_PER_IP": perIP])
         defer { server.stop() }
         try await server.waitUntilReady()
+        try await body(port)
+    }
+
+    @Test func theLoadGeneratorRunsBoundedCeremoniesAndReports() async throws {
+        // Every limit on (failure counts, connection caps and timeouts); one client address runs every
+        // simulated user, so its per-address budget is that of a busy proxy.
+        try await Self.withLoadServer(perIP: "1000000") { port in try Self.loadRuns(port: port) }
+    }
+
+    private static func loadRuns(port: Int) throws {
         // One thread drives both users with poll, then two threads one user each.
         for (mode, threads) in [("sign-in", "1"), ("sign-up", "1"), ("sign-in", "2")] {
             let result = try Self.passkey([
@@ -115,14 +124,10 @@ struct PasskeyCLITests {
     /// instead of asking again at once: a handful of refusals, not thousands, and the rate is
     /// given over the whole run even when every user stopped early.
     @Test func theLoadGeneratorHonoursRetryAfter() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
-        let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path, environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "40"])
-        defer { server.stop() }
-        try await server.waitUntilReady()
+        try await Self.withLoadServer(perIP: "40") { port in try Self.refusedLoadWaits(port: port) }
+    }
+
+    private static func refusedLoadWaits(port: Int) throws {
         let result = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "2", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
