@@ -173,7 +173,6 @@ def median_report(reports):
         for code, count in r["errors"].items():
             errors[code] = errors.get(code, 0) + count
     merged["errors"] = errors
-    merged["ceremonies"] = sum(r["ceremonies"] for r in reports)
     return merged
 
 

@@ -24,6 +24,8 @@ final class PlainHTTPConnection {
     let fd: Int32
     private let hostHeader: String
     private var buffer: [UInt8] = []
+    /// Where a read lands before it is appended to `buffer`: made once, not per read.
+    private var chunk = [UInt8](repeating: 0, count: 16384)
     /// How much of `buffer` was searched for the end of an answer's head without finding it.
     private var searched = 0
 
@@ -94,7 +96,6 @@ final class PlainHTTPConnection {
     /// Reads what has arrived (waits for it on a blocking socket; on a non-blocking one,
     /// nothing there is no error).
     func receive() throws {
-        var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if count > 0 {
