@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import Testing
 import WebAuthnTesting
@@ -150,5 +151,27 @@ struct AuthenticatorDataTests {
         #expect(AAGUID("not-a-guid") == nil)
         #expect(AAGUID(bytes: Array(repeating: 0, count: 16)).isZero)
         #expect(AAGUID("08987058-cadc-4b81-b6e1-30de50dcbe96")?.providerName == "Windows Hello")
+    }
+
+    /// Written and read byte by byte: the same as Foundation's UUID, in both directions, for
+    /// any 16 bytes; anything but 32 hex digits and 4 dashes is refused.
+    @Test func aaguidTextRoundTripsLikeUUID() {
+        for _ in 0..<200 {
+            let bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+            let text = AAGUID(bytes: bytes).description
+            let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                                   bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            #expect(text == uuid.uuidString.lowercased())
+            #expect(AAGUID(text)?.bytes == bytes)
+            #expect(AAGUID(uuid.uuidString)?.bytes == bytes)
+        }
+        for bad in [
+            "", "fbfc3007154e4ecc8c0b6e020557d7bd", "fbfc3007-154e-4ecc-8c0b-6e020557d7b", "fbfc3007-154e-4ecc-8c0b-6e020557d7bdd",
+            "fbfc3007-154e-4ecc-8c0b-6e020557d7bg", "fbfc3007-154e-4ecc-8c0b-6e02-0557d7bd", " fbfc3007-154e-4ecc-8c0b-6e020557d7b",
+            "ｆbfc3007-154e-4ecc-8c0b-6e020557d7bd",
+        ] {
+            #expect(AAGUID(bad) == nil, "\(bad)")
+        }
+        #expect(AAGUID(bytes: [1, 2, 3]).description == "010203")
     }
 }
