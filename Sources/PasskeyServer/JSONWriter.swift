@@ -1,9 +1,9 @@
 import Foundation
 import WebAuthn
 
-/// The hot answers (sign-in options, sign-in results) written straight into bytes: Foundation's
-/// `JSONEncoder` builds a tree of boxed values and sorts its keys on every answer, ~5–9% of a
-/// ceremony's server CPU. The output is byte for byte what ``HTTP/encoder`` writes (keys sorted,
+/// The hot answers (sign-in and sign-up options and results) written straight into bytes:
+/// Foundation's `JSONEncoder` builds a tree of boxed values and sorts its keys on every answer,
+/// ~5–9% of a ceremony's server CPU. The output is byte for byte what ``HTTP/encoder`` writes (keys sorted,
 /// slashes unescaped, ISO 8601 dates in whole seconds): a test compares the two on every type.
 protocol JSONWritable {
     func write(to json: inout JSONWriter)
@@ -88,6 +88,17 @@ struct JSONWriter {
     mutating func bool(_ value: Bool) { bytes.append(contentsOf: (value ? "true" : "false").utf8) }
     mutating func null() { bytes.append(contentsOf: "null".utf8) }
 
+    /// Credential descriptors (`allowCredentials`, `excludeCredentials`).
+    mutating func descriptors(_ descriptors: [PublicKeyCredentialDescriptorJSON]) {
+        array(descriptors) { writer, descriptor in
+            writer.object { fields in
+                fields.string("id", descriptor.id.base64URL)
+                if let transports = descriptor.transports { fields.strings("transports", transports) }
+                fields.string("type", descriptor.type)
+            }
+        }
+    }
+
     /// ISO 8601 in UTC, whole seconds (`2026-11-23T22:17:47Z`), as `.iso8601` writes it.
     mutating func date(_ date: Date) {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
@@ -160,15 +171,7 @@ struct JSONWriter {
 extension PublicKeyCredentialRequestOptionsJSON: JSONWritable {
     func write(to json: inout JSONWriter) {
         json.object { members in
-            members.member("allowCredentials") { writer in
-                writer.array(allowCredentials) { writer, descriptor in
-                    writer.object { fields in
-                        fields.string("id", descriptor.id.base64URL)
-                        if let transports = descriptor.transports { fields.strings("transports", transports) }
-                        fields.string("type", descriptor.type)
-                    }
-                }
-            }
+            members.member("allowCredentials") { $0.descriptors(allowCredentials) }
             members.string("challenge", challenge.base64URL)
             if let extensions { members.member("extensions") { $0.value(.object(extensions)) } }
             members.strings("hints", hints)
@@ -198,6 +201,83 @@ extension SignInJSON: JSONWritable {
             members.date("accessTokenExpiresAt", accessTokenExpiresAt)
             members.date("expiresAt", expiresAt)
             members.string("token", token)
+            members.member("user") { user.write(to: &$0) }
+            members.bool("verified", verified)
+        }
+    }
+}
+
+extension PublicKeyCredentialCreationOptionsJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.string("attestation", attestation)
+            if let authenticatorSelection {
+                members.member("authenticatorSelection") { writer in
+                    writer.object { fields in
+                        fields.optionalString("authenticatorAttachment", authenticatorSelection.authenticatorAttachment)
+                        if let required = authenticatorSelection.requireResidentKey { fields.bool("requireResidentKey", required) }
+                        fields.optionalString("residentKey", authenticatorSelection.residentKey)
+                        fields.optionalString("userVerification", authenticatorSelection.userVerification)
+                    }
+                }
+            }
+            members.string("challenge", challenge.base64URL)
+            members.member("excludeCredentials") { $0.descriptors(excludeCredentials) }
+            if let extensions { members.member("extensions") { $0.value(.object(extensions)) } }
+            members.strings("hints", hints)
+            members.member("pubKeyCredParams") { writer in
+                writer.array(pubKeyCredParams) { writer, parameters in
+                    writer.object { fields in
+                        fields.member("alg") { $0.integer(parameters.alg.rawValue) }
+                        fields.string("type", parameters.type)
+                    }
+                }
+            }
+            members.member("rp") { writer in
+                writer.object { fields in
+                    fields.string("id", rp.id)
+                    fields.string("name", rp.name)
+                }
+            }
+            if let timeout { members.member("timeout") { $0.integer(timeout) } }
+            members.member("user") { writer in
+                writer.object { fields in
+                    fields.string("displayName", user.displayName)
+                    fields.string("id", user.id.base64URL)
+                    fields.string("name", user.name)
+                }
+            }
+        }
+    }
+}
+
+extension PasskeyJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.string("aaguid", aaguid)
+            members.string("attestationFormat", attestationFormat)
+            members.bool("backedUp", backedUp)
+            members.bool("backupEligible", backupEligible)
+            members.date("createdAt", createdAt)
+            members.bool("deviceBound", deviceBound)
+            members.string("id", id)
+            if let lastUsedAt { members.date("lastUsedAt", lastUsedAt) }
+            members.string("name", name)
+            members.optionalString("provider", provider)
+            members.optionalString("providerIcon", providerIcon)
+            members.strings("transports", transports)
+            members.bool("userVerified", userVerified)
+        }
+    }
+}
+
+extension RegisterVerifyJSON: JSONWritable {
+    func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.optionalString("accessToken", accessToken)
+            if let accessTokenExpiresAt { members.date("accessTokenExpiresAt", accessTokenExpiresAt) }
+            members.member("passkey") { passkey.write(to: &$0) }
+            members.optionalString("token", token)
             members.member("user") { user.write(to: &$0) }
             members.bool("verified", verified)
         }

@@ -56,6 +56,61 @@ struct JSONWriterTests {
         }
     }
 
+    @Test func creationOptions() throws {
+        for (index, text) in Self.awkward.enumerated() {
+            // The library makes these itself (no public initializer): an empty one, then filled.
+            let empty = try JSONDecoder().decode(AuthenticatorSelectionCriteria.self, from: Data("{}".utf8))
+            var full = empty
+            full.authenticatorAttachment = text
+            full.residentKey = text
+            full.requireResidentKey = index % 2 == 0
+            full.userVerification = text
+            var discoverable = empty
+            discoverable.residentKey = "required"
+            discoverable.requireResidentKey = true
+            let selections: [AuthenticatorSelectionCriteria?] = [nil, empty, full, discoverable]
+            for (round, selection) in selections.enumerated() {
+                let options = PublicKeyCredentialCreationOptionsJSON(
+                    rp: PublicKeyCredentialRpEntity(id: text, name: "RP \(text)"),
+                    user: PublicKeyCredentialUserEntityJSON(id: Array(0..<UInt8(index * 9 + 1)), name: text, displayName: text),
+                    challenge: Base64URLBytes(Array(0..<32)),
+                    pubKeyCredParams: [.init(alg: .es256), .init(alg: .edDSA), .init(alg: .rs256), .init(alg: COSEAlgorithmIdentifier(rawValue: 0))],
+                    timeout: round % 2 == 0 ? 300_000 : nil,
+                    excludeCredentials: round == 0 ? [] : [
+                        PublicKeyCredentialDescriptorJSON(id: [1, 2, 3], transports: ["internal", text]),
+                        PublicKeyCredentialDescriptorJSON(id: Array(repeating: 0xFE, count: 40)),
+                    ],
+                    authenticatorSelection: selection, hints: round == 1 ? [] : [text, "client-device"], attestation: text,
+                    extensions: round == 2 ? nil : ["credProps": .bool(true), "z": .object(["b": .number(1), "a": .string(text)])])
+                let (fast, reference) = try Self.both(options)
+                #expect(fast == reference)
+            }
+        }
+    }
+
+    @Test func signUpAnswers() throws {
+        for (index, text) in Self.awkward.enumerated() {
+            let account = Account(
+                username: text, displayName: text, userHandle: Array(0..<64), createdAt: Date(),
+                externalID: index % 2 == 0 ? nil : text)
+            for date in [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 1_795_000_000.999), Date()] {
+                let passkey = Passkey(
+                    credentialID: Array(0..<UInt8(16 + index)), accountID: account.id, publicKey: [1, 2, 3], signCount: 0,
+                    aaguid: index % 2 == 0 ? "fbfc3007-154e-4ecc-8c0b-6e020557d7bd" : text,
+                    transports: index % 3 == 0 ? [] : ["internal", text], backupEligible: index % 2 == 0, backedUp: index % 3 == 0,
+                    userVerified: index % 2 == 1, attestationFormat: text, attestationTrusted: false, name: text, createdAt: date,
+                    lastUsedAt: index % 2 == 0 ? nil : date)
+                for tokens in [true, false] {
+                    let answer = RegisterVerifyJSON(
+                        user: UserJSON(account), passkey: PasskeyJSON(passkey), token: tokens ? text : nil,
+                        accessToken: tokens ? "eyJ.\(text)" : nil, accessTokenExpiresAt: tokens ? date : nil)
+                    let (fast, reference) = try Self.both(answer)
+                    #expect(fast == reference)
+                }
+            }
+        }
+    }
+
     @Test func integersAreWrittenAsSwiftPrintsThem() {
         for value in [0, 1, -1, 9, 10, 99, 100, 300_000, -300_000, Int(Int32.max), Int.max, Int.min, Int.min + 1] {
             var writer = JSONWriter()
