@@ -42,10 +42,12 @@ struct StoreValuesTests {
     @Test func plainListsReadAsJSONDecoderReadsThem() throws {
         let lists: [[String]] = [
             [], ["internal"], ["internal", "hybrid"], ["usb", "nfc", "ble", "smart-card", "hybrid", "internal"], ["é", "名前", ""],
-            ["comma, inside"], ["quote \" inside"], ["back\\slash"], ["slash/"], ["line\nbreak"],
+            ["comma, inside"], ["quote \" inside"], ["back\\slash"], ["slash/"], ["line\nbreak"], ["tab\t"], ["del\u{7F}"],
+            ["~ !#$%&'()*+,-.:;<=>?@[]^_`{|}"], ["usb", "a/b"],
         ]
         for list in lists {
             let text = StoreValues.encodeList(list)
+            #expect(text == String(decoding: try JSONEncoder().encode(list), as: UTF8.self))
             #expect(StoreValues.decodeList(text) == list, "\(text)")
             if let plain = StoreValues.plainList(text) { #expect(plain == list, "\(text)") }
         }
