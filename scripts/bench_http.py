@@ -3,13 +3,14 @@
 PostgreSQL), the `passkey load` generator on the same machine, and the server's resident memory.
 
 For each store: seed the database with background accounts (1k, then 100k, then 1M), run
-sign-ins with N concurrent users for a bounded time (three times per size: the row gives each
-figure's median, its note every run's), and a sign-up run; sample the server's RSS
-at rest and during load, and the server's and the generator's CPU time (/proc/PID/stat,
+sign-ins with N concurrent users for a bounded time, then sign-ups (each load three times: the
+row gives each figure's median, its note every run's); sample the server's RSS at rest and
+during load, and the server's and the generator's CPU time (/proc/PID/stat,
 getrusage) per ceremony. Then: the SQLite server pinned to CPU 0 with the generator on CPU 1
-(`taskset`), migrations 10 and 11 timed on the 1M-account SQLite database laid out as version 9 left it
+(`taskset`, three runs too), migrations 10 and 11 timed on the 1M-account SQLite database laid out as version 9 left it
 (with a session and an audit line per account), and two instances sharing the PostgreSQL database. Prints one table and the facts
-(database bytes per account, seeding and start-up times); writes them as JSON with --json FILE.
+(the machine's speed as the library's raw P-256 verification before and after, database bytes
+per account, seeding and start-up times); writes them as JSON with --json FILE.
 
 The background accounts are written with SQL (random user handles, credential IDs and keys): they
 size the tables and indexes exactly as real ones would; the load users register real passkeys.
@@ -183,6 +184,17 @@ def row(store, accounts, mode, users, report, at_rest, peak, note=""):
             "rssRestMiB": round(at_rest / 1024, 1), "rssPeakMiB": round(peak / 1024, 1), "note": note}
 
 
+def median_of_runs(server, mode, users, seconds, vault, database_cpu=False, pin=None):
+    """RUNS runs of one load: the median report, the highest RSS, and a note listing every run."""
+    runs = [load(server, mode, users, seconds, f"{vault}-{run}.json", pin=pin, database_cpu=database_cpu) for run in range(RUNS)]
+    report, peak = median_report([r for r, _ in runs]), max(p for _, p in runs)
+    note = f"PostgreSQL's own CPU: {report['databaseCPUms']:.2f} ms/ceremony; " if "databaseCPUms" in report else ""
+    listed = lambda key, form: ", ".join(form.format(r[key]) for r, _ in runs)
+    note += (f"median of {RUNS} runs: {listed('perSecond', '{:.0f}')}/s, server CPU {listed('serverCPUms', '{:.2f}')} ms, "
+             f"p99 {listed('p99Milliseconds', '{:.1f}')} ms")
+    return report, peak, note
+
+
 def run_store(name, database, seed, size_of, workdir, users, seconds, results, facts):
     server = Server(database, workdir)
     try:
@@ -194,18 +206,13 @@ def run_store(name, database, seed, size_of, workdir, users, seconds, results, f
             seed(seeded, size - seeded); seeded = size
             facts.append(f"{name}: seeded to {size:,} accounts in {time.monotonic() - started:.0f} s; "
                          f"{size_of() / size:,.0f} bytes per account (database size / accounts)")
-            runs = [load(server, "sign-in", users, seconds, os.path.join(workdir, f"vault-{name}-{size}-{run}.json"),
-                         database_cpu=name == "PostgreSQL") for run in range(RUNS)]
-            report, peak = median_report([r for r, _ in runs]), max(p for _, p in runs)
-            note = f"PostgreSQL's own CPU: {report['databaseCPUms']:.2f} ms/ceremony; " if "databaseCPUms" in report else ""
-            listed = lambda key, form: ", ".join(form.format(r[key]) for r, _ in runs)
-            note += (f"median of {RUNS} runs: {listed('perSecond', '{:.0f}')}/s, server CPU {listed('serverCPUms', '{:.2f}')} ms, "
-                     f"p99 {listed('p99Milliseconds', '{:.1f}')} ms")
+            report, peak, note = median_of_runs(server, "sign-in", users, seconds, os.path.join(workdir, f"vault-{name}-{size}"),
+                                                database_cpu=name == "PostgreSQL")
             results.append(row(name, size, "sign-in", users, report, at_rest, peak, note))
             print(f"  {name} {size:>9,} accounts  sign-in {report['perSecond']:.0f}/s  p99 {report['p99Milliseconds']:.1f} ms  "
                   f"server {report['serverCPUms']:.2f} ms/ceremony  RSS peak {peak / 1024:.0f} MiB", file=sys.stderr)
-        report, peak = load(server, "sign-up", users, max(3, seconds // 2), os.path.join(workdir, f"vault-{name}-signup.json"))
-        results.append(row(name, seeded, "sign-up", users, report, at_rest, peak))
+        report, peak, note = median_of_runs(server, "sign-up", users, max(3, seconds // 2), os.path.join(workdir, f"vault-{name}-signup"))
+        results.append(row(name, seeded, "sign-up", users, report, at_rest, peak, note))
     finally:
         server.stop()
     # A restart on the 1M-account database: open, check every migration is applied, serve.
@@ -220,8 +227,8 @@ def run_pinned(database, workdir, users, seconds, results):
     try:
         time.sleep(1)
         at_rest = rss_kib(server.process.pid)
-        report, peak = load(server, "sign-in", users, seconds, os.path.join(workdir, "vault-pinned.json"), pin="1")
-        results.append(row("SQLite", SIZES[-1], "sign-in", users, report, at_rest, peak, "server pinned to CPU 0, generator to CPU 1"))
+        report, peak, note = median_of_runs(server, "sign-in", users, seconds, os.path.join(workdir, "vault-pinned"), pin="1")
+        results.append(row("SQLite", SIZES[-1], "sign-in", users, report, at_rest, peak, "server pinned to CPU 0, generator to CPU 1; " + note))
     finally:
         server.stop()
 
@@ -320,7 +327,7 @@ def main():
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=8)
     global RUNS
-    parser.add_argument("--runs", type=int, default=RUNS, help="sign-in runs per size (the row gives their medians)")
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs of each load (the row gives their medians)")
     parser.add_argument("--json")
     args = parser.parse_args()
     RUNS = max(1, args.runs)
