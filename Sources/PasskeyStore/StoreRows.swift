@@ -11,7 +11,9 @@ enum StoreValues {
     /// passkey's transports, ~1% of a sign-up's server CPU through `JSONEncoder`.
     static func encodeList(_ list: [String]) -> String {
         let plain = list.allSatisfy { text in
-            text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "/") }
+            text.utf8.allSatisfy {
+                $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "/")
+            }
         }
         if plain { return "[" + list.map { "\"" + $0 + "\"" }.joined(separator: ",") + "]" }
         return (try? String(decoding: JSONEncoder().encode(list), as: UTF8.self)) ?? "[]"

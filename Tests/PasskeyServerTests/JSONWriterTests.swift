@@ -74,12 +74,16 @@ struct JSONWriterTests {
                     rp: PublicKeyCredentialRpEntity(id: text, name: "RP \(text)"),
                     user: PublicKeyCredentialUserEntityJSON(id: Array(0..<UInt8(index * 9 + 1)), name: text, displayName: text),
                     challenge: Base64URLBytes(Array(0..<32)),
-                    pubKeyCredParams: [.init(alg: .es256), .init(alg: .edDSA), .init(alg: .rs256), .init(alg: COSEAlgorithmIdentifier(rawValue: 0))],
-                    timeout: round % 2 == 0 ? 300_000 : nil,
-                    excludeCredentials: round == 0 ? [] : [
-                        PublicKeyCredentialDescriptorJSON(id: [1, 2, 3], transports: ["internal", text]),
-                        PublicKeyCredentialDescriptorJSON(id: Array(repeating: 0xFE, count: 40)),
+                    pubKeyCredParams: [
+                        .init(alg: .es256), .init(alg: .edDSA), .init(alg: .rs256), .init(alg: COSEAlgorithmIdentifier(rawValue: 0)),
                     ],
+                    timeout: round % 2 == 0 ? 300_000 : nil,
+                    excludeCredentials: round == 0
+                        ? []
+                        : [
+                            PublicKeyCredentialDescriptorJSON(id: [1, 2, 3], transports: ["internal", text]),
+                            PublicKeyCredentialDescriptorJSON(id: Array(repeating: 0xFE, count: 40)),
+                        ],
                     authenticatorSelection: selection, hints: round == 1 ? [] : [text, "client-device"], attestation: text,
                     extensions: round == 2 ? nil : ["credProps": .bool(true), "z": .object(["b": .number(1), "a": .string(text)])])
                 let (fast, reference) = try Self.both(options)

@@ -68,7 +68,10 @@ struct StoreValuesTests {
     /// lower-casing and normalisation give, on names with every ASCII character (controls and
     /// the whitespace Foundation trims included).
     @Test func asciiUsernamesNormaliseAsFoundationDoes() {
-        var samples = ["", " ", "ada", "Ada", "  ADA\t", "\r\nada\r\n", "a b", "\u{0B}x\u{0C}", "\u{1C}x\u{1F}", "MiXeD.Case_1-2@x+y", "\u{00}", "\u{7F}"]
+        var samples = [
+            "", " ", "ada", "Ada", "  ADA\t", "\r\nada\r\n", "a b", "\u{0B}x\u{0C}", "\u{1C}x\u{1F}", "MiXeD.Case_1-2@x+y", "\u{00}",
+            "\u{7F}",
+        ]
         for _ in 0..<500 {
             samples.append(String(decoding: (0..<Int.random(in: 0...12)).map { _ in UInt8.random(in: 0...0x7F) }, as: UTF8.self))
         }

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 import Testing
 import WebAuthnTesting
 
@@ -159,8 +159,11 @@ struct AuthenticatorDataTests {
         for _ in 0..<200 {
             let bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
             let text = AAGUID(bytes: bytes).description
-            let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                                   bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            let uuid = UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                    bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
             #expect(text == uuid.uuidString.lowercased())
             #expect(AAGUID(text)?.bytes == bytes)
             #expect(AAGUID(uuid.uuidString)?.bytes == bytes)
