@@ -135,7 +135,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func admit(_ context: ChannelHandlerContext) {
         guard !admitted else { return }
-        address = context.channel.remoteAddress?.ipAddress
+        address = context.channel.remoteAddress?.addressText
         if let refusal = limits.open(address) {
             limits.metrics.connectionClosed(reason: refusal)
             context.close(promise: nil)

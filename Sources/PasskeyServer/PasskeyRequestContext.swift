@@ -20,7 +20,7 @@ public struct PasskeyRequestContext: RequestContext {
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        peerAddress = source.channel.remoteAddress?.ipAddress
+        peerAddress = source.channel.remoteAddress?.addressText
         channel = source.channel
         channelWasActive = source.channel.isActive
     }
@@ -30,4 +30,36 @@ public struct PasskeyRequestContext: RequestContext {
 
     /// Bodies are read by the handlers with the configured limit; this is the hard ceiling.
     public var maxUploadSize: Int { 16 * 1024 * 1024 }
+}
+
+extension SocketAddress {
+    /// The IP address as text, as NIO's `ipAddress` writes it. An IPv4 address (every request's
+    /// peer, read once per request) is written here digit by digit: NIO formats it with
+    /// `inet_ntop`, which runs `sprintf`. IPv6 goes through NIO.
+    var addressText: String? {
+        guard case .v4(let address) = self else { return ipAddress }
+        // `s_addr` is in network order: the first octet is the most significant byte.
+        let value = UInt32(bigEndian: address.address.sin_addr.s_addr)
+        return String(unsafeUninitializedCapacity: 15) { buffer in
+            var count = 0
+            for shift in [24, 16, 8, 0] as [UInt32] {
+                let octet = UInt8(truncatingIfNeeded: value >> shift)
+                if shift != 24 {
+                    buffer[count] = UInt8(ascii: ".")
+                    count += 1
+                }
+                if octet >= 100 {
+                    buffer[count] = UInt8(ascii: "0") + octet / 100
+                    count += 1
+                }
+                if octet >= 10 {
+                    buffer[count] = UInt8(ascii: "0") + octet / 10 % 10
+                    count += 1
+                }
+                buffer[count] = UInt8(ascii: "0") + octet % 10
+                count += 1
+            }
+            return count
+        }
+    }
 }
