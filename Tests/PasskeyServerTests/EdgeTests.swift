@@ -95,7 +95,9 @@ struct EdgeTests {
     @Test func peerAddressesReadAsNIOWritesThem() throws {
         var generator = SystemRandomNumberGenerator()
         var samples = ["0.0.0.0", "255.255.255.255", "10.0.0.1", "127.0.0.1", "100.10.1.0", "1.20.199.9", "192.168.100.255"]
-        for _ in 0..<2000 { samples.append((0..<4).map { _ in String(UInt8.random(in: 0...255, using: &generator)) }.joined(separator: ".")) }
+        for _ in 0..<2000 {
+            samples.append((0..<4).map { _ in String(UInt8.random(in: 0...255, using: &generator)) }.joined(separator: "."))
+        }
         for text in samples {
             let address = try SocketAddress(ipAddress: text, port: 443)
             #expect(address.addressText == text && address.addressText == address.ipAddress, "\(text)")
