@@ -79,6 +79,44 @@ struct ConnectionTests {
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
+    /// Production logs are JSON lines: one object per line, the time (UTC, milliseconds), level,
+    /// label and message first, then the metadata by key; one line per request with its ID.
+    @Test(.timeLimit(.minutes(2)))
+    func logLinesAreJSONObjectsWithTheTimeFirstAndTheMetadataByKey() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-log-\(UUID().uuidString).log")
+        defer { try? FileManager.default.removeItem(at: log) }
+        let (server, directory) = try await Self.server(["LOG_LEVEL": "info"], log: log)
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let before = Date().addingTimeInterval(-2)
+        let (status, _, _) = try await server.send("GET", "/nowhere", headers: ["X-Request-Id": "log-test-0001"])
+        #expect(status == 404)
+        let after = Date().addingTimeInterval(2)
+        var line = ""
+        _ = try await Self.eventually {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            line = text.split(separator: "\n").first { $0.contains("log-test-0001") }.map(String.init) ?? ""
+            return !line.isEmpty
+        }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line)")
+        #expect(object["level"] == "info" && object["label"] == "passkeyd" && object["message"] == "request")
+        #expect(object["method"] == "GET" && object["path"] == "/nowhere" && object["status"] == "404" && object["ip"] == "127.0.0.1")
+        #expect(object["request_id"] == "log-test-0001" && object["duration_ms"].flatMap(Double.init) != nil)
+        let order = ["time", "level", "label", "message", "duration_ms", "ip", "method", "path", "request_id", "status"]
+        let positions = order.map { line.range(of: "\"\($0)\":")?.lowerBound }
+        #expect(positions.allSatisfy { $0 != nil } && positions.map { $0! } == positions.map { $0! }.sorted(), "\(line)")
+        #expect(object.count == order.count, "\(line)")
+        let time = try #require(object["time"])
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.timeZone = TimeZone(identifier: "UTC")
+        format.dateFormat = "yyyy-MM-dd'T'HH:mm:ss.SSS"
+        let parsed = try #require(format.date(from: time), "\(time)")
+        #expect(time.count == 23 && parsed > before && parsed < after, "\(time)")
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func slowClientsAreCutOffWhileNormalRequestsAnswer() async throws {
         let (server, directory) = try await Self.server([

@@ -21,6 +21,28 @@ struct JSONWriterTests {
         "</script>",
     ]
 
+    /// `JSONText` (error bodies and the JSON log lines) writes a string every JSON reader reads
+    /// back unchanged, with `<` and control characters as `\u00XX`.
+    @Test func quotedTextReadsBackAsItWas() throws {
+        #expect(
+            JSONText.quote("a\"b\\c\n\r\t<\u{01}\u{1F}\u{7F}é🙂")
+                == #""a\"b\\c\n\r\t\u003c\u0001\u001f"# + "\u{7F}é🙂\"")
+        var generator = SystemRandomNumberGenerator()
+        let pieces: [String] = [
+            "\"", "\\", "<", ">", "/", "\n", "\r", "\t", "\u{00}", "\u{08}", "\u{1B}", "\u{7F}", "a", "Z", "é", "名", "🙂", " ",
+        ]
+        for text in Self.awkward
+            + (0..<500).map({ _ in
+                (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            })
+        {
+            let quoted = JSONText.quote(text)
+            #expect(!quoted.utf8.dropFirst().dropLast().contains { $0 < 0x20 || $0 == UInt8(ascii: "<") }, "\(quoted)")
+            let read = try JSONSerialization.jsonObject(with: Data("[\(quoted)]".utf8)) as? [String]
+            #expect(read == [text], "\(quoted)")
+        }
+    }
+
     @Test func requestOptions() throws {
         for text in Self.awkward {
             let options = PublicKeyCredentialRequestOptionsJSON(
