@@ -98,27 +98,8 @@ public enum JSONText {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends `text` as a JSON string: `"` and `\` escaped, `\n`, `\r` and `\t` by name, other
-    /// control characters as `\u00XX`, and `<` as `\u003c` (no `</script>` in an answer). Byte by
-    /// byte: no byte of a multi-byte UTF-8 sequence is below 0x80, so the rest passes as it is.
+    /// Appends `text` as a JSON string (``JSONWriter``'s escapes, and `<` as `\u003c`).
     public static func appendQuoted(_ text: String, to out: inout [UInt8]) {
-        func hex(_ digit: UInt8) -> UInt8 { digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10 }
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out.append(UInt8(ascii: "\\"))
-                out.append(byte)
-            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case UInt8(ascii: "<"), 0..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hex(byte >> 4))
-                out.append(hex(byte & 0xF))
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONWriter.appendString(text, to: &out, escapingLessThan: true)
     }
 }

@@ -35,7 +35,11 @@ struct JSONWriter {
 
     /// A JSON string: runs of bytes that need no escape are copied whole (the answers' strings
     /// are mostly base64url and names), the rest escaped as RFC 8259 §7 allows.
-    mutating func string(_ text: String) {
+    mutating func string(_ text: String) { Self.appendString(text, to: &bytes) }
+
+    /// `text` as a JSON string onto `bytes`; with `escapingLessThan`, `<` as `\u003c` too (no
+    /// `</script>` in a hand-built body, ``JSONText``).
+    static func appendString(_ text: String, to bytes: inout [UInt8], escapingLessThan: Bool = false) {
         var text = text
         text.withUTF8 { utf8 in
             bytes.reserveCapacity(bytes.count + utf8.count + 2)
@@ -43,9 +47,13 @@ struct JSONWriter {
             var start = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]
-                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
+                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+                    && !(escapingLessThan && byte == UInt8(ascii: "<"))
+                {
+                    continue
+                }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
-                escape(byte)
+                escape(byte, to: &bytes)
                 start = index + 1
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
@@ -53,7 +61,8 @@ struct JSONWriter {
         }
     }
 
-    private mutating func escape(_ byte: UInt8) {
+    private static func escape(_ byte: UInt8, to bytes: inout [UInt8]) {
+        func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 48 + value : 87 + value }
         bytes.append(UInt8(ascii: "\\"))
         switch byte {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
@@ -64,12 +73,10 @@ struct JSONWriter {
         case 0x0C: bytes.append(UInt8(ascii: "f"))
         default:
             bytes.append(contentsOf: "u00".utf8)
-            hexDigit(byte >> 4)
-            hexDigit(byte & 0x0F)
+            bytes.append(hexDigit(byte >> 4))
+            bytes.append(hexDigit(byte & 0x0F))
         }
     }
-
-    private mutating func hexDigit(_ value: UInt8) { bytes.append(value < 10 ? 48 + value : 87 + value) }
 
     mutating func integer(_ value: Int) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }

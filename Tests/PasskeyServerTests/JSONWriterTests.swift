@@ -22,11 +22,11 @@ struct JSONWriterTests {
     ]
 
     /// `JSONText` (error bodies and the JSON log lines) writes a string every JSON reader reads
-    /// back unchanged, with `<` and control characters as `\u00XX`.
+    /// back unchanged: `JSONWriter`'s escapes, and `<` as `\u003c`.
     @Test func quotedTextReadsBackAsItWas() throws {
         #expect(
-            JSONText.quote("a\"b\\c\n\r\t<\u{01}\u{1F}\u{7F}é🙂")
-                == #""a\"b\\c\n\r\t\u003c\u0001\u001f"# + "\u{7F}é🙂\"")
+            JSONText.quote("a\"b\\c\n\r\t\u{08}<\u{01}\u{1F}\u{7F}é🙂")
+                == #""a\"b\\c\n\r\t\b\u003c\u0001\u001f"# + "\u{7F}é🙂\"")
         var generator = SystemRandomNumberGenerator()
         let pieces: [String] = [
             "\"", "\\", "<", ">", "/", "\n", "\r", "\t", "\u{00}", "\u{08}", "\u{1B}", "\u{7F}", "a", "Z", "é", "名", "🙂", " ",
