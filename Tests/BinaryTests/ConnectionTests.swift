@@ -60,15 +60,19 @@ struct ConnectionTests {
         }
     }
 
-    static func server(_ environment: [String: String], log: URL? = nil) async throws -> (ServeBinaryTests.Server, URL) {
+    /// A server on a database in a directory of its own (the caller removes it); with `logged`,
+    /// its standard output goes to ``logFile(in:)`` there.
+    static func server(_ environment: [String: String], logged: Bool = false) async throws -> (ServeBinaryTests.Server, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-conn-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let server = try ServeBinaryTests.Server(
             port: try ServeBinaryTests.freePort(), database: directory.appendingPathComponent("c.sqlite").path,
-            environment: environment, log: log)
+            environment: environment, log: logged ? logFile(in: directory) : nil)
         try await server.waitUntilReady()
         return (server, directory)
     }
+
+    static func logFile(in directory: URL) -> URL { directory.appendingPathComponent("server.log") }
 
     static func get(_ server: ServeBinaryTests.Server, _ path: String) async throws -> (Int, String) {
         let configuration = URLSessionConfiguration.ephemeral
@@ -83,9 +87,7 @@ struct ConnectionTests {
     /// label and message first, then the metadata by key; one line per request with its ID.
     @Test(.timeLimit(.minutes(2)))
     func logLinesAreJSONObjectsWithTheTimeFirstAndTheMetadataByKey() async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-log-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: log) }
-        let (server, directory) = try await Self.server(["LOG_LEVEL": "info"], log: log)
+        let (server, directory) = try await Self.server(["LOG_LEVEL": "info"], logged: true)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: directory)
@@ -96,7 +98,7 @@ struct ConnectionTests {
         let after = Date().addingTimeInterval(2)
         var line = ""
         _ = try await Self.eventually {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            let text = (try? String(contentsOf: Self.logFile(in: directory), encoding: .utf8)) ?? ""
             line = text.split(separator: "\n").first { $0.contains("log-test-0001") }.map(String.init) ?? ""
             return !line.isEmpty
         }
@@ -211,9 +213,7 @@ struct ConnectionTests {
 
     @Test(.timeLimit(.minutes(2)))
     func aClientThatGoesAwayIsAnAbortedRequestNotAServerError() async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-abort-\(UUID().uuidString).log")
-        defer { try? FileManager.default.removeItem(at: log) }
-        let (server, directory) = try await Self.server(["PASSKEYD_METRICS_PUBLIC": "1"], log: log)
+        let (server, directory) = try await Self.server(["PASSKEYD_METRICS_PUBLIC": "1"], logged: true)
         defer {
             server.stop()
             try? FileManager.default.removeItem(at: directory)
@@ -234,7 +234,7 @@ struct ConnectionTests {
         }
         #expect(counted, "\(metrics.split(separator: "\n").filter { $0.contains("abort") })")
         #expect(!metrics.contains("status_class=\"5xx\""))
-        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let lines = try String(contentsOf: Self.logFile(in: directory), encoding: .utf8).split(separator: "\n")
         #expect(lines.filter { $0.contains("\"aborted request\"") && $0.contains("\"level\":\"info\"") }.count == 3)
         #expect(!lines.contains { $0.contains("unexpected error") })
     }
