@@ -16,18 +16,18 @@ import Synchronization
 public final class PostgresStore: SQLStore, @unchecked Sendable {
     public struct Options: Sendable {
         public var maxConnections: Int = 20
-        /// Open all `maxConnections` at start and keep them (true), or open them as load needs
-        /// and close each after a minute unused (false: tests, with many small stores at once).
+        /// How long a connection may sit unused before the pool closes it.
         ///
-        /// postgres-nio arms an idle-timeout timer each time a connection beyond the minimum goes
-        /// back to the pool, and a keep-alive timer each time any does, and cancels them when
-        /// the connection is leased again: two timers per query. A cancelled timer (a sleeping
-        /// task) keeps its ~0.8 KB until its deadline, so at 1,000 sign-ins/s the server held
-        /// ~200 MB of them (the bench's PostgreSQL runs grew ~19 MiB per 8 s), and arming them
-        /// was ~9% of its CPU. Kept connections need no idle timer, and keep-alive pings are
-        /// off: a connection the database closes is dropped by the pool when it sees the close,
-        /// and one the network drops silently fails its next query within `operationTimeout`.
-        public var keepConnectionsOpen = true
+        /// The pools keep no minimum of open connections: postgres-nio 1.33's pool stops the
+        /// process (`precondition(minimumConcurrentConnections <= stats.active)` in
+        /// `createNewDemandConnectionIfPossible`) when a request arrives while fewer connections
+        /// are alive than its minimum, which is what a database outage under load brings about.
+        /// With no minimum the pool arms an idle timer each time a connection goes back to it; a
+        /// cancelled one holds ~0.8 KB until its deadline, so the timeout is short (at 2,000
+        /// queries/s, 10 s is ~16 MB at most). Keep-alive pings stay off: a connection the
+        /// database closes is dropped when the pool sees the close, and one the network drops
+        /// silently fails its next query within `operationTimeout`.
+        public var idleTimeout: Duration = .seconds(10)
         public var connectTimeout: Duration = .seconds(3)
         public var operationTimeout: Duration = .seconds(5)
         /// Migrations may rewrite large tables, and instances starting together wait for the one
@@ -38,49 +38,50 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         /// connection pooler that cannot keep prepared statements across transactions
         /// (PgBouncer before 1.21, or without `max_prepared_statements`).
         public var preparesStatements = true
+        /// The outage breaker (see ``DatabaseHealth``): an operation still waiting this long
+        /// makes the store check the database on a connection of its own.
+        public var suspectAfter: Duration = .milliseconds(500)
+        /// How long that check may take (connect and `SELECT 1`) before the database counts as down.
+        public var probeTimeout: Duration = .seconds(2)
+        /// While the database is down, how often it is checked again.
+        public var probeInterval: Duration = .milliseconds(250)
         public init() {}
     }
 
-    /// The connection pools, one per event loop of NIO's shared group (the one the HTTP server
-    /// runs on), each with its share of ``Options/maxConnections``. Each is a `Service`:
-    /// `passkeyd serve` runs them in the application's service group (started before the
-    /// server, stopped after it).
-    public let clients: [PostgresClient]
-    private let runner: Task<Void, Never>?
+    private let postgres: PostgresEngine
 
     /// Connects lazily to the database a `postgres://user:password@host:port/database` URL names
     /// (`?sslmode=disable|allow|prefer|require|verify-ca|verify-full`, default prefer, with libpq's
     /// meanings, see ``tlsMode(sslmode:rootCertificate:)``; `&sslrootcert=/ca.pem`;
-    /// `&prepared_statements=off`; `?host=/socket/dir` for a Unix socket).
-    /// - Parameter runsClient: run the pools on a task of their own (commands, tests); false when
-    ///   the caller runs ``clients`` as services.
-    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres"), runsClient: Bool = true)
-        throws
-    {
+    /// `&prepared_statements=off`; `?host=/socket/dir` for a Unix socket). The store runs its
+    /// pools on a task of its own; ``close()`` ends them (after the server has stopped).
+    public init(url: String, options: Options = Options(), logger: Logger = Logger(label: "passkeyd.postgres")) throws {
         let configuration = try Self.configuration(url: url, options: options)
+        let probe = try Self.probeConfiguration(url: url, timeout: options.probeTimeout)
         let prepares = try options.preparesStatements && Self.preparesStatements(url: url)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let shares = Self.connectionShares(options.maxConnections, loops: loops.count)
-        let clients = zip(loops, shares).map { loop, share in
-            var configuration = configuration
-            configuration.options.maximumConnections = share
-            configuration.options.minimumConnections = options.keepConnectionsOpen ? share : 0
-            return PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger)
+        let pools = PostgresPools {
+            zip(loops, shares).map { loop, share in
+                var configuration = configuration
+                configuration.options.maximumConnections = share
+                return (loop, PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger))
+            }
         }
-        self.clients = clients
-        runner =
-            runsClient
-            ? Task {
-                await withDiscardingTaskGroup { group in
-                    for client in clients { group.addTask { await client.run() } }
-                }
-            } : nil
-        super.init(
-            engine: PostgresEngine(
-                clients: Array(zip(loops, clients)), operationTimeout: options.operationTimeout,
-                preparesStatements: prepares, logger: logger),
-            migrationTimeout: options.migrationTimeout)
+        let engine = PostgresEngine(
+            pools: pools, health: DatabaseHealth(probe: probe, options: options, logger: logger),
+            operationTimeout: options.operationTimeout, preparesStatements: prepares, logger: logger)
+        self.postgres = engine
+        super.init(engine: engine, migrationTimeout: options.migrationTimeout)
     }
+
+    deinit { postgres.pools.close() }
+
+    /// Closes the pools' connections (on shutdown, once the server has stopped).
+    public func close() { postgres.pools.close() }
+
+    /// Whether the store currently knows the database to be down (it answers at once then).
+    public var databaseIsDown: Bool { postgres.health.isDown }
 
     /// `maxConnections` shared out over one pool per event loop (at most one pool per
     /// connection): 20 over 2 loops is 10 and 10, 1 is one pool of 1.
@@ -90,19 +91,47 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         return (0..<pools).map { total / pools + ($0 < total % pools ? 1 : 0) }
     }
 
-    deinit { runner?.cancel() }
-
-    /// Closes the pool's connections (on shutdown) when it runs on its own task.
-    public func close() { runner?.cancel() }
-
     /// The pool's configuration: the URL's server and TLS, with the pool sized and kept as
-    /// ``Options`` says (no keep-alive timers; see ``Options/keepConnectionsOpen``).
+    /// ``Options`` says: no minimum of open connections, no keep-alive timers (see
+    /// ``Options/idleTimeout``).
     static func configuration(url: String, options: Options) throws -> PostgresClient.Configuration {
         var configuration = try configuration(url: url)
         configuration.options.maximumConnections = options.maxConnections
-        configuration.options.minimumConnections = options.keepConnectionsOpen ? options.maxConnections : 0
+        configuration.options.minimumConnections = 0
+        configuration.options.connectionIdleTimeout = options.idleTimeout
         configuration.options.connectTimeout = options.connectTimeout
         configuration.options.keepAliveBehavior = nil
+        return configuration
+    }
+
+    /// The same server, user and TLS as one plain connection, for the outage probe (which must
+    /// not go through the pools: they queue requests while they back off).
+    static func probeConfiguration(url: String, timeout: Duration) throws -> PostgresConnection.Configuration {
+        let pool = try configuration(url: url)
+        var configuration: PostgresConnection.Configuration
+        if let socket = pool.unixSocketPath {
+            configuration = .init(unixSocketPath: socket, username: pool.username, password: pool.password, database: pool.database)
+        } else {
+            let components = URLComponents(string: url)
+            let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                switch try tlsUse(sslmode: query["sslmode"], rootCertificate: query["sslrootcert"]) {
+                case .disable: tls = .disable
+                case .prefer(let settings): tls = .prefer(try NIOSSLContext(configuration: settings))
+                case .require(let settings): tls = .require(try NIOSSLContext(configuration: settings))
+                }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.invalidDatabase, "the TLS settings of \"\(Self.redacted(url))\" cannot be used: \(error)")
+            }
+            configuration = .init(
+                host: pool.host ?? "localhost", port: pool.port ?? 5432, username: pool.username, password: pool.password,
+                database: pool.database, tls: tls)
+        }
+        let (seconds, attoseconds) = timeout.components
+        configuration.options.connectTimeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         return configuration
     }
 
@@ -198,32 +227,32 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
 /// CPU). Called elsewhere (sweeps, webhooks, commands), an operation takes the pools in turn.
 final class PostgresEngine: SQLEngine {
     let dialect = SQLDialect.postgres
-    private let pools: [PostgresClient]
-    /// Each loop's pool, and the executor that runs an operation on that loop.
-    private let byLoop: [ObjectIdentifier: (client: PostgresClient, executor: EventLoopTaskExecutor)]
-    private let turn = Atomic<Int>(0)
+    /// The pools in force (replaced by a fresh set when the database comes back from an outage).
+    let pools: PostgresPools
+    /// The outage breaker: while the database is known down, operations fail at once.
+    let health: DatabaseHealth
     let operationTimeout: Duration
     let preparesStatements: Bool
     let logger: Logger
     var reader: any SQLConnection { Pooled(engine: self) }
     var writer: any SQLConnection { Pooled(engine: self) }
 
-    init(clients: [(any EventLoop, PostgresClient)], operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
-        pools = clients.map(\.1)
-        byLoop = Dictionary(
-            clients.map { loop, client in (ObjectIdentifier(loop), (client, EventLoopTaskExecutor.of(loop))) }, uniquingKeysWith: { $1 })
+    init(pools: PostgresPools, health: DatabaseHealth, operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
+        self.pools = pools
+        self.health = health
         self.operationTimeout = operationTimeout
         self.preparesStatements = preparesStatements
         self.logger = logger
+        let deadlines = self.deadlines
+        health.onDown = { deadlines.expireAll() }
+        health.onBack = { pools.replace() }
+        deadlines.onSlow = { [weak health] in health?.suspect() }
+        deadlines.slowAfter = health.suspectAfter
     }
 
     /// The pool of the loop this runs on, with its executor; else the next pool in turn.
     private func place() -> (client: PostgresClient, executor: EventLoopTaskExecutor?) {
-        if let loop = MultiThreadedEventLoopGroup.currentEventLoop, let local = byLoop[ObjectIdentifier(loop)] {
-            return (local.client, local.executor)
-        }
-        let next = turn.add(1, ordering: .relaxed).oldValue
-        return (pools[Int(UInt(bitPattern: next) % UInt(pools.count))], nil)
+        pools.current.place()
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
@@ -236,31 +265,52 @@ final class PostgresEngine: SQLEngine {
         }
     }
 
-    /// Runs `body` with the operation deadline, mapping failures to ``StoreError``: when the
-    /// database cannot be reached the caller gets `unavailable` promptly instead of waiting, and
-    /// the pool reconnects by itself when the database is back.
+    /// Runs `body` with the operation deadline, mapping failures to ``StoreError``.
+    ///
+    /// While ``health`` knows the database to be down, it throws `unavailable` at once. An
+    /// operation that fails for want of the database, or is still waiting after
+    /// ``DatabaseHealth/suspectAfter``, makes ``health`` check the database on a connection of
+    /// its own; when that check fails, every operation still waiting is answered `unavailable`
+    /// at once (the breaker opens), and the pools are replaced by fresh ones when the database
+    /// answers again (postgres-nio's pool backs off up to a minute between connection attempts).
     ///
     /// The operation runs as a task of its own (on `executor`: the caller's event loop) that
     /// ``deadlines`` cancels when its time is up (one task per operation; a timer per
-    /// operation, as a racing sleep, cost ~6% of a sign-in).
-    /// As before, the caller's answer waits until the cancelled operation has stopped.
+    /// operation, as a racing sleep, cost ~6% of a sign-in). The caller is answered when the
+    /// deadline passes even if the cancelled operation has not stopped yet (a query on a
+    /// connection the network dropped silently may not see its cancellation for minutes).
     func run<T: Sendable>(
         timeout: Duration? = nil, on executor: EventLoopTaskExecutor?, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
+        if health.isDown { throw StoreError(.unavailable, "PostgreSQL is unreachable") }
         let timeout = timeout ?? operationTimeout
-        let operation = Task(executorPreference: executor) { try await body() }
-        let deadline = deadlines.add(at: .now + timeout) { operation.cancel() }
-        do {
-            let result = try await withTaskCancellationHandler {
-                try await operation.value
-            } onCancel: {
-                operation.cancel()
+        let outcome = Outcome<T>()
+        let operation = Task(executorPreference: executor) {
+            do {
+                outcome.finish(.success(try await body()))
+            } catch {
+                outcome.finish(.failure(error))
             }
-            if deadlines.remove(deadline) { return result }
-            throw StoreError(.unavailable, "PostgreSQL did not answer within \(timeout)")
-        } catch {
-            if !deadlines.remove(deadline) { throw StoreError(.unavailable, "PostgreSQL did not answer within \(timeout)") }
-            throw Self.storeError(error)
+        }
+        let deadline = deadlines.add(at: .now + timeout) {
+            operation.cancel()
+            outcome.finish(.failure(StoreError(.unavailable, "PostgreSQL did not answer in time")))
+        }
+        let result = await withTaskCancellationHandler {
+            await outcome.value
+        } onCancel: {
+            operation.cancel()
+        }
+        let inTime = deadlines.remove(deadline)
+        switch result {
+        case .success(let value) where inTime:
+            return value
+        case .success:
+            throw StoreError(.unavailable, "PostgreSQL did not answer in time")
+        case .failure(let error):
+            let mapped = inTime ? Self.storeError(error) : StoreError(.unavailable, "PostgreSQL did not answer in time")
+            if mapped.code == .unavailable { health.suspect() }
+            throw mapped
         }
     }
 
@@ -375,8 +425,10 @@ extension PostgresRandomAccessRow: StoreRow {
 /// Deadlines for store operations, checked by one task that runs only while some are pending
 /// (every 50 ms): an operation registers a cancel action and removes it when it ends. Removal
 /// and expiry take the same lock, so an action never runs after its operation removed it.
-final class Deadlines: Sendable {
+/// The same check calls ``onSlow`` when an operation has waited longer than ``slowAfter``.
+final class Deadlines: @unchecked Sendable {
     private struct Pending {
+        let started: ContinuousClock.Instant
         let at: ContinuousClock.Instant
         let cancel: @Sendable () -> Void
     }
@@ -387,12 +439,16 @@ final class Deadlines: Sendable {
         var checking = false
     }
     private let state = Mutex(State())
+    /// Set once, before the first operation (by the engine's initialiser).
+    var onSlow: (@Sendable () -> Void)?
+    var slowAfter: Duration = .seconds(1)
 
     /// Registers `cancel` to run at `at` unless removed first; returns its key.
     func add(at: ContinuousClock.Instant, cancel: @escaping @Sendable () -> Void) -> UInt64 {
+        let now = ContinuousClock.now
         let (key, start) = state.withLock { state in
             state.next += 1
-            state.pending[state.next] = Pending(at: at, cancel: cancel)
+            state.pending[state.next] = Pending(started: now, at: at, cancel: cancel)
             defer { state.checking = true }
             return (state.next, !state.checking)
         }
@@ -409,22 +465,41 @@ final class Deadlines: Sendable {
         }
     }
 
+    /// Expires every pending deadline now (the database is known to be down).
+    func expireAll() {
+        let cancels = state.withLock { state in
+            let cancels = state.pending.values.map(\.cancel)
+            state.expired.formUnion(state.pending.keys)
+            state.pending.removeAll()
+            return cancels
+        }
+        for cancel in cancels { cancel() }
+    }
+
     private func check() async {
         while true {
             try? await Task.sleep(for: .milliseconds(50))
-            let done = state.withLock { state -> Bool in
+            let (done, slow, cancels) = state.withLock { state -> (Bool, Bool, [@Sendable () -> Void]) in
                 let now = ContinuousClock.now
-                for (key, pending) in state.pending where pending.at <= now {
-                    state.pending[key] = nil
-                    state.expired.insert(key)
-                    pending.cancel()
+                var cancels: [@Sendable () -> Void] = []
+                var slow = false
+                for (key, pending) in state.pending {
+                    if pending.at <= now {
+                        state.pending[key] = nil
+                        state.expired.insert(key)
+                        cancels.append(pending.cancel)
+                    } else if pending.started + slowAfter <= now {
+                        slow = true
+                    }
                 }
                 if state.pending.isEmpty {
                     state.checking = false
-                    return true
+                    return (true, slow, cancels)
                 }
-                return false
+                return (false, slow, cancels)
             }
+            for cancel in cancels { cancel() }
+            if slow || !cancels.isEmpty { onSlow?() }
             if done { return }
         }
     }

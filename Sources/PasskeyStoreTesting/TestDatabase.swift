@@ -70,11 +70,12 @@ public enum TestDatabase {
         case .postgres:
             var options = PostgresStore.Options()
             options.maxConnections = 8
-            // Many stores at once: each opens connections as it needs them.
-            options.keepConnectionsOpen = false
-            // Tests run many suites in parallel on two cores; the 5 s production deadline is tested
-            // against a real outage in PostgresClusterTests, not against this machine's load.
+            // Tests run many suites in parallel on two cores; the 5 s production deadline and the
+            // outage breaker are tested against real outages (PostgresClusterTests,
+            // PostgresOutageTests), not against this machine's load.
             options.operationTimeout = .seconds(30)
+            options.suspectAfter = .seconds(10)
+            options.probeTimeout = .seconds(10)
             store = try PostgresStore(url: url, options: options)
         }
         try await store.migrate()

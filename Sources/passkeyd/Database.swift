@@ -6,8 +6,7 @@ import PasskeyStore
 /// Opens the store a database URL names: `sqlite://path` (relative or absolute),
 /// `sqlite:///abs/path`, or `postgres://user:password@host:port/database[?sslmode=…]`.
 enum Database {
-    static func open(_ url: String, logger: Logger = Logger(label: "passkeyd.database"), runsClient: Bool = true) throws -> any PasskeyStore
-    {
+    static func open(_ url: String, logger: Logger = Logger(label: "passkeyd.database")) throws -> any PasskeyStore {
         if url.hasPrefix("sqlite://") {
             let path = String(url.dropFirst("sqlite://".count))
             guard !path.isEmpty else { throw ConfigurationError(setting: "databaseURL", problem: "sqlite:// needs a file path") }
@@ -15,7 +14,7 @@ enum Database {
         }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
             do {
-                return try PostgresStore(url: url, logger: logger, runsClient: runsClient)
+                return try PostgresStore(url: url, logger: logger)
             } catch let error as StoreError {
                 throw ConfigurationError(setting: "databaseURL", problem: error.reason)
             }

@@ -42,10 +42,11 @@ struct Serve: AsyncParsableCommand {
         let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         LogFormat.bootstrap(loaded.logFormat, level: level)
         let logger = Logger(label: "passkeyd")
-        // The PostgreSQL pool runs as a service of the application's group; the database is checked
-        // and migrated once it is up and before the server listens.
+        // The PostgreSQL pools run on the store's own task (it replaces them after an outage) and
+        // close once the server has stopped; the database is checked and migrated before the
+        // server listens.
         let databaseLogger = Logger(label: "passkeyd.database")
-        let store = try Database.open(loaded.databaseURL, logger: databaseLogger, runsClient: false)
+        let store = try Database.open(loaded.databaseURL, logger: databaseLogger)
         let url = PostgresStore.redacted(loaded.databaseURL)
         let databaseURL = loaded.databaseURL
         let service = try PasskeyService(
@@ -53,8 +54,7 @@ struct Serve: AsyncParsableCommand {
             sharedLimits: Database.isShared(loaded.databaseURL))
         service.prepareDecoyPasswordHash()
         let app = PasskeyServer.application(
-            service: service, host: loaded.host, port: loaded.port, logger: logger,
-            services: (store as? PostgresStore)?.clients ?? []
+            service: service, host: loaded.host, port: loaded.port, logger: logger
         ) {
             let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
@@ -81,6 +81,7 @@ struct Serve: AsyncParsableCommand {
         }
         // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit.
         try await app.runService()
+        (store as? PostgresStore)?.close()
         logger.info("passkeyd stopped")
     }
 

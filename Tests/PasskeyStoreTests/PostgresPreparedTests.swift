@@ -18,7 +18,8 @@ struct PostgresPreparedTests {
         if let query { url += (url.contains("?") ? "&" : "?") + query }
         var options = PostgresStore.Options()
         options.maxConnections = 1
-        options.keepConnectionsOpen = false
+        options.suspectAfter = .seconds(10)
+        options.probeTimeout = .seconds(10)
         options.operationTimeout = .seconds(30)
         let store = try PostgresStore(url: url, options: options)
         _ = try await store.migrate()

@@ -32,22 +32,20 @@ struct StoreConformanceTests {
             credentialID: credentialID)
     }
 
-    /// postgres-nio arms (and cancels) an idle timer per query for connections beyond the
-    /// minimum and a keep-alive timer per query for every connection; each cancelled one holds
-    /// memory until its deadline. The server's pool keeps its connections (no idle timers) and
-    /// sends no keep-alive pings; test stores open connections as they need them.
-    @Test func thePoolArmsNoTimerPerQuery() throws {
+    /// postgres-nio 1.33's pool stops the process when a request comes while fewer connections
+    /// are alive than its minimum (a database outage under load): the pools keep no minimum.
+    /// Each cancelled idle timer holds memory until its deadline, so the idle timeout is short,
+    /// and no keep-alive pings are sent (a keep-alive timer per query).
+    @Test func thePoolKeepsNoMinimumAndArmsNoKeepAliveTimer() throws {
         let url = "postgres://passkeyd@db.example:5432/passkeyd?sslmode=disable"
         let server = try PostgresStore.configuration(url: url, options: PostgresStore.Options())
-        #expect(server.options.minimumConnections == server.options.maximumConnections)
+        #expect(server.options.minimumConnections == 0)
         #expect(server.options.maximumConnections == 20)
+        #expect(server.options.connectionIdleTimeout == .seconds(10))
         #expect(server.options.keepAliveBehavior == nil)
-        var lazy = PostgresStore.Options()
-        lazy.keepConnectionsOpen = false
-        lazy.maxConnections = 8
-        let tests = try PostgresStore.configuration(url: url, options: lazy)
-        #expect(tests.options.minimumConnections == 0 && tests.options.maximumConnections == 8)
-        #expect(tests.options.keepAliveBehavior == nil)
+        let probe = try PostgresStore.probeConfiguration(url: url, timeout: .seconds(2))
+        #expect(probe.options.connectTimeout == .seconds(2))
+        #expect(probe.host == "db.example" && probe.port == 5432)
     }
 
     /// With no session to keep, deleting a passkey ends every session it made: the empty token
