@@ -399,3 +399,21 @@ public struct OAuthGrant: Sendable, Hashable {
         self.revokedAt = revokedAt
     }
 }
+
+/// How an attempt to take a single-use OAuth code or refresh token for one client ended. Only
+/// the statement that marks the row used decides: of takers racing for one row, one alone gets
+/// ``taken(_:)``.
+public enum OAuthTake: Sendable, Hashable {
+    /// Taken now, by this caller alone (the row as the taking statement left it).
+    case taken(OAuthGrant)
+    /// Taken before, or by a caller that raced this one: the row as it is now. Its `family`
+    /// is the grant the first taker made (a code) or belongs to (a refresh token): a second use
+    /// means someone else holds it, so the caller revokes that grant.
+    case reused(OAuthGrant)
+    /// Its grant was revoked.
+    case revoked
+    /// Not used yet, but expired.
+    case expired
+    /// No such code or token issued to this client: nothing was changed.
+    case unknown
+}

@@ -195,13 +195,38 @@ public protocol PasskeyStore: Sendable {
     func oauthRequest(hash: [UInt8], now: Date) async throws -> (clientID: String, request: [UInt8])?
     func deleteOAuthRequest(hash: [UInt8]) async throws
     func saveOAuthCode(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws
-    /// Marks a code used, recording the refresh-token family its exchange makes. Returns the
-    /// code as it was before (`usedAt` set: it had been used already), or nil.
-    func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant?
+    /// Takes a code issued to `clientID` by one statement (`UPDATE … WHERE code_hash = … AND
+    /// client_id = … AND used_at IS NULL AND expires_at > … RETURNING`), recording the grant
+    /// (refresh-token family) its exchange makes: of callers racing for one code, exactly one
+    /// gets `taken`, the others `reused` with the winner's family. A code of another client is
+    /// `unknown` and left as it was (RFC 6749 §4.1.3: the code is checked to be the client's
+    /// before anything is touched).
+    func useOAuthCode(hash: [UInt8], clientID: String, family: String, at time: Date) async throws -> OAuthTake
+    /// A code issued to `clientID`, used or not, without touching it (its PKCE challenge and
+    /// redirect URI are checked before it is taken).
+    func oauthCode(hash: [UInt8], clientID: String) async throws -> OAuthGrant?
     func saveRefreshToken(hash: [UInt8], grant: OAuthGrant, createdAt: Date) async throws
-    /// Marks a refresh token used; returns it as it was before, or nil.
+    /// Takes a refresh token issued to `clientID` by one statement, the same way: `taken` by one
+    /// caller alone, `reused` for every other (rotation: each token refreshes once), `revoked`
+    /// when its grant was revoked (even when the token was written after the revocation),
+    /// `unknown` (nothing changed) for another client's token.
+    func useRefreshToken(hash: [UInt8], clientID: String, at time: Date) async throws -> OAuthTake
+    /// Revokes a grant: every refresh token of its family, those written later too, and (through
+    /// ``oauthGrantRevoked(family:)``) the access tokens that carry it, until `until`.
+    @discardableResult func revokeOAuthGrant(family: String, clientID: String, accountID: UUID, at time: Date, until: Date)
+        async throws -> Int
+    /// Revokes the grant of a refresh token issued to `clientID` (RFC 7009); false, and nothing
+    /// changed, for an unknown token or another client's.
+    func revokeRefreshToken(hash: [UInt8], clientID: String, at time: Date, until: Date) async throws -> Bool
+    /// Whether a grant (refresh-token family) was revoked: its access tokens are refused.
+    func oauthGrantRevoked(family: String) async throws -> Bool
+    /// Store bookkeeping without a client (the server always names one, above): marks a code
+    /// used by one statement and returns it as it was before (`usedAt` set: used already), or nil.
+    func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant?
+    /// Store bookkeeping without a client: marks a refresh token used by one statement and
+    /// returns it as it was before, or nil.
     func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant?
-    /// Revokes every refresh token of a family (reuse detected, a code used twice, revocation).
+    /// Revokes every refresh token of a family; returns how many.
     @discardableResult func revokeRefreshFamily(_ family: String, at time: Date) async throws -> Int
     /// The refresh token's family, if it exists.
     func refreshFamily(hash: [UInt8]) async throws -> String?

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// The store's logic, written once for both databases: every statement below runs on SQLite
@@ -856,16 +857,34 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             """)
     }
 
-    public func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant? {
+    // Single use (issue 33): each code and refresh token is taken by the one UPDATE below whose
+    // RETURNING says who won. On PostgreSQL a racing UPDATE waits for the row's lock and then
+    // re-checks `used_at IS NULL` on the committed row, so it takes nothing; on SQLite writes
+    // are serial. Only then is the row read again, to tell a reuse from an unknown token. The
+    // client is in the WHERE: another client's code or token is never touched.
+
+    public func useOAuthCode(hash: [UInt8], clientID: String, family: String, at time: Date) async throws -> OAuthTake {
         try await transaction { db in
-            guard let row = try await db.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash)") else { return nil }
-            let code = try OAuthGrant(row: row)
-            // First use only: a code used before keeps the family of that first exchange.
-            if code.usedAt == nil {
-                try await db.execute(
-                    "UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL")
+            if let row = try await db.first(
+                """
+                UPDATE oauth_codes SET used_at = \(time), family = \(family)
+                WHERE code_hash = \(hash) AND client_id = \(clientID) AND used_at IS NULL AND expires_at > \(time)
+                RETURNING *
+                """)
+            {
+                return .taken(try OAuthGrant(row: row))
             }
-            return code
+            guard let row = try await db.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash) AND client_id = \(clientID)") else {
+                return .unknown
+            }
+            let code = try OAuthGrant(row: row)
+            return code.usedAt != nil ? .reused(code) : .expired
+        }
+    }
+
+    public func oauthCode(hash: [UInt8], clientID: String) async throws -> OAuthGrant? {
+        try await reader.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash) AND client_id = \(clientID)").map {
+            try OAuthGrant(row: $0)
         }
     }
 
@@ -877,14 +896,102 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             """)
     }
 
+    public func useRefreshToken(hash: [UInt8], clientID: String, at time: Date) async throws -> OAuthTake {
+        try await transaction { db in
+            if let row = try await db.first(
+                """
+                UPDATE oauth_refresh_tokens SET used_at = \(time)
+                WHERE token_hash = \(hash) AND client_id = \(clientID) AND used_at IS NULL AND revoked_at IS NULL
+                  AND expires_at > \(time)
+                  AND NOT EXISTS (SELECT 1 FROM oauth_refresh_tokens AS revoked
+                                  WHERE revoked.family = oauth_refresh_tokens.family AND revoked.revoked_at IS NOT NULL)
+                RETURNING *
+                """)
+            {
+                return .taken(try OAuthGrant(row: row))
+            }
+            guard
+                let row = try await db.first(
+                    "SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash) AND client_id = \(clientID)")
+            else { return .unknown }
+            let token = try OAuthGrant(row: row)
+            if try await Self.grantRevoked(token.family ?? "", on: db) { return .revoked }
+            if token.usedAt != nil { return .reused(token) }
+            return .expired
+        }
+    }
+
+    /// The row that marks a family revoked though it may hold no refresh token (a grant without
+    /// `offline_access`, or one whose first token is still being written when a reused code
+    /// revokes it): keyed by a hash no token can have (tokens are hashed from 32 random bytes,
+    /// this from text), used and revoked from the start, kept until `until`.
+    static func revocationMarker(_ family: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(("passkeyd revoked grant " + family).utf8)))
+    }
+
+    static func revokeGrant(
+        _ family: String, clientID: String, accountID: UUID, at time: Date, until: Date, on db: any SQLConnection
+    ) async throws -> Int {
+        let revoked = try await db.run(
+            "UPDATE oauth_refresh_tokens SET revoked_at = \(time) WHERE family = \(family) AND revoked_at IS NULL RETURNING 1")
+        try await db.execute(
+            """
+            INSERT INTO oauth_refresh_tokens (token_hash, family, client_id, account_id, grant_data, created_at, expires_at, used_at, revoked_at)
+            VALUES (\(revocationMarker(family)), \(family), \(clientID), \(accountID), \([UInt8]()), \(time), \(until), \(time), \(time))
+            ON CONFLICT (token_hash) DO NOTHING
+            """)
+        return revoked
+    }
+
+    static func grantRevoked(_ family: String, on db: any SQLConnection) async throws -> Bool {
+        try await db.first("SELECT 1 AS n FROM oauth_refresh_tokens WHERE family = \(family) AND revoked_at IS NOT NULL LIMIT 1") != nil
+    }
+
+    public func revokeOAuthGrant(family: String, clientID: String, accountID: UUID, at time: Date, until: Date) async throws -> Int {
+        try await transaction { db in
+            try await Self.revokeGrant(family, clientID: clientID, accountID: accountID, at: time, until: until, on: db)
+        }
+    }
+
+    public func revokeRefreshToken(hash: [UInt8], clientID: String, at time: Date, until: Date) async throws -> Bool {
+        try await transaction { db in
+            guard
+                let row = try await db.first(
+                    "SELECT family, account_id FROM oauth_refresh_tokens WHERE token_hash = \(hash) AND client_id = \(clientID)")
+            else { return false }
+            _ = try await Self.revokeGrant(
+                try row.text("family"), clientID: clientID, accountID: try row.id("account_id"), at: time, until: until, on: db)
+            return true
+        }
+    }
+
+    public func oauthGrantRevoked(family: String) async throws -> Bool {
+        try await Self.grantRevoked(family, on: reader)
+    }
+
+    public func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant? {
+        try await transaction { db in
+            if let row = try await db.first(
+                "UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL RETURNING *")
+            {
+                var code = try OAuthGrant(row: row)
+                (code.usedAt, code.family) = (nil, nil)
+                return code
+            }
+            return try await db.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash)").map { try OAuthGrant(row: $0) }
+        }
+    }
+
     public func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant? {
         try await transaction { db in
-            guard let row = try await db.first("SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash)") else { return nil }
-            let token = try OAuthGrant(row: row)
-            if token.usedAt == nil {
-                try await db.execute("UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL")
+            if let row = try await db.first(
+                "UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL RETURNING *")
+            {
+                var token = try OAuthGrant(row: row)
+                token.usedAt = nil
+                return token
             }
-            return token
+            return try await db.first("SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash)").map { try OAuthGrant(row: $0) }
         }
     }
 
