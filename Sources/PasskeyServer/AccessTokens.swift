@@ -20,11 +20,17 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var sid: String
     public var amr: [String]
     public var auth_time: Int
-    public var username: String
+    /// The account's username: in a session's own tokens, and in a client's only with the
+    /// `profile` scope (OIDC Core §5.4).
+    public var username: String?
+    /// The operator's id for the account: in a session's own tokens, never in a client's.
     public var externalId: String?
     /// RFC 9068, for tokens the OpenID provider issues to a client.
     public var client_id: String?
     public var scope: String?
+    /// The grant (refresh-token family) a client's token was issued under: revoking the grant
+    /// (a code used twice, a refresh token reused or revoked) revokes the token too.
+    public var grant_id: String?
 
     /// Times are checked by ``AccessTokens/verify(_:)`` against the server's clock.
     public func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -254,27 +260,45 @@ public final class AccessTokens: Sendable {
         return claims
     }
 
-    private struct AudienceOnly: JWTPayload {
+    /// What an ID token carries that an access token does not, and the claims an access token
+    /// carries that an ID token must not.
+    private struct IDTokenShape: JWTPayload {
+        let iss: IssuerClaim
         let aud: AudienceClaim
         let sub: SubjectClaim
+        let azp: String
+        let acr: String
+        let auth_time: Int
+        let jti: String?
+        let client_id: String?
+        let scope: String?
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    /// The first `aud` and the `sub` of a token one of passkeyd's keys signed, expired or not
-    /// (an ID token hint at logout), else nil.
-    public func audienceOfOwnToken(_ token: String) async throws -> (audience: String, subject: String)? {
-        guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg else { return nil }
-        let loaded = try await current()
-        guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg,
-            let payload = try? await loaded.collection.verify(token, as: AudienceOnly.self)
+    /// The audience (the one client) and subject of an ID token passkeyd issued, expired or not
+    /// (RP-Initiated Logout 1.0 §2: "the OP MUST validate that it was the issuer of the ID
+    /// Token"), else nil. An ID token is told from passkeyd's access tokens by its header (`typ`
+    /// JWT, never `at+jwt`) and its claims: this issuer, one audience that is also its `azp`,
+    /// `acr` and `auth_time`, and no `jti`, `client_id` or `scope` (which every access token has).
+    public func idTokenHint(_ token: String) async throws -> (audience: String, subject: String)? {
+        guard token.utf8.count <= 8192, let header = Self.header(of: token), let kid = header.kid, let alg = header.alg,
+            header.typ == nil || header.typ == "JWT"
         else { return nil }
-        guard let audience = payload.aud.value.first else { return nil }
-        return (audience, payload.sub.value)
+        var loaded = try await current()
+        if !loaded.keys.contains(where: { $0.kid == kid }) { loaded = try await current(refresh: true) }
+        guard let key = loaded.keys.first(where: { $0.kid == kid }), key.algorithm == alg,
+            let claims = try? await loaded.collection.verify(token, as: IDTokenShape.self)
+        else { return nil }
+        guard claims.iss.value == issuer, claims.aud.value.count == 1, let audience = claims.aud.value.first, claims.azp == audience,
+            claims.jti == nil, claims.client_id == nil, claims.scope == nil
+        else { return nil }
+        return (audience, claims.sub.value)
     }
 
     private struct Header: Decodable {
         let alg: String?
         let kid: String?
+        let typ: String?
     }
 
     private static func header(of token: String) -> Header? {
@@ -295,6 +319,7 @@ extension AccessTokenClaims: JSONWritable {
             members.optionalString("client_id", client_id)
             members.member("exp") { $0.integer(Int(exp.value.timeIntervalSince1970.rounded(.down))) }
             members.optionalString("externalId", externalId)
+            members.optionalString("grant_id", grant_id)
             members.member("iat") { $0.integer(Int(iat.value.timeIntervalSince1970.rounded(.down))) }
             members.string("iss", iss.value)
             members.string("jti", jti.value)
@@ -302,7 +327,7 @@ extension AccessTokenClaims: JSONWritable {
             members.optionalString("scope", scope)
             members.string("sid", sid)
             members.string("sub", sub.value)
-            members.string("username", username)
+            members.optionalString("username", username)
         }
     }
 }

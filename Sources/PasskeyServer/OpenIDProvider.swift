@@ -80,13 +80,17 @@ struct OpenIDProvider: Sendable {
         let collection = RouteCollection(context: PasskeyRequestContext.self)
         let sessions = SessionResolver(service: service)
         collection.get(".well-known/openid-configuration") { _, _ in try discovery() }
-        let limited = collection.group().add(middleware: ClientRateLimitMiddleware(service: service))
-        limited.get("oauth2/authorize") { request, _ in try await authorize(request, sessions: sessions) }
-        limited.get("oauth2/authorize/requests/:id") { request, context in try await requestInfo(request, context, sessions: sessions) }
-        limited.group().add(middleware: JSONRequestMiddleware())
+        // Budgets of their own, never the sign-in routes' (OpenIDRateLimitMiddleware).
+        collection.group().add(middleware: OpenIDRateLimitMiddleware(service: service, budget: .authorize, navigation: true))
+            .get("oauth2/authorize") { request, context in try await authorize(request, context, sessions: sessions) }
+        let pending = collection.group().add(middleware: OpenIDRateLimitMiddleware(service: service, budget: .authorize, navigation: false))
+        pending.get("oauth2/authorize/requests/:id") { request, context in try await requestInfo(request, context, sessions: sessions) }
+        pending.group().add(middleware: JSONRequestMiddleware())
             .post("oauth2/authorize/requests/:id") { request, context in try await decide(request, context, sessions: sessions) }
-        limited.post("oauth2/token") { request, context in try await token(request, context) }
-        limited.post("oauth2/revoke") { request, _ in try await revoke(request) }
+        let clients = collection.group().add(middleware: OpenIDRateLimitMiddleware(service: service, budget: .client, navigation: false))
+        clients.post("oauth2/token") { request, context in try await token(request, context) }
+        clients.post("oauth2/revoke") { request, _ in try await revoke(request) }
+        clients.post("oauth2/introspect") { request, _ in try await introspect(request) }
         collection.get("oauth2/userinfo") { request, _ in try await userinfo(request) }
         collection.post("oauth2/userinfo") { request, _ in try await userinfo(request) }
         collection.get("oauth2/logout") { request, _ in try await logout(request, sessions: sessions) }
@@ -103,6 +107,7 @@ struct OpenIDProvider: Sendable {
             "userinfo_endpoint": .string(issuer + "/oauth2/userinfo"),
             "jwks_uri": .string(issuer + "/.well-known/jwks.json"),
             "revocation_endpoint": .string(issuer + "/oauth2/revoke"),
+            "introspection_endpoint": .string(issuer + "/oauth2/introspect"),
             "end_session_endpoint": .string(issuer + "/oauth2/logout"),
             "response_types_supported": .array([.string("code")]),
             "response_modes_supported": .array([.string("query")]),
@@ -112,6 +117,8 @@ struct OpenIDProvider: Sendable {
             "scopes_supported": .array(Self.scopes.map(JSONValue.string)),
             "token_endpoint_auth_methods_supported": .array(["client_secret_basic", "client_secret_post", "none"].map(JSONValue.string)),
             "revocation_endpoint_auth_methods_supported": .array(
+                ["client_secret_basic", "client_secret_post", "none"].map(JSONValue.string)),
+            "introspection_endpoint_auth_methods_supported": .array(
                 ["client_secret_basic", "client_secret_post", "none"].map(JSONValue.string)),
             "code_challenge_methods_supported": .array([.string("S256")]),
             "claims_supported": .array(
@@ -136,19 +143,33 @@ struct OpenIDProvider: Sendable {
     // MARK: Authorization endpoint
 
     /// `GET /oauth2/authorize`.
-    func authorize(_ request: Request, sessions: SessionResolver) async throws -> Response {
-        let query = Self.fields(request.uri.query ?? "")
+    func authorize(_ request: Request, _ context: PasskeyRequestContext, sessions: SessionResolver) async throws -> Response {
+        // Every parameter is bounded (parameterLimits) before anything is looked up or stored.
+        let rawQuery = request.uri.query ?? ""
+        guard rawQuery.utf8.count <= Self.maxQueryBytes else {
+            return Self.errorPage("Request too long", "The application sent you here with a request too long to read.")
+        }
+        let query = Self.fields(rawQuery)
         func value(_ name: String) -> String? { query[name] }
+        let oversized = Self.oversized(query)
         // Without a known client and one of its exact redirect URIs, nothing is redirected.
-        guard let clientID = value("client_id"), let client = try await store.oauthClient(id: clientID) else {
+        guard oversized != "client_id", let clientID = value("client_id"), let client = try await store.oauthClient(id: clientID) else {
             return Self.errorPage("Unknown client", "The application that sent you here is not registered with this sign-in service.")
         }
         guard let redirectURI = value("redirect_uri"), client.redirectURIs.contains(redirectURI) else {
             return Self.errorPage("Invalid redirect", "The application sent you here with an address it did not register (redirect_uri).")
         }
+        // A state too long to send back is not sent back: the error goes on a page.
+        guard oversized != "state" else {
+            return Self.errorPage(
+                "Request too long", "The application sent you here with a state longer than \(Self.parameterLimits["state"] ?? 0) bytes.")
+        }
         let state = value("state")
         func fail(_ code: String, _ description: String) -> Response {
             Self.redirect(redirectURI, ["error": code, "error_description": description, "state": state, "iss": issuer])
+        }
+        if let oversized {
+            return fail("invalid_request", "\(oversized) is longer than \(Self.parameterLimits[oversized] ?? 0) bytes.")
         }
         guard value("response_type") == "code" else { return fail("unsupported_response_type", "Only response_type=code is supported.") }
         let scope = (value("scope") ?? "").split(separator: " ").map { String($0) }
@@ -177,8 +198,8 @@ struct OpenIDProvider: Sendable {
         }
         let pending = AuthorizationRequest(
             clientID: client.id, redirectURI: redirectURI, scope: scope.filter(Self.scopes.contains), state: state,
-            nonce: value("nonce").map { String($0.prefix(512)) }, codeChallenge: challenge, prompt: prompt, maxAge: maxAge,
-            loginHint: value("login_hint").map { String($0.prefix(256)) }, createdAt: service.now())
+            nonce: value("nonce"), codeChallenge: challenge, prompt: prompt, maxAge: maxAge, loginHint: value("login_hint"),
+            createdAt: service.now())
 
         let signedIn = try? await sessions.optional(request)
         if let signedIn, !prompt.contains("login"), !prompt.contains("create"), fresh(signedIn, for: pending) {
@@ -190,7 +211,11 @@ struct OpenIDProvider: Sendable {
         } else if prompt.contains("none") {
             return fail("login_required", "The person is not signed in.")
         }
-        // The web UI signs the person in (and asks consent), then comes back with the request.
+        // The web UI signs the person in (and asks consent), then comes back with the request:
+        // stored, so at most pendingRequestsPerAddress per address per requestLifetime.
+        guard try await admitPendingRequest(service.client(request, context)) else {
+            return fail("temporarily_unavailable", "Too many sign-in requests from this network; try again in a few minutes.")
+        }
         let id = RelyingParty.randomBytes(32)
         try await store.saveOAuthRequest(
             hash: Array(SHA256.hash(data: id)), clientID: client.id, request: Array(try JSONEncoder().encode(pending)),
@@ -312,292 +337,6 @@ struct OpenIDProvider: Sendable {
                 expiresAt: time.addingTimeInterval(Self.codeLifetime)), createdAt: time)
         await service.audit(.oidcAuthorized, accountID: signedIn.account.id, client: PasskeyService.Client(), detail: client.id)
         return Self.redirect(pending.redirectURI, ["code": Base64URLBytes(code).base64URL, "state": pending.state, "iss": issuer])
-    }
-
-    // MARK: Token endpoint
-
-    /// The client of a token or revocation request (RFC 6749 §2.3.1): `client_secret_basic`,
-    /// `client_secret_post`, or `none` for a public client.
-    func authenticateClient(_ request: Request, form: [String: String]) async throws -> OAuthClient {
-        var id = form["client_id"]
-        var secret = form["client_secret"]
-        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("basic ") {
-            guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-                let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
-            else { throw OAuthError(code: "invalid_client", description: "Malformed Basic credentials.", status: .unauthorized) }
-            id = String(text[..<colon]).removingPercentEncoding
-            secret = String(text[text.index(after: colon)...]).removingPercentEncoding
-        }
-        guard let id, let client = try await store.oauthClient(id: id) else {
-            throw OAuthError(code: "invalid_client", description: "Unknown client.", status: .unauthorized)
-        }
-        if let expected = client.secretHash {
-            // Digests compare in constant time.
-            guard let secret, Array(SHA256.hash(data: Array(secret.utf8))) == expected else {
-                throw OAuthError(code: "invalid_client", description: "Wrong client credentials.", status: .unauthorized)
-            }
-        }
-        return client
-    }
-
-    static func form(_ request: Request, limit: Int) async throws -> [String: String] {
-        guard (request.headers[.contentType] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded") else {
-            throw OAuthError(code: "invalid_request", description: "Send the parameters as application/x-www-form-urlencoded.")
-        }
-        let buffer = try await request.body.collect(upTo: limit)
-        var repeated: String?
-        let result = fields(String(buffer: buffer), repeated: &repeated)
-        // RFC 6749 §3.2: parameters must not be repeated.
-        if let repeated { throw OAuthError(code: "invalid_request", description: "\(repeated) is repeated.") }
-        return result
-    }
-
-    /// `application/x-www-form-urlencoded` fields (a form body, or a query: `+` is a space).
-    static func fields(_ text: String) -> [String: String] {
-        var repeated: String?
-        return fields(text, repeated: &repeated)
-    }
-
-    static func fields(_ text: String, repeated: inout String?) -> [String: String] {
-        var result: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
-            guard let name = parts.first?.removingPercentEncoding else { continue }
-            guard result[name] == nil else {
-                repeated = repeated ?? name
-                continue
-            }
-            result[name] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
-        }
-        return result
-    }
-
-    struct TokenJSON: Encodable {
-        let access_token: String
-        let token_type = "Bearer"
-        let expires_in: Int
-        let id_token: String
-        let refresh_token: String?
-        let scope: String
-    }
-
-    /// `POST /oauth2/token`.
-    func token(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        do {
-            let form = try await Self.form(request, limit: service.configuration.maxBodySize)
-            let client = try await authenticateClient(request, form: form)
-            switch form["grant_type"] {
-            case "authorization_code": return try await exchangeCode(form, client: client)
-            case "refresh_token": return try await refresh(form, client: client)
-            case nil: throw OAuthError(code: "invalid_request", description: "grant_type is required.")
-            default: throw OAuthError(code: "unsupported_grant_type", description: "authorization_code and refresh_token are supported.")
-            }
-        } catch let error as OAuthError {
-            return Self.tokenError(error)
-        }
-    }
-
-    func exchangeCode(_ form: [String: String], client: OAuthClient) async throws -> Response {
-        guard let text = form["code"], let code = Base64URLBytes(encoded: text)?.bytes, code.count == 32 else {
-            throw OAuthError(code: "invalid_grant", description: "Unknown code.")
-        }
-        let time = service.now()
-        let family = UUID.random().uuidString.lowercased()
-        guard let stored = try await store.useOAuthCode(hash: Array(SHA256.hash(data: code)), family: family, at: time) else {
-            throw OAuthError(code: "invalid_grant", description: "Unknown code.")
-        }
-        if stored.usedAt != nil {
-            // A code used twice: whatever its first exchange issued is revoked (RFC 9700 §4.5).
-            if let first = stored.family { try await store.revokeRefreshFamily(first, at: time) }
-            await service.audit(.oidcGrantReused, accountID: stored.accountID, client: PasskeyService.Client(), detail: "code \(client.id)")
-            throw OAuthError(code: "invalid_grant", description: "This code was already used.")
-        }
-        guard stored.expiresAt > time else { throw OAuthError(code: "invalid_grant", description: "This code expired.") }
-        guard stored.clientID == client.id, let grant = try? JSONDecoder().decode(Grant.self, from: Data(stored.grant)) else {
-            throw OAuthError(code: "invalid_grant", description: "This code was issued to another client.")
-        }
-        guard form["redirect_uri"] == grant.redirectURI else {
-            throw OAuthError(code: "invalid_grant", description: "redirect_uri differs from the authorization request's.")
-        }
-        if let challenge = grant.codeChallenge {
-            guard let verifier = form["code_verifier"], (43...128).contains(verifier.utf8.count),
-                Base64URLBytes(Array(SHA256.hash(data: Array(verifier.utf8)))).base64URL == challenge
-            else { throw OAuthError(code: "invalid_grant", description: "code_verifier does not match the code_challenge.") }
-        } else if form["code_verifier"] != nil {
-            throw OAuthError(code: "invalid_grant", description: "The authorization request had no code_challenge.")
-        }
-        return try await issueTokens(grant, client: client, accountID: stored.accountID, family: family)
-    }
-
-    func refresh(_ form: [String: String], client: OAuthClient) async throws -> Response {
-        guard let text = form["refresh_token"], let token = Self.refreshTokenBytes(text) else {
-            throw OAuthError(code: "invalid_grant", description: "Unknown refresh token.")
-        }
-        let time = service.now()
-        guard let stored = try await store.useRefreshToken(hash: Array(SHA256.hash(data: token)), at: time), stored.revokedAt == nil else {
-            throw OAuthError(code: "invalid_grant", description: "Unknown or revoked refresh token.")
-        }
-        guard stored.clientID == client.id else {
-            throw OAuthError(code: "invalid_grant", description: "This refresh token belongs to another client.")
-        }
-        if stored.usedAt != nil {
-            // Reuse of a rotated token: someone else holds the family. End it (RFC 9700 §4.14.2).
-            if let family = stored.family { try await store.revokeRefreshFamily(family, at: time) }
-            await service.audit(
-                .oidcGrantReused, accountID: stored.accountID, client: PasskeyService.Client(), detail: "refresh \(client.id)")
-            throw OAuthError(code: "invalid_grant", description: "This refresh token was already used; the whole grant is revoked.")
-        }
-        guard stored.expiresAt > time, let grant = try? JSONDecoder().decode(Grant.self, from: Data(stored.grant)) else {
-            throw OAuthError(code: "invalid_grant", description: "This refresh token expired.")
-        }
-        return try await issueTokens(grant, client: client, accountID: stored.accountID, family: stored.family ?? UUID.random().uuidString)
-    }
-
-    static func refreshTokenBytes(_ text: String) -> [UInt8]? {
-        guard text.hasPrefix("rt_"), let bytes = Base64URLBytes(encoded: String(text.dropFirst(3)))?.bytes, bytes.count == 32 else {
-            return nil
-        }
-        return bytes
-    }
-
-    /// Access token (a JWT for the client), ID token, and with `offline_access` a rotated
-    /// refresh token. The grant's session must still be live and its account enabled.
-    func issueTokens(_ grant: Grant, client: OAuthClient, accountID: UUID, family: String) async throws -> Response {
-        guard let (session, account) = try await store.session(tokenHash: grant.sessionHash, now: service.now()), account.id == accountID
-        else {
-            throw OAuthError(code: "invalid_grant", description: "The sign-in behind this grant has ended.")
-        }
-        let time = service.now()
-        let lifetime = service.configuration.tokens.lifetimeSeconds
-        var access = AccessTokenClaimsFactory.claims(
-            tokens: service.tokens, account: account, session: session, audiences: [client.id], lifetime: lifetime, now: time)
-        access.client_id = client.id
-        access.scope = grant.scope.joined(separator: " ")
-        let accessToken = try await service.tokens.sign(access, type: "at+jwt")
-        let issued = Date(timeIntervalSince1970: time.timeIntervalSince1970.rounded(.down))
-        let idClaims = IDTokenClaims(
-            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
-            aud: AudienceClaim(value: [client.id]),
-            exp: ExpirationClaim(value: issued.addingTimeInterval(Double(lifetime))), iat: IssuedAtClaim(value: issued),
-            auth_time: grant.authTime, nonce: grant.nonce, amr: AccessTokens.amr(method: grant.method),
-            acr: ["passkey", "sign_up"].contains(grant.method) ? "phr" : "0", sid: AccessTokens.sessionID(session), azp: client.id,
-            preferred_username: grant.scope.contains("profile") ? account.username : nil,
-            name: grant.scope.contains("profile") ? account.displayName : nil,
-            email: grant.scope.contains("email") && account.username.contains("@") ? account.username : nil)
-        let idToken = try await service.tokens.sign(idClaims, algorithm: client.idTokenAlgorithm)
-        var refreshToken: String?
-        if grant.scope.contains("offline_access") {
-            let bytes = RelyingParty.randomBytes(32)
-            try await store.saveRefreshToken(
-                hash: Array(SHA256.hash(data: bytes)),
-                grant: OAuthGrant(
-                    clientID: client.id, accountID: account.id, grant: Array(try JSONEncoder().encode(grant)), family: family,
-                    expiresAt: min(time.addingTimeInterval(Double(service.configuration.oidcRefreshTokenSeconds)), session.expiresAt)),
-                createdAt: time)
-            refreshToken = "rt_" + Base64URLBytes(bytes).base64URL
-        }
-        await service.audit(.oidcTokenIssued, accountID: account.id, client: PasskeyService.Client(), detail: client.id)
-        var headers = HTTPFields()
-        headers[HTTPField.Name("Pragma")!] = "no-cache"
-        return try HTTP.json(
-            TokenJSON(
-                access_token: accessToken, expires_in: Int(access.exp.value.timeIntervalSince(issued)), id_token: idToken,
-                refresh_token: refreshToken, scope: grant.scope.joined(separator: " ")), headers: headers)
-    }
-
-    // MARK: Userinfo, revocation, logout
-
-    /// `GET|POST /oauth2/userinfo` (OIDC Core §5.3) with an access token from the token endpoint.
-    func userinfo(_ request: Request) async throws -> Response {
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            let claims = try await service.tokens.verify(
-                String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces), anyAudience: true),
-            let clientID = claims.client_id,
-            let hash = Base64URLBytes(encoded: claims.sid)?.bytes,
-            let (_, account) = try await store.session(tokenHash: hash, now: service.now()),
-            account.id.uuidString.lowercased() == claims.sub.value
-        else {
-            var headers = HTTPFields()
-            headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
-            headers[.cacheControl] = "no-store"
-            return Response(status: .unauthorized, headers: headers)
-        }
-        let scope = (claims.scope ?? "").split(separator: " ").map { String($0) }
-        var info: [String: JSONValue] = ["sub": .string(claims.sub.value)]
-        if scope.contains("profile") {
-            info["preferred_username"] = .string(account.username)
-            info["name"] = .string(account.displayName)
-        }
-        if scope.contains("email"), account.username.contains("@") {
-            info["email"] = .string(account.username)
-            info["email_verified"] = .bool(false)
-        }
-        _ = clientID
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: Self.jsonBytes(.object(info)))))
-    }
-
-    /// `POST /oauth2/revoke` (RFC 7009): a refresh token ends its whole grant; an access token is
-    /// short-lived and stays valid until it expires (the answer is 200 either way, §2.2).
-    func revoke(_ request: Request) async throws -> Response {
-        do {
-            let form = try await Self.form(request, limit: service.configuration.maxBodySize)
-            let client = try await authenticateClient(request, form: form)
-            if let text = form["token"], let bytes = Self.refreshTokenBytes(text) {
-                let hash = Array(SHA256.hash(data: bytes))
-                if let family = try await store.refreshFamily(hash: hash),
-                    let stored = try await store.useRefreshToken(hash: hash, at: service.now()),
-                    stored.clientID == client.id
-                {
-                    try await store.revokeRefreshFamily(family, at: service.now())
-                }
-            }
-            var headers = HTTPFields()
-            headers[.cacheControl] = "no-store"
-            return Response(status: .ok, headers: headers)
-        } catch let error as OAuthError {
-            return Self.tokenError(error)
-        }
-    }
-
-    /// `GET /oauth2/logout` (RP-Initiated Logout 1.0): ends the browser's passkeyd session and
-    /// returns to a `post_logout_redirect_uri` registered for the client. Only an `id_token_hint`
-    /// passkeyd signed for the signed-in person ends the session: anything else (a link on
-    /// another site, an image) asks the person instead (§2: the OP should confirm), so nobody
-    /// can be signed out from elsewhere.
-    func logout(_ request: Request, sessions: SessionResolver) async throws -> Response {
-        let query = Self.fields(request.uri.query ?? "")
-        var clientID = query["client_id"]
-        var hinted: (audience: String, subject: String)?
-        if let hint = query["id_token_hint"] { hinted = try? await service.tokens.audienceOfOwnToken(hint) }
-        if clientID == nil { clientID = hinted?.audience }
-        var redirect: String?
-        if let target = query["post_logout_redirect_uri"] {
-            guard let clientID, let client = try await store.oauthClient(id: clientID), client.postLogoutURIs.contains(target) else {
-                return Self.errorPage("Invalid sign-out address", "The application asked to return to an address it did not register.")
-            }
-            redirect = Self.location(target, ["state": query["state"]])
-        }
-        var headers = HTTPFields()
-        if let signedIn = try? await sessions.optional(request) {
-            guard hinted?.subject == signedIn.account.id.uuidString.lowercased() else {
-                return Self.page(
-                    "Sign out?",
-                    "An application asked to sign you out of passkeyd. To sign out, use the Sign out button on your account page.",
-                    status: .ok)
-            }
-            try await store.revokeSession(tokenHash: signedIn.session.tokenHash)
-            await service.audit(.sessionRevoked, accountID: signedIn.account.id, client: PasskeyService.Client(), detail: "oidc_logout")
-        }
-        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
-        headers[.cacheControl] = "no-store"
-        if let redirect {
-            headers[.location] = redirect
-            return Response(status: .found, headers: headers)
-        }
-        return Self.page("Signed out", "You are signed out.", status: .ok, headers: headers)
     }
 
     // MARK: Answers

@@ -13,6 +13,9 @@ public struct PasskeyService: Sendable {
     public let store: any PasskeyStore
     public let metrics: ServerMetrics
     let limiter: RateLimiter
+    /// Pending OpenID authorization requests stored per address, in windows as long as such a
+    /// request lives (``OpenIDProvider/requestLifetime``).
+    let pendingAuthorizations: RateLimiter
     let capacity: CeremonyCapacity
     let passwordWork: BoundedWorkPool
     let secret: CachedSecret
@@ -37,6 +40,9 @@ public struct PasskeyService: Sendable {
         metrics = ServerMetrics()
         limiter = RateLimiter(
             window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
+            maxKeys: configuration.rateLimits.maxKeys)
+        pendingAuthorizations = RateLimiter(
+            window: .seconds(Int64(OpenIDProvider.requestLifetime)), store: sharedLimits ? store : nil,
             maxKeys: configuration.rateLimits.maxKeys)
         capacity = CeremonyCapacity()
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)

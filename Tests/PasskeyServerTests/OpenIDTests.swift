@@ -63,8 +63,10 @@ struct OpenIDTests {
             #expect(query["state"] == "s1" && query["iss"] == ServerHarness.origin)
             let code = try #require(query["code"])
             let form = ["grant_type": "authorization_code", "code": code, "redirect_uri": Self.redirect, "code_verifier": verifier]
-            // Another client cannot redeem it; that attempt spends it (single use).
+            // Another client can neither redeem it nor spend it (OpenIDAttackTests); its own
+            // client redeems it once.
             #expect(try await Self.exchange(api, client: other, secret: otherSecret, form: form).string("error") == "invalid_grant")
+            #expect(try await Self.exchange(api, client: client, secret: secret, form: form).status == .ok)
             #expect(try await Self.exchange(api, client: client, secret: secret, form: form).string("error") == "invalid_grant")
 
             let late = Self.parameters(try await Self.authorize(api, client: client, challenge: challenge, token: session))["code"]
