@@ -62,7 +62,8 @@ def test_discovery_says_what_the_server_does(provider):
     assert discovery["issuer"] == server.origin
     for key, path in [("authorization_endpoint", "/oauth2/authorize"), ("token_endpoint", "/oauth2/token"),
                       ("userinfo_endpoint", "/oauth2/userinfo"), ("jwks_uri", "/.well-known/jwks.json"),
-                      ("revocation_endpoint", "/oauth2/revoke"), ("end_session_endpoint", "/oauth2/logout")]:
+                      ("revocation_endpoint", "/oauth2/revoke"), ("end_session_endpoint", "/oauth2/logout"),
+                      ("introspection_endpoint", "/oauth2/introspect")]:
         assert discovery[key] == server.origin + path
     assert discovery["response_types_supported"] == ["code"]
     assert discovery["code_challenge_methods_supported"] == ["S256"]
@@ -71,7 +72,8 @@ def test_discovery_says_what_the_server_does(provider):
     assert set(discovery["token_endpoint_auth_methods_supported"]) == {"client_secret_basic", "client_secret_post", "none"}
     # Every endpoint it names is served.
     for key, method in [("authorization_endpoint", "GET"), ("token_endpoint", "POST"), ("userinfo_endpoint", "GET"),
-                        ("jwks_uri", "GET"), ("revocation_endpoint", "POST"), ("end_session_endpoint", "GET")]:
+                        ("jwks_uri", "GET"), ("revocation_endpoint", "POST"), ("end_session_endpoint", "GET"),
+                        ("introspection_endpoint", "POST")]:
         answer = requests.request(method, discovery[key], allow_redirects=False)
         assert answer.status_code not in (404, 405), f"{key}: {answer.status_code}"
 
@@ -238,11 +240,26 @@ def test_what_the_provider_refuses(provider, browser):
     refresh = requests.post(token_url, data={"grant_type": "refresh_token", "refresh_token": first["refresh_token"]},
                             auth=(client_id, client_secret))
     assert refresh.json()["error"] == "invalid_grant", "the first exchange's refresh token survived a code reuse"
+    first_info = requests.get(discovery["userinfo_endpoint"], headers={"Authorization": "Bearer " + first["access_token"]})
+    assert first_info.status_code == 401, "the first exchange's access token survived a code reuse"
 
-    # alg: none at the userinfo endpoint.
+    # alg: none at the userinfo endpoint, against a token that is otherwise valid.
+    verifier, challenge = pkce()
+    code = code_for(browser, server, app, client_id, challenge)
+    fresh = requests.post(token_url, data={"grant_type": "authorization_code", "code": code, "redirect_uri": app.base + "/callback",
+                                           "code_verifier": verifier}, auth=(client_id, client_secret)).json()
     head = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "at+jwt"}).encode()).rstrip(b"=").decode()
-    body = first["access_token"].split(".")[1]
+    body = fresh["access_token"].split(".")[1]
     forged = requests.get(discovery["userinfo_endpoint"], headers={"Authorization": f"Bearer {head}.{body}."})
     assert forged.status_code == 401
-    assert requests.get(discovery["userinfo_endpoint"], headers={"Authorization": "Bearer " + first["access_token"]}).status_code == 200
+    assert requests.get(discovery["userinfo_endpoint"], headers={"Authorization": "Bearer " + fresh["access_token"]}).status_code == 200
+
+    # Another client cannot spend this client's code: a public client posting it is refused,
+    # and the owner's own exchange still works (RFC 6749 §4.1.3).
+    verifier, challenge = pkce()
+    code = code_for(browser, server, app, client_id, challenge)
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": app.base + "/callback", "code_verifier": verifier}
+    stolen = requests.post(token_url, data=dict(form, client_id=public_id))
+    assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_grant"
+    assert "access_token" in requests.post(token_url, data=form, auth=(client_id, client_secret)).json()
     assert requests.post(token_url, data={"grant_type": "password"}, auth=(client_id, client_secret)).json()["error"] == "unsupported_grant_type"
