@@ -42,7 +42,8 @@ class Server:
         self.binaries = binaries; self.port = free_port(); self.origin = f"http://localhost:{self.port}"
         self.database = "sqlite://" + os.path.join(workdir, f"bench-{self.port}.sqlite")
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=self.origin, PASSKEYD_RATE_LIMITS="off",
-                   PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="")
+                   PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="",
+                   PASSKEYD_WEBHOOK_ALLOW_PRIVATE="1")
         self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
         self.process = subprocess.Popen([os.path.join(binaries, "passkeyd"), "serve", "--database", self.database],
                                         env=env, stdout=self.log, stderr=self.log, cwd=workdir)
@@ -54,7 +55,7 @@ class Server:
         raise SystemExit("server did not start; see " + self.log.name)
 
     def admin(self, *args):
-        env = dict(os.environ, PASSKEYD_CONFIG="", PASSKEYD_ORIGINS=self.origin)
+        env = dict(os.environ, PASSKEYD_CONFIG="", PASSKEYD_ORIGINS=self.origin, PASSKEYD_WEBHOOK_ALLOW_PRIVATE="1")
         return subprocess.run([os.path.join(self.binaries, "passkeyd"), "admin", *args, "--database", self.database],
                               check=True, capture_output=True, text=True, env=env).stdout
 

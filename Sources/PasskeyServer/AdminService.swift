@@ -11,10 +11,15 @@ import WebAuthn
 public struct AdminService: Sendable {
     public let store: any PasskeyStore
     let now: @Sendable () -> Date
+    /// The address rule webhook URLs are held to (the configuration's `webhookPolicy`).
+    let webhookPolicy: OutboundURLPolicy
 
-    public init(store: any PasskeyStore, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        store: any PasskeyStore, now: @escaping @Sendable () -> Date = { Date() }, webhookPolicy: OutboundURLPolicy = OutboundURLPolicy()
+    ) {
         self.store = store
         self.now = now
+        self.webhookPolicy = webhookPolicy
     }
 
     /// Why an admin verb could not be done.
@@ -166,11 +171,26 @@ public struct AdminService: Sendable {
 
     // MARK: Webhooks
 
-    /// Adds an endpoint; returns it and its signing secret (`whsec_…`, shown once).
+    /// Adds an endpoint; returns it and its signing secret (`whsec_…`, shown once). A URL that
+    /// breaks ``webhookPolicy`` (by its text, or a name that resolves to an inside address now)
+    /// is `invalid_webhook_url`; deliveries check the address again each time they connect.
     public func addWebhook(url: String, events: [String], secret: String? = nil) async throws -> (endpoint: WebhookEndpoint, secret: String)
     {
-        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
-            throw Refusal(description: "\"\(url)\" is not an http(s) URL")
+        do {
+            let destination = try webhookPolicy.check(url: url)
+            if destination.address == nil, !webhookPolicy.allowsPrivateAddresses,
+                let addresses = await WebhookClient.resolve(destination.host, within: .seconds(2))
+            {
+                for address in addresses {
+                    do throws(OutboundURLPolicy.Refusal) {
+                        try webhookPolicy.check(address: address)
+                    } catch {
+                        throw OutboundURLPolicy.Refusal(description: "\(destination.host) resolves to \(error.description)")
+                    }
+                }
+            }
+        } catch let refusal as OutboundURLPolicy.Refusal {
+            throw PasskeyServiceError(.invalidWebhookURL, "This webhook URL is refused: \(refusal.description).")
         }
         let known = Set(AuditEvent.Kind.allCases.map(\.rawValue))
         let kinds = events.isEmpty ? ["*"] : events

@@ -39,7 +39,11 @@ public enum PasskeyServer {
             await service.refreshMetadata()
         }
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
-        app.addServices(WebhookDispatcher(store: service.store, metrics: service.metrics, logger: logger, now: service.now))
+        app.addServices(
+            WebhookDispatcher(
+                store: service.store, metrics: service.metrics, logger: logger, policy: service.configuration.webhookPolicy,
+                now: service.now
+            ))
         app.addServices(MetadataRefresher(service: service))
         return app
     }

@@ -112,6 +112,10 @@ extension PasskeyServiceError.Code {
     public static let consentRequired = Self(rawValue: "consent_required")
     public static let signUpNotAllowed = Self(rawValue: "sign_up_not_allowed")
     public static let alreadySignedIn = Self(rawValue: "already_signed_in")
+    /// A webhook URL that breaks the address rule (``OutboundURLPolicy``): 400, the message
+    /// names the rule. Not yet in ``all``: its status joins `APIError.statuses` first (until
+    /// then the table's default, 400, answers it).
+    public static let invalidWebhookURL = Self(rawValue: "invalid_webhook_url")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [

@@ -176,7 +176,7 @@ func introspectionToken(_ request: Request, limit: Int) async throws -> String {
 /// `passkeyd admin` runs.
 struct ServerAPI: Sendable {
     let service: PasskeyService
-    var admin: AdminService { AdminService(store: service.store, now: service.now) }
+    var admin: AdminService { AdminService(store: service.store, now: service.now, webhookPolicy: service.configuration.webhookPolicy) }
     var limit: Int { service.configuration.maxBodySize }
 
     var routes: RouteCollection<PasskeyRequestContext> {
@@ -347,6 +347,11 @@ struct ServerAPI: Sendable {
         let body = try await request.decode(CreateUserBody.self, limit: limit)
         let result = try await admin.findOrCreate(
             username: body.username, displayName: body.displayName, externalID: body.externalId, by: caller(context))
+        // An account that already holds the externalId is a conflict on a unique field; only a
+        // key that may read accounts is shown it (a users:write-only key learns nothing more).
+        guard result.created || context.apiKey?.key.scopes.contains("users:read") == true else {
+            throw APIError(.conflict, "conflict", "An account holds this externalId; reading it needs an API key with users:read.")
+        }
         return try HTTP.json(AdminUserJSON(result.account), status: result.created ? .created : .ok)
     }
 }

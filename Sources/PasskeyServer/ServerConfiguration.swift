@@ -138,6 +138,13 @@ public struct ServerConfiguration: Sendable {
     /// credentials). Never `*`.
     public var corsOrigins: [String] = []
     public var webhooks: [Webhook] = []
+    /// Lets webhooks reach loopback, private, link-local and other inside addresses, and use plain
+    /// `http` (`webhookAllowPrivateAddresses`, `PASSKEYD_WEBHOOK_ALLOW_PRIVATE=1`): for local
+    /// development, tests, and receivers on the operator's own network. Off: only https to
+    /// public addresses (docs/security.md, "Webhooks").
+    public var webhookAllowPrivateAddresses = false
+    /// The rule every outgoing request is held to.
+    public var webhookPolicy: OutboundURLPolicy { OutboundURLPolicy(allowsPrivateAddresses: webhookAllowPrivateAddresses) }
     /// Requests per API key per rate-limit window.
     public var apiKeyRequestsPerWindow = 6000
     /// How long an OpenID Connect refresh token lives (never past the session it stands on).
@@ -351,8 +358,10 @@ public struct ServerConfiguration: Sendable {
                 setting: "corsOrigins", problem: "\"\(origin)\" is not an origin (scheme://host[:port]); * is never allowed")
         }
         for hook in webhooks {
-            guard let url = URL(string: hook.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ConfigurationError(setting: "webhooks", problem: "\"\(hook.url)\" is not an http(s) URL")
+            do {
+                _ = try webhookPolicy.check(url: hook.url)
+            } catch {
+                throw ConfigurationError(setting: "webhooks", problem: "\"\(hook.url)\": \(error.description)")
             }
             guard hook.secret.utf8.count >= 24 else {
                 throw ConfigurationError(setting: "webhooks", problem: "the secret of \(hook.url) must have at least 24 bytes")

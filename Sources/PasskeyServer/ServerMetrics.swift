@@ -118,9 +118,14 @@ public final class ServerMetrics: Sendable {
         counter("passkeyd_ceremonies_discarded_total").increment(by: count)
     }
 
-    /// A webhook delivery attempt (`result`: `delivered` or `failed`).
-    func webhookDelivery(succeeded: Bool) {
+    /// A webhook delivery attempt (`result`: `delivered` or `failed`); a failure is also counted
+    /// per endpoint (its id) and `reason` (`refused`, `timeout`, `address_refused`, `redirect`,
+    /// `http_status`, `error`, `removed`) in `passkeyd_webhook_failures_total`.
+    func webhookDelivery(endpoint: UUID, succeeded: Bool, reason: String?) {
         counter("passkeyd_webhook_deliveries_total", [("result", succeeded ? "delivered" : "failed")]).increment()
+        guard !succeeded else { return }
+        counter("passkeyd_webhook_failures_total", [("endpoint", endpoint.uuidString.lowercased()), ("reason", reason ?? "error")])
+            .increment()
     }
 
     /// A request whose client closed the connection before the answer.

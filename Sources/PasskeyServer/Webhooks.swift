@@ -1,9 +1,7 @@
-import AsyncHTTPClient
 import Crypto
 import Foundation
 import Logging
 import NIOCore
-import NIOHTTP1
 import PasskeyStore
 import ServiceLifecycle
 import WebAuthn
@@ -53,24 +51,42 @@ struct WebhookEventJSON: Encodable {
 /// Delivers the outbox (`webhook_deliveries`, filled in the same transaction as each audit line)
 /// in the background: at least once, in order per account and endpoint, retried with exponential
 /// back-off (5 s doubling to an hour), each delivery leased so that of several instances on one
-/// PostgreSQL exactly one sends it. Sign-ins never wait for it.
+/// PostgreSQL exactly one sends it at a time. Sign-ins never wait for it.
+///
+/// Each endpoint has a worker of its own, so a slow or dead receiver delays nobody else: a
+/// refused connection fails at once, a connection attempt gives up after `connectTimeout`, a
+/// request after `requestTimeout`, and an endpoint whose every send fails rests (0.25 s doubling
+/// to 5 s) on top of each delivery's own back-off. Addresses are held to `policy`
+/// (``OutboundURLPolicy``) when connecting, and redirects are never followed.
 public struct WebhookDispatcher: Service {
     let store: any PasskeyStore
     let metrics: ServerMetrics
     let logger: Logger
+    let policy: OutboundURLPolicy
+    /// How often the list of endpoints is read (a new endpoint gets its worker within it).
     let interval: Duration
-    let timeout: Duration
+    /// How often an idle endpoint's worker looks for due deliveries.
+    let pollInterval: Duration
+    let connectTimeout: Duration
+    let requestTimeout: Duration
+    /// Deliveries in flight at once to one endpoint (each to a different account).
+    let concurrency: Int
     let now: @Sendable () -> Date
 
     public init(
-        store: any PasskeyStore, metrics: ServerMetrics, logger: Logger, interval: Duration = .seconds(1), timeout: Duration = .seconds(10),
-        now: @escaping @Sendable () -> Date = { Date() }
+        store: any PasskeyStore, metrics: ServerMetrics, logger: Logger, policy: OutboundURLPolicy = OutboundURLPolicy(),
+        interval: Duration = .seconds(1), pollInterval: Duration = .milliseconds(200), connectTimeout: Duration = .seconds(2),
+        requestTimeout: Duration = .seconds(5), concurrency: Int = 8, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.metrics = metrics
         self.logger = logger
+        self.policy = policy
         self.interval = interval
-        self.timeout = timeout
+        self.pollInterval = pollInterval
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.concurrency = max(1, concurrency)
         self.now = now
     }
 
@@ -79,42 +95,110 @@ public struct WebhookDispatcher: Service {
     /// The wait before attempt `attempts + 1`: 5 s, 10 s, 20 s, … at most an hour.
     static func backoff(afterAttempts attempts: Int) -> TimeInterval { min(3600, 5 * pow(2, Double(min(attempts, 20)))) }
 
+    /// How long a claim holds its deliveries: longer than any send can take (the name's
+    /// resolution, the connection and the request, all bounded), so a lease never runs out
+    /// while its delivery is still being sent and no other instance sends it meanwhile.
+    var lease: TimeInterval { Double((connectTimeout + requestTimeout).components.seconds) + 2 + 30 }
+
+    /// A client held to this dispatcher's policy and timeouts; shut it down after use.
+    func makeClient() -> WebhookClient {
+        WebhookClient(policy: policy, connectTimeout: connectTimeout, requestTimeout: requestTimeout)
+    }
+
     public func run() async throws {
-        let client = HTTPClient.shared
+        let client = makeClient()
+        var workers: [UUID: Task<Void, Never>] = [:]
         // Rounds start after a pause: the database is migrated before the server starts, while
         // this service is already up.
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                do {
-                    if try await deliverDue(client: client) == 0 { break }
-                } catch {
-                    logger.warning("webhook delivery round failed", metadata: ["error": "\(error)"])
-                    break
+            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { break }
+            do {
+                let endpoints = try await store.webhookEndpoints().filter { !$0.disabled }
+                let live = Set(endpoints.map(\.id))
+                for (id, worker) in workers where !live.contains(id) {
+                    worker.cancel()
+                    workers[id] = nil
                 }
+                for endpoint in endpoints where workers[endpoint.id] == nil {
+                    workers[endpoint.id] = Task { await work(for: endpoint, client: client) }
+                }
+            } catch {
+                logger.warning("webhook endpoints could not be read", metadata: ["error": "\(error)"])
             }
+        }
+        for worker in workers.values { worker.cancel() }
+        for worker in workers.values { await worker.value }
+        await client.shutdown()
+    }
+
+    /// One endpoint's worker: delivers what is due to it, round after round, until cancelled.
+    func work(for endpoint: WebhookEndpoint, client: WebhookClient) async {
+        var failedRounds = 0
+        while !Task.isCancelled {
+            let pause: Duration
+            do {
+                let round = try await deliverDue(to: endpoint, client: client)
+                if round.claimed == 0 {
+                    pause = pollInterval
+                } else if round.delivered == 0 {
+                    // Nothing got through: the endpoint rests, longer each time, besides each
+                    // delivery's own back-off.
+                    failedRounds += 1
+                    pause = .milliseconds(min(5000, 250 << min(failedRounds - 1, 5)))
+                } else {
+                    failedRounds = 0
+                    continue
+                }
+            } catch {
+                logger.warning(
+                    "webhook delivery round failed", metadata: ["endpoint": "\(endpoint.id)", "error": "\(error)"])
+                pause = interval
+            }
+            try? await Task.sleep(for: pause)
         }
     }
 
-    /// One round: claims what is due and sends it (different accounts at once); returns how many.
-    @discardableResult
-    public func deliverDue(client: HTTPClient, limit: Int = 32) async throws -> Int {
+    /// One round for one endpoint: claims up to `concurrency` due deliveries (each the oldest
+    /// of its account) and sends them at once.
+    func deliverDue(to endpoint: WebhookEndpoint, client: WebhookClient) async throws -> (claimed: Int, delivered: Int) {
         let time = now()
         let claimed = try await store.claimWebhookDeliveries(
-            now: time, leaseUntil: time.addingTimeInterval(Double(timeout.components.seconds) + 30), limit: limit)
+            endpointID: endpoint.id, now: time, leaseUntil: time.addingTimeInterval(lease), limit: concurrency)
+        guard !claimed.isEmpty else { return (0, 0) }
+        let delivered = await send(claimed, endpoints: [endpoint.id: endpoint], client: client)
+        return (claimed.count, delivered)
+    }
+
+    /// One round over every endpoint at once (tests, and a one-off drain): claims what is due
+    /// and sends it; returns how many were claimed.
+    @discardableResult
+    func deliverDue(client: WebhookClient, limit: Int = 32) async throws -> Int {
+        let time = now()
+        let claimed = try await store.claimWebhookDeliveries(
+            endpointID: nil, now: time, leaseUntil: time.addingTimeInterval(lease), limit: limit)
         guard !claimed.isEmpty else { return 0 }
         let endpoints = Dictionary(uniqueKeysWithValues: try await store.webhookEndpoints().map { ($0.id, $0) })
-        await withTaskGroup(of: Void.self) { group in
-            for (delivery, event) in claimed {
-                group.addTask { await deliver(delivery, event, endpoint: endpoints[delivery.endpointID], client: client) }
-            }
-        }
+        _ = await send(claimed, endpoints: endpoints, client: client)
         return claimed.count
     }
 
-    private func deliver(_ delivery: WebhookDelivery, _ event: AuditEvent, endpoint: WebhookEndpoint?, client: HTTPClient) async {
-        var status: Int?
-        var failure: String?
+    /// Sends claimed deliveries at once and settles each; returns how many got through.
+    private func send(
+        _ claimed: [(WebhookDelivery, AuditEvent)], endpoints: [UUID: WebhookEndpoint], client: WebhookClient
+    ) async -> Int {
+        await withTaskGroup(of: Bool.self) { group in
+            for (delivery, event) in claimed {
+                group.addTask { await deliver(delivery, event, endpoint: endpoints[delivery.endpointID], client: client) }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+    }
+
+    private func deliver(_ delivery: WebhookDelivery, _ event: AuditEvent, endpoint: WebhookEndpoint?, client: WebhookClient) async
+        -> Bool
+    {
+        var outcome = WebhookClient.Outcome(failure: "endpoint removed", reason: "removed")
         if let endpoint {
             do {
                 let encoder = JSONEncoder()
@@ -123,42 +207,40 @@ public struct WebhookDispatcher: Service {
                 let body = Array(try encoder.encode(WebhookEventJSON(event)))
                 let id = Self.eventID(event)
                 let timestamp = Int(now().timeIntervalSince1970)
-                var request = HTTPClientRequest(url: endpoint.url)
-                request.method = .POST
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.headers.add(name: "User-Agent", value: "passkeyd-webhooks")
-                request.headers.add(name: "webhook-id", value: id)
-                request.headers.add(name: "webhook-timestamp", value: String(timestamp))
-                request.headers.add(
-                    name: "webhook-signature",
-                    value: WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body))
-                request.body = .bytes(ByteBuffer(bytes: body))
-                let response = try await client.execute(request, timeout: .seconds(timeout.components.seconds))
-                status = Int(response.status.code)
-                _ = try? await response.body.collect(upTo: 64 * 1024)
-                if !(200..<300).contains(response.status.code) { failure = "HTTP \(response.status.code)" }
+                outcome = await client.post(
+                    url: endpoint.url,
+                    headers: [
+                        ("Content-Type", "application/json"), ("User-Agent", "passkeyd-webhooks"), ("webhook-id", id),
+                        ("webhook-timestamp", String(timestamp)),
+                        ("webhook-signature", WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body)),
+                    ], body: body)
             } catch {
-                failure = String("\(error)".prefix(200))
+                outcome = WebhookClient.Outcome(failure: String("\(error)".prefix(200)), reason: "error")
             }
-        } else {
-            failure = "endpoint removed"
         }
+        // Shutting down: the send was cut short, not refused. Its lease runs out and it is sent
+        // again (by this instance after a restart, or by another): at least once.
+        guard !Task.isCancelled else { return false }
         let time = now()
-        let delivered = failure == nil
-        metrics.webhookDelivery(succeeded: delivered)
-        if !delivered {
+        metrics.webhookDelivery(endpoint: delivery.endpointID, succeeded: outcome.delivered, reason: outcome.reason)
+        if !outcome.delivered {
             logger.info(
                 "webhook delivery failed; will retry",
-                metadata: ["event": "\(Self.eventID(event))", "endpoint": "\(delivery.endpointID)", "error": "\(failure ?? "")"])
+                metadata: [
+                    "event": "evt_\(delivery.eventID)", "endpoint": "\(delivery.endpointID)", "attempt": "\(delivery.attempts + 1)",
+                    "reason": "\(outcome.reason ?? "")", "error": "\(outcome.failure ?? "")",
+                ])
         }
         do {
             try await store.settleWebhookDelivery(
-                eventID: delivery.eventID, endpointID: delivery.endpointID, deliveredAt: delivered ? time : nil, status: status,
-                error: failure, retryAt: time.addingTimeInterval(Self.backoff(afterAttempts: delivery.attempts)))
+                eventID: delivery.eventID, endpointID: delivery.endpointID, deliveredAt: outcome.delivered ? time : nil,
+                status: outcome.status, error: outcome.failure,
+                retryAt: time.addingTimeInterval(Self.backoff(afterAttempts: delivery.attempts)))
         } catch {
             // The lease runs out and the delivery is tried again: at least once.
             logger.warning("webhook settle failed", metadata: ["error": "\(error)"])
         }
+        return outcome.delivered
     }
 }
 

@@ -176,9 +176,13 @@ public protocol PasskeyStore: Sendable {
     func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
     func webhookEndpoints() async throws -> [WebhookEndpoint]
     func removeWebhookEndpoint(id: UUID) async throws -> Bool
-    /// Claims up to `limit` deliveries that are due, each the oldest undelivered one of its
-    /// (endpoint, account), leased until `leaseUntil` so no other instance takes them.
-    func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)]
+    /// Claims up to `limit` deliveries that are due (to one endpoint, or any), each the oldest
+    /// undelivered one of its (endpoint, account), leased until `leaseUntil` so no other
+    /// instance takes them: one atomic UPDATE decides, so of several instances claiming at once
+    /// each row goes to at most one.
+    func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
+        WebhookDelivery, AuditEvent
+    )]
     /// Settles a claimed delivery: delivered, or tried once more and due again at `retryAt`.
     func settleWebhookDelivery(
         eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date) async throws
@@ -317,5 +321,10 @@ extension PasskeyStore {
     /// Removes a passkey and the sessions it made.
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
         try await revokePasskey(credentialID: credentialID, audit: [])
+    }
+
+    /// Claims due deliveries to any endpoint.
+    public func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)] {
+        try await claimWebhookDeliveries(endpointID: nil, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 }

@@ -748,25 +748,34 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         try await writer.run("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING 1") == 1
     }
 
-    public func claimWebhookDeliveries(now: Date, leaseUntil: Date, limit: Int) async throws -> [(WebhookDelivery, AuditEvent)] {
+    public func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
+        WebhookDelivery, AuditEvent
+    )] {
         // The candidates, read off the writer: per (endpoint, account) the oldest undelivered
         // event (events of one account reach an endpoint in order), when it is due and not
-        // leased. One pass over the undelivered rows, however many are waiting.
-        let candidates = try await reader.rows(
-            """
+        // leased. One pass over the undelivered rows (of one endpoint, or all), however many wait.
+        let endpointFilter: SQL = endpointID.map { id -> SQL in " AND endpoint_id = \(id)" } ?? ""
+        let select: SQL = """
             SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
             JOIN (SELECT endpoint_id, account_id, MIN(event_id) AS first FROM webhook_deliveries
-                  WHERE delivered_at IS NULL GROUP BY endpoint_id, account_id) f
+                  WHERE delivered_at IS NULL
+            """
+        let rest: SQL = """
+             GROUP BY endpoint_id, account_id) f
               ON f.endpoint_id = d.endpoint_id AND f.first = d.event_id
             WHERE d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
             ORDER BY d.event_id LIMIT \(limit)
-            """)
+            """
+        let candidates = try await reader.rows(select.appending(endpointFilter).appending(rest))
         guard !candidates.isEmpty else { return [] }
-        // One short write takes the leases, marked with this claim's token; a delivery another
-        // instance leased meanwhile is left to it.
+        // One short write takes the leases, marked with this claim's token. The row conditions
+        // are checked again by the UPDATE itself: of several instances claiming the same row at
+        // once, PostgreSQL lets one update it and re-evaluates the others' WHERE on the row it
+        // left (leased: not taken), and SQLite has one writer; a row settled since the read
+        // (delivered, or failed and waiting its back-off) is not taken either.
         let token = UUID.random().uuidString.lowercased()
         var update: SQL =
-            "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE (lease_until IS NULL OR lease_until <= \(now)) AND ("
+            "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE delivered_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now)) AND ("
         for (index, row) in candidates.enumerated() {
             let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
             update = update.appending(index == 0 ? "" : " OR ").appending("(event_id = \(eventID) AND endpoint_id = \(endpointID))")

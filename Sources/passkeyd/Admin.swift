@@ -32,7 +32,7 @@ struct AdminContext {
     var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }
 
     /// The verbs that change accounts, each atomic with its audit line.
-    var admin: AdminService { AdminService(store: store) }
+    var admin: AdminService { AdminService(store: store, webhookPolicy: loaded.server.webhookPolicy) }
 
     /// An account by username or by its ID.
     func account(_ user: String) async throws -> Account {

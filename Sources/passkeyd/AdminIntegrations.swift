@@ -127,6 +127,8 @@ extension Admin {
                             Data("endpoint \(added.endpoint.id.uuidString.lowercased()) → \(url): signing secret shown once\n".utf8))
                     } catch let refusal as AdminService.Refusal {
                         throw ValidationError(refusal.description)
+                    } catch let error as PasskeyServiceError where error.code == .invalidWebhookURL {
+                        throw ValidationError(error.message)
                     }
                 }
             }

@@ -52,6 +52,7 @@ struct ConfigurationLoader {
         var tokens: TokensFile?
         var corsOrigins: [String]?
         var webhooks: [ServerConfiguration.Webhook]?
+        var webhookAllowPrivateAddresses: Bool?
         var apiKeyRequestsPerWindow: Int?
         var oidcRefreshTokenSeconds: Int?
         var mdsRootCertificate: String?
@@ -302,6 +303,8 @@ struct ConfigurationLoader {
             as: UserVerificationRequirement.self)
         configuration.corsOrigins = list("PASSKEYD_CORS_ORIGINS", file.corsOrigins) ?? []
         configuration.webhooks = file.webhooks ?? []
+        configuration.webhookAllowPrivateAddresses =
+            try bool("PASSKEYD_WEBHOOK_ALLOW_PRIVATE", file.webhookAllowPrivateAddresses) ?? false
         configuration.apiKeyRequestsPerWindow =
             try int(
                 "PASSKEYD_API_KEY_REQUESTS_PER_WINDOW", file.apiKeyRequestsPerWindow, range: 1...100_000_000,

@@ -172,7 +172,13 @@ struct AdminCommandTests {
             "POST", "/api/auth/register/options", json: Data(#"{"registrationToken":"\#(token)"}"#.utf8))
         #expect(optionsStatus == 200 && optionsJSON["user"]?["name"] == .string("kit"), "\(optionsJSON)")
 
-        let hook = try admin(["webhooks", "add", "http://127.0.0.1:9/hook", "--events", "sign_in", "passkey_added"])
+        // Inside addresses need the operator's switch (docs/security.md, "Webhooks").
+        let inside = try admin(["webhooks", "add", "http://127.0.0.1:9/hook"])
+        #expect(inside.status == 2 && inside.stderr.contains("refused"), "\(inside.stderr)")
+        let hook = try PasskeyCLITests.run(
+            Self.passkeyd,
+            ["admin", "webhooks", "add", "http://127.0.0.1:9/hook", "--events", "sign_in", "passkey_added", "--database", database],
+            environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_WEBHOOK_ALLOW_PRIVATE": "1"])
         #expect(hook.status == 0 && hook.stdout.hasPrefix("whsec_"), "\(hook.stderr)")
         let hooks = try admin(["webhooks", "list"])
         #expect(hooks.stdout.contains("http://127.0.0.1:9/hook") && hooks.stdout.contains("sign_in,passkey_added"))

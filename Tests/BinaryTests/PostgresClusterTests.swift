@@ -112,7 +112,8 @@ struct PostgresClusterTests {
         let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
         try await receiver.test(.live) { client in
             let port = try #require(client.port)
-            let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "1000"]
+            // The receiver is on loopback: the operator's switch lets webhooks reach it.
+            let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "1000", "PASSKEYD_WEBHOOK_ALLOW_PRIVATE": "1"]
             let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
             defer {
                 a.stop()
@@ -121,7 +122,7 @@ struct PostgresClusterTests {
             func admin(_ arguments: [String]) throws -> String {
                 let result = try PasskeyCLITests.run(
                     ServeBinaryTests.binary, ["admin"] + arguments + ["--database", database],
-                    environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_ORIGINS": Self.origin])
+                    environment: ["PASSKEYD_CONFIG": "", "PASSKEYD_ORIGINS": Self.origin, "PASSKEYD_WEBHOOK_ALLOW_PRIVATE": "1"])
                 #expect(result.status == 0, "\(arguments): \(result.stderr)")
                 return result.stdout
             }

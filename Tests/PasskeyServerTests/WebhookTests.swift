@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Crypto
 import Foundation
 import HTTPTypes
@@ -53,7 +52,30 @@ struct WebhookTests {
     static func dispatcher(_ harness: ServerHarness) -> WebhookDispatcher {
         var logger = Logger(label: "webhooks")
         logger.logLevel = .error
-        return WebhookDispatcher(store: harness.store, metrics: harness.service.metrics, logger: logger, now: { harness.clock.now })
+        return WebhookDispatcher(
+            store: harness.store, metrics: harness.service.metrics, logger: logger, policy: .unsafeAllowingPrivateAddresses,
+            now: { harness.clock.now })
+    }
+
+    /// The harness for receivers on loopback: private addresses allowed, as in development.
+    static func harness() async throws -> ServerHarness {
+        try await ServerHarness { $0.webhookAllowPrivateAddresses = true }
+    }
+
+    static func admin(_ harness: ServerHarness) -> AdminService {
+        AdminService(store: harness.store, now: { harness.clock.now }, webhookPolicy: .unsafeAllowingPrivateAddresses)
+    }
+
+    /// `body` with a webhook client of `dispatcher`'s, shut down afterwards.
+    static func withClient(_ dispatcher: WebhookDispatcher, _ body: (WebhookClient) async throws -> Void) async throws {
+        let client = dispatcher.makeClient()
+        do {
+            try await body(client)
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+        await client.shutdown()
     }
 
     /// Generates events: two accounts signing up and in, one passkey renamed.
@@ -69,11 +91,11 @@ struct WebhookTests {
     }
 
     @Test func eventsArriveSignedInOrderOnceAfterTheReceiverComesBack() async throws {
-        let harness = try await ServerHarness()
+        let harness = try await Self.harness()
         let receiver = Receiver()
         try await receiver.application.test(.live) { client in
             let port = try #require(client.port)
-            let admin = AdminService(store: harness.store, now: { harness.clock.now })
+            let admin = Self.admin(harness)
             let added = try await admin.addWebhook(url: "http://127.0.0.1:\(port)/hook", events: ["*"])
             #expect(added.secret.hasPrefix("whsec_"))
             // Down from the start (the application's own dispatcher may try while the activity
@@ -81,20 +103,22 @@ struct WebhookTests {
             receiver.down.withLock { $0 = true }
             try await harness.run { api in try await Self.activity(api) }
             let dispatcher = Self.dispatcher(harness)
-            _ = try await dispatcher.deliverDue(client: HTTPClient.shared)
-            #expect(try await dispatcher.deliverDue(client: HTTPClient.shared) == 0)
-            let pending = try await harness.store.webhookDeliveries(endpointID: added.endpoint.id, limit: 100)
-            #expect(pending.allSatisfy { $0.deliveredAt == nil })
-            #expect(pending.filter { $0.attempts >= 1 && $0.lastStatus == 503 }.count >= 2)  // the oldest event of each account
+            try await Self.withClient(dispatcher) { http in
+                _ = try await dispatcher.deliverDue(client: http)
+                #expect(try await dispatcher.deliverDue(client: http) == 0)
+                let pending = try await harness.store.webhookDeliveries(endpointID: added.endpoint.id, limit: 100)
+                #expect(pending.allSatisfy { $0.deliveredAt == nil })
+                #expect(pending.filter { $0.attempts >= 1 && $0.lastStatus == 503 }.count >= 2)  // the oldest event of each account
 
-            // Up again: after the back-off everything arrives.
-            receiver.down.withLock { $0 = false }
-            for _ in 0..<60 {
-                harness.clock.advance(6)
-                if try await dispatcher.deliverDue(client: HTTPClient.shared) == 0,
-                    try await harness.store.webhookDeliveries(endpointID: nil, limit: 500).allSatisfy({ $0.deliveredAt != nil })
-                {
-                    break
+                // Up again: after the back-off everything arrives.
+                receiver.down.withLock { $0 = false }
+                for _ in 0..<60 {
+                    harness.clock.advance(6)
+                    if try await dispatcher.deliverDue(client: http) == 0,
+                        try await harness.store.webhookDeliveries(endpointID: nil, limit: 500).allSatisfy({ $0.deliveredAt != nil })
+                    {
+                        break
+                    }
                 }
             }
             let events = try await harness.store.auditEvents(accountID: nil, limit: 500)
@@ -121,18 +145,21 @@ struct WebhookTests {
     }
 
     @Test func twoDispatchersDeliverEachEventOnce() async throws {
-        let harness = try await ServerHarness()
+        let harness = try await Self.harness()
         let receiver = Receiver()
         try await receiver.application.test(.live) { client in
             let port = try #require(client.port)
-            _ = try await AdminService(store: harness.store, now: { harness.clock.now }).addWebhook(
-                url: "http://127.0.0.1:\(port)/hook", events: ["sign_up", "sign_in"])
+            _ = try await Self.admin(harness).addWebhook(url: "http://127.0.0.1:\(port)/hook", events: ["sign_up", "sign_in"])
             try await harness.run { api in try await Self.activity(api) }
             let first = Self.dispatcher(harness), second = Self.dispatcher(harness)
-            for _ in 0..<20 {
-                async let a = first.deliverDue(client: HTTPClient.shared, limit: 1)
-                async let b = second.deliverDue(client: HTTPClient.shared, limit: 1)
-                if try await a + b == 0 { break }
+            try await Self.withClient(first) { one in
+                try await Self.withClient(second) { other in
+                    for _ in 0..<20 {
+                        async let a = first.deliverDue(client: one, limit: 1)
+                        async let b = second.deliverDue(client: other, limit: 1)
+                        if try await a + b == 0 { break }
+                    }
+                }
             }
             let received = receiver.received.withLock { $0 }
             // Two accounts: a sign-up and a sign-in each; the rename was not asked for.
@@ -143,12 +170,11 @@ struct WebhookTests {
     @Test func aDeadEndpointNeverSlowsSignIns() async throws {
         // Nothing listens on this port: the dispatcher's failures stay in the background, and
         // sign-ins (which only write the outbox row in their transaction) answer as before.
-        let harness = try await ServerHarness()
-        _ = try await AdminService(store: harness.store, now: { harness.clock.now }).addWebhook(
-            url: "http://127.0.0.1:9/hook", events: ["*"])
+        let harness = try await Self.harness()
+        _ = try await Self.admin(harness).addWebhook(url: "http://127.0.0.1:9/hook", events: ["*"])
         try await harness.run { api in try await Self.activity(api) }
         let dispatcher = Self.dispatcher(harness)
-        _ = try await dispatcher.deliverDue(client: HTTPClient.shared)
+        try await Self.withClient(dispatcher) { http in _ = try await dispatcher.deliverDue(client: http) }
         let deliveries = try await harness.store.webhookDeliveries(endpointID: nil, limit: 100)
         #expect(deliveries.contains { $0.attempts == 1 && $0.lastError != nil && $0.deliveredAt == nil })
     }

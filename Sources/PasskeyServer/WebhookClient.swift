@@ -1,0 +1,234 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The HTTP client webhook deliveries go through, held to ``OutboundURLPolicy``:
+/// - the URL is checked again before each send, and a name's addresses are resolved and checked
+///   (any inside address refuses the send);
+/// - every connection is checked once open, on the address the socket actually reached (a name
+///   that resolves differently for the client than it did a moment before changes nothing);
+/// - redirects are never followed (a 3xx is a failed delivery);
+/// - a refused connection fails at once (no retry until the deadline), a connection attempt
+///   gives up after `connectTimeout`, and the whole exchange after `requestTimeout`.
+struct WebhookClient: Sendable {
+    /// How a send ended, for the outbox row, the log and the failure metric's `reason`.
+    struct Outcome: Sendable {
+        var status: Int?
+        /// nil when delivered.
+        var failure: String?
+        /// `refused`, `timeout`, `address_refused`, `redirect`, `http_status`, `error`.
+        var reason: String?
+        var delivered: Bool { failure == nil }
+    }
+
+    let http: HTTPClient
+    let policy: OutboundURLPolicy
+    let requestTimeout: Duration
+    /// Names resolved lately: until when the verdict holds, and the refusal if any.
+    private final class Verdicts: Sendable {
+        let byName = Mutex<[String: (until: ContinuousClock.Instant, refusal: OutboundURLPolicy.Refusal?)]>([:])
+    }
+    private let resolved = Verdicts()
+
+    init(policy: OutboundURLPolicy, connectTimeout: Duration, requestTimeout: Duration) {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(requestTimeout.nanoseconds)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.connectionPool.idleTimeout = .seconds(30)
+        configuration.decompression = .disabled
+        if !policy.allowsPrivateAddresses {
+            let check: @Sendable (Channel) -> EventLoopFuture<Void> = { channel in Self.checkPeer(channel, policy: policy) }
+            configuration.http1_1ConnectionDebugInitializer = check
+            configuration.http2ConnectionDebugInitializer = check
+        }
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.policy = policy
+        self.requestTimeout = requestTimeout
+    }
+
+    func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    /// The connect-time rule: the peer of a new connection must be an address the policy allows;
+    /// otherwise the connection is closed before a byte of the request is written.
+    static func checkPeer(_ channel: Channel, policy: OutboundURLPolicy) -> EventLoopFuture<Void> {
+        let refusal: OutboundURLPolicy.Refusal?
+        switch channel.remoteAddress {
+        case .v4(let address)?:
+            refusal = Self.refusal { () throws(OutboundURLPolicy.Refusal) in
+                try policy.check(address: withUnsafeBytes(of: address.address.sin_addr) { Array($0) })
+            }
+        case .v6(let address)?:
+            refusal = Self.refusal { () throws(OutboundURLPolicy.Refusal) in
+                try policy.check(address: withUnsafeBytes(of: address.address.sin6_addr) { Array($0) })
+            }
+        default:
+            refusal = OutboundURLPolicy.Refusal(description: "the connection has no IP peer address")
+        }
+        guard let refusal else { return channel.eventLoop.makeSucceededVoidFuture() }
+        // The pool learns of the failure first; the close that follows is one it expects.
+        channel.eventLoop.execute { channel.close(promise: nil) }
+        return channel.eventLoop.makeFailedFuture(refusal)
+    }
+
+    private static func refusal(_ body: () throws(OutboundURLPolicy.Refusal) -> Void) -> OutboundURLPolicy.Refusal? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Sends one signed event; never throws, never takes longer than `requestTimeout` (plus the
+    /// name's resolution, itself bounded).
+    func post(url: String, headers: [(String, String)], body: [UInt8]) async -> Outcome {
+        do {
+            let destination = try policy.check(url: url)
+            if destination.address == nil, !policy.allowsPrivateAddresses { try await vet(name: destination.host) }
+        } catch let refusal as OutboundURLPolicy.Refusal {
+            return Outcome(failure: "address refused: \(refusal.description)", reason: "address_refused")
+        } catch {
+            return Outcome(failure: String("\(error)".prefix(200)), reason: "error")
+        }
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let deadline = NIODeadline.now() + .nanoseconds(requestTimeout.nanoseconds)
+        do {
+            let status = try await Self.within(requestTimeout) { [http, request] in
+                let response = try await http.execute(request, deadline: deadline)
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                return Int(response.status.code)
+            }
+            switch status {
+            case 200..<300: return Outcome(status: status)
+            case 300..<400: return Outcome(status: status, failure: "HTTP \(status): redirects are not followed", reason: "redirect")
+            default: return Outcome(status: status, failure: "HTTP \(status)", reason: "http_status")
+            }
+        } catch let refusal as OutboundURLPolicy.Refusal {
+            return Outcome(failure: "address refused: \(refusal.description)", reason: "address_refused")
+        } catch {
+            return Self.outcome(of: error)
+        }
+    }
+
+    private static func outcome(of error: any Error) -> Outcome {
+        let text = String("\(error)".prefix(200))
+        if error is TimedOut || (error as? HTTPClientError) == .deadlineExceeded || (error as? HTTPClientError) == .connectTimeout
+            || (error as? HTTPClientError) == .readTimeout
+        {
+            return Outcome(failure: "timed out (\(text))", reason: "timeout")
+        }
+        if let io = error as? IOError, io.errnoCode == ECONNREFUSED {
+            return Outcome(failure: "connection refused", reason: "refused")
+        }
+        if text.contains("connection refused") || text.contains("Connection refused") {
+            return Outcome(failure: "connection refused", reason: "refused")
+        }
+        return Outcome(failure: text, reason: "error")
+    }
+
+    struct TimedOut: Error, CustomStringConvertible {
+        var description: String { "the request took too long" }
+    }
+
+    /// `body`, cancelled once `limit` has passed.
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard case let value?? = try await group.next() else { throw TimedOut() }
+            return value
+        }
+    }
+
+    /// Resolves a name (cached 30 s) and refuses it when any of its addresses is an inside one.
+    /// A name that does not resolve is left to the client, whose own lookup then fails.
+    private func vet(name: String) async throws(OutboundURLPolicy.Refusal) {
+        let now = ContinuousClock.now
+        if let known = resolved.byName.withLock({ $0[name] }), known.until > now {
+            if let refusal = known.refusal { throw refusal }
+            return
+        }
+        let addresses = await Self.resolve(name, within: .seconds(2)) ?? []
+        var refusal: OutboundURLPolicy.Refusal?
+        for address in addresses {
+            do throws(OutboundURLPolicy.Refusal) {
+                try policy.check(address: address)
+            } catch {
+                refusal = OutboundURLPolicy.Refusal(description: "\(name) resolves to \(error.description)")
+                break
+            }
+        }
+        if !addresses.isEmpty {
+            resolved.byName.withLock {
+                if $0.count > 1000 { $0.removeAll() }
+                $0[name] = (now + .seconds(30), refusal)
+            }
+        }
+        if let refusal { throw refusal }
+    }
+
+    /// The IPv4 and IPv6 addresses of a name (`getaddrinfo`, on a thread of its own), or nil when
+    /// it does not answer within `limit`.
+    static func resolve(_ name: String, within limit: Duration) async -> [[UInt8]]? {
+        let waiter = Mutex<CheckedContinuation<[[UInt8]]?, Never>?>(nil)
+        return await withCheckedContinuation { continuation in
+            waiter.withLock { $0 = continuation }
+            DispatchQueue.global(qos: .utility).async {
+                let addresses = lookUp(name)
+                waiter.withLock { $0.take() }?.resume(returning: addresses)
+            }
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) {
+                waiter.withLock { $0.take() }?.resume(returning: nil)
+            }
+        }
+    }
+
+    private static func lookUp(_ name: String) -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+            hints.ai_socktype = SOCK_STREAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(first) }
+        var addresses: [[UInt8]] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry, addresses.count < 64 {
+            if let socketAddress = current.pointee.ai_addr {
+                switch Int32(socketAddress.pointee.sa_family) {
+                case AF_INET:
+                    socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        addresses.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
+                    }
+                case AF_INET6:
+                    socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        addresses.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
+                    }
+                default: break
+                }
+            }
+            entry = current.pointee.ai_next
+        }
+        return addresses
+    }
+}
