@@ -1,6 +1,8 @@
 """The web client of a widely copied public guide ("Apple Passkeys Complete Implementation Guide",
 its `class PasskeyWebManager`) works against passkeyd unmodified, in real Chromium with a virtual
-authenticator: register, check, sign in username-first and through AutoFill, delete.
+authenticator: register, check, sign in username-first and through AutoFill, add a second
+passkey while signed in, sign in with two, delete; for USERS people each, with random credential
+IDs, enough that IDs holding base64url's `-`/`_` (which `window.atob` refuses) certainly occur.
 
 The class is read from the guide at test time, never re-typed. The guide's text lost its line
 breaks, so a `// comment` runs into the code of the next original line; `restore_line_breaks`
@@ -9,7 +11,9 @@ result (if the rule ever breaks, that test fails and says so).
 """
 import base64
 import json
+import math
 import re
+import secrets
 import shutil
 import tempfile
 import pathlib
@@ -383,46 +387,108 @@ def test_the_passkey_check_is_rate_limited_with_sign_up_and_same_site_only(stric
 
 
 # ---------------------------------------------------------------------------------------------
-# Deletion (last: the other flows report first under -x)
+# A second passkey, sign-in with both, deletion (last: the other flows report first under -x)
 
-ADD_PASSKEY = """
-const options = await (await fetch('/api/auth/register/options', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'})).json();
-const credential = await navigator.credentials.create({publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options)});
-const response = await fetch('/api/auth/register/verify', {method: 'POST', headers: {'Content-Type': 'application/json'},
-  body: JSON.stringify({credential: credential.toJSON()})});
-return {status: response.status, id: credential.id};
-"""
+def base64url(sent):
+    """The base64url (unpadded) form of an ID the server sent in the form `atob` decodes."""
+    return sent.rstrip("=").replace("+", "-").replace("/", "_")
 
 
-def test_the_guide_client_deletes_a_passkey_unmodified(seed_server, browser):
-    """Flow 5: passkeyd never deletes the last way into an account (DESIGN: "never leave an
-    account with no way in"), so the person first adds a second passkey the way a Level 3 page
-    does (the guide's own register() cannot while signed in: it decodes excludeCredentials IDs,
-    which the authenticator chose, with atob). Then the guide's deletePasskey(the ID its
-    register() returned) → true; the other passkey stays, and deleting that last one → false
-    (409 last_passkey), by design."""
+def full_characters(sent):
+    """How many characters of an ID's base64url form carry six random bits: only those can be
+    `-` or `_` (62, 63); the last, partial character of a 16- or 32-byte ID never is."""
+    return len(base64.b64decode(sent + "=" * (-len(sent) % 4))) * 8 // 6
+
+
+def options_answers(driver, since, path, method):
+    return [json.loads(a["text"]) for a in answers(driver)[since:] if path in a["url"] and a["method"] == method]
+
+
+def test_the_guide_client_adds_a_second_passkey_signs_in_and_deletes_unmodified(seed_server, browser):
+    """Flows 5 and 6, all with the guide's own methods: signed in after register(), the person
+    adds a second passkey from another device (a second virtual authenticator) with the same
+    register(). Its register/options carries excludeCredentials with the first passkey's ID,
+    which the authenticator chose: in base64url about half such IDs hold `-` or `_`, which the
+    guide's `window.atob` refuses, so the server answers this browser (it finished a ceremony the
+    guide's way) in standard base64. Then authenticate(username) (allowCredentials: both IDs),
+    and deletePasskey(the first ID) → true; deleting the last one → false (409 last_passkey:
+    passkeyd never leaves an account with no way in).
+
+    Not vacuous: the IDs sent in excludeCredentials/allowCredentials must include one with `+`
+    or `/` (`-`/`_` in base64url). Each base64url character that carries six random bits is `-`
+    or `_` with probability 2/64. Chromium's virtual authenticator picks 32-byte IDs (42 such
+    characters: none of the two in an ID with probability (31/32)^42 ≈ 0.26); USERS people bring
+    2·USERS distinct IDs, so a run without any has probability (31/32)^(42·2·USERS) ≈ 1.3e-14
+    for 12 people (still 1.1e-7 were the IDs only 16 bytes: 21 characters each). The test
+    computes that bound from the IDs it saw and fails unless it is below 1e-6."""
     server = seed_server
     open_seed_page(browser, server)
+    sent_ids = {}  # the credential ID (base64url) → the form the server sent it in
     for number in range(USERS):
-        username = f"gone{number:02d}"
+        # Random names (the user handles and credential IDs are random already).
+        username = f"two{number:02d}{secrets.token_hex(4)}"
         where = lambda flow: f"{flow}, user {username}"
-        credential_id = register_fresh(browser, server, username, first=number == 0)
-        # The second passkey lives on another device (a second virtual authenticator).
+        first = register_fresh(browser, server, username, first=number == 0)
+
+        # Second passkey, on another device, with the guide's register() while signed in.
         browser.remove_virtual_authenticator()
         browser.add_virtual_authenticator(authenticator_options())
-        added = run(browser, ADD_PASSKEY)
-        assert added["ok"] and added["value"]["status"] == 200, (where("second passkey through the Level 3 API"), added)
-        browser.execute_script("window.seedAnswers = []")
-        deleted = run(browser, manager("deletePasskey(args[0])"), credential_id)
-        said = "; ".join(f"{a['method']} {a['url']} → {a['status']} {a['text']}" for a in answers(browser))
+        since = len(answers(browser))
+        added = run(browser, manager("register(args[0], args[1])"), username, f"Seed Person {username}")
+        said = "; ".join(f"{a['method']} {a['url']} → {a['status']} {a['text']}" for a in answers(browser)[since:])
+        assert added["ok"] and added["value"]["success"] is True, (
+            f"{where('second passkey with the guide register() while signed in')}: {added}; the server answered: {said}")
+        second = added["value"]["credentialId"]
+        assert second != first and len(browser.get_credentials()) == 1, where("second passkey")
+        assert signed_in_as(browser) == username, where("second passkey: GET /api/auth/session")
+        creation = options_answers(browser, since, "/register/options", "POST")
+        assert len(creation) == 1, (where("register/options of the second passkey"), said)
+        excluded = [c["id"] for c in creation[0].get("excludeCredentials", [])]
+        assert [base64url(i) for i in excluded] == [first], (where("excludeCredentials names the first passkey"), excluded, first)
+        sent_ids.update({base64url(i): i for i in excluded})
+        # The IDs atob decoded are the passkeys' own: this device, asked again, finds its passkey
+        # among excludeCredentials and refuses (the guide's message for InvalidStateError).
+        again = run(browser, manager("register(args[0], args[1])"), username, f"Seed Person {username}")
+        assert again == {"ok": False, "error": "Error: A passkey already exists for this account"}, (where("a third passkey on the same device"), again)
+        assert len(browser.get_credentials()) == 1
+
+        # Username-first sign-in: allowCredentials lists both passkeys.
+        sign_out(browser)
+        since = len(answers(browser))
+        signed = run(browser, manager("authenticate(args[0])"), username)
+        assert signed["ok"], (where("authenticate(username) with two passkeys"), signed, answers(browser)[since:])
+        assert signed["value"]["success"] is True and signed["value"]["user"]["username"] == username, (where("authenticate"), signed)
+        assert signed_in_as(browser) == username, where("authenticate(username): GET /api/auth/session")
+        allowed = [c["id"] for c in last_options(browser, "/authenticate/options?username=")["allowCredentials"]]
+        assert sorted(base64url(i) for i in allowed) == sorted([first, second]), (where("allowCredentials"), allowed, first, second)
+        sent_ids.update({base64url(i): i for i in allowed})
+
+        # Deletion: the first passkey (its device is gone), then the last one is kept.
+        since = len(answers(browser))
+        deleted = run(browser, manager("deletePasskey(args[0])"), first)
+        said = "; ".join(f"{a['method']} {a['url']} → {a['status']} {a['text']}" for a in answers(browser)[since:])
         assert deleted == {"ok": True, "value": True}, (
             f"{where('deletePasskey')}: the guide's deletePasskey gave {deleted['value'] if deleted['ok'] else deleted}; "
             f"the server answered: {said}")
         listed = fetch(browser, "/api/auth/passkeys")
-        assert listed["status"] == 200 and [p["id"] for p in listed["json"]["passkeys"]] == [added["value"]["id"]], (
+        assert listed["status"] == 200 and [p["id"] for p in listed["json"]["passkeys"]] == [second], (
             where("GET /api/auth/passkeys after deletion"), listed)
         still = run(browser, manager("hasPasskeys(args[0])"), username)
         assert still == {"ok": True, "value": True}, (where("hasPasskeys after deleting one of two"), still)
-        last = run(browser, manager("deletePasskey(args[0])"), added["value"]["id"])
+        last = run(browser, manager("deletePasskey(args[0])"), second)
         assert last == {"ok": True, "value": False}, (where("deleting the last passkey is refused"), last)
         assert_options_decode_with_atob(browser)
+
+    # Each ID sent is the credential's own bytes, and the run was not vacuous.
+    assert len(sent_ids) == 2 * USERS, sorted(sent_ids)
+    for credential_id, sent in sent_ids.items():
+        assert base64.b64decode(sent + "=" * (-len(sent) % 4), validate=True) == \
+            base64.urlsafe_b64decode(credential_id + "=" * (-len(credential_id) % 4)), (credential_id, sent)
+    none_by_chance = math.prod((31 / 32) ** full_characters(sent) for sent in sent_ids.values())
+    assert none_by_chance < 1e-6, (f"{USERS} people are too few: their {len(sent_ids)} credential IDs would all lack "
+                                   f"'-' and '_' with probability {none_by_chance:.1e}; raise USERS")
+    with_url_only = sorted(i for i, sent in sent_ids.items() if "+" in sent or "/" in sent)
+    assert with_url_only, (f"no credential ID sent in excludeCredentials/allowCredentials held '-' or '_' in base64url "
+                           f"(chance {none_by_chance:.1e}): the test proved nothing; {sorted(sent_ids)}")
+    print(f"{len(with_url_only)} of {len(sent_ids)} credential IDs hold '-' or '_' in base64url; "
+          f"none would by chance {none_by_chance:.1e}")
