@@ -41,7 +41,7 @@ extension OpenIDProvider {
 /// The OpenID provider's routes count against budgets of their own, never the sign-in routes'
 /// (`ip:`): the browser-facing ones (`/oauth2/authorize` and the pending request the web UI
 /// reads and answers) against `authorize:`, the client-facing ones (token, revocation,
-/// introspection) against `oauth-client:`, each `rateLimits.perIP` a window per address.
+/// introspection) against `oauth_client:`, each `rateLimits.perIP` a window per address.
 ///
 /// A browser's cross-site subresource load (an `<img>`, a script, a `fetch` from another site)
 /// of these routes is refused before it is counted or does anything: an authorization request
@@ -51,7 +51,7 @@ struct OpenIDRateLimitMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
     enum Budget: String, Sendable {
         case authorize
-        case client = "oauth-client"
+        case client = "oauth_client"
     }
 
     let service: PasskeyService
