@@ -65,7 +65,7 @@ public struct WebhookDispatcher: Service {
     let policy: OutboundURLPolicy
     /// How often the list of endpoints is read (a new endpoint gets its worker within it).
     let interval: Duration
-    /// How often an idle endpoint's worker looks for due deliveries.
+    /// How often an idle endpoint's worker looks for due deliveries (a failing one: `interval`).
     let pollInterval: Duration
     let connectTimeout: Duration
     let requestTimeout: Duration
@@ -140,7 +140,9 @@ public struct WebhookDispatcher: Service {
             do {
                 let round = try await deliverDue(to: endpoint, client: client)
                 if round.claimed == 0 {
-                    pause = pollInterval
+                    // Nothing due. A failing endpoint's backlog (every account's head in its
+                    // back-off) is looked through no more often than the endpoints are listed.
+                    pause = failedRounds > 0 ? interval : pollInterval
                 } else if round.delivered == 0 {
                     // Nothing got through: the endpoint rests, longer each time, besides each
                     // delivery's own back-off.
