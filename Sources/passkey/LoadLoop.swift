@@ -156,6 +156,11 @@ struct LoadLoop {
     }
 
     private func send(_ user: User, _ path: String, _ body: [UInt8]) {
+        // The server closed the connection, or said it would after its last answer: the next
+        // request goes on a new one (a server need not keep connections alive).
+        if user.connection.spent {
+            guard reconnect(user) else { return }
+        }
         user.outgoing = user.connection.request(path, json: body, origin: origin)
         user.sent = 0
         user.waitingSince = ContinuousClock.now

@@ -138,6 +138,114 @@ struct PasskeyCLITests {
     }
 }
 
+/// `passkey load` against servers that do not keep connections alive: an HTTP/1.0 proxy (it
+/// closes after every answer, sends no `Connection` header) and an HTTP/1.1 one that says
+/// `Connection: close` and closes, both in front of a real passkeyd. Every ceremony completes
+/// on new connections, and the run ends within its duration plus a few seconds (it used to
+/// write the next request on the closed socket and wait out a 30 s receive timeout, forever).
+@Suite("passkey load against servers that close connections")
+struct ClosingServerLoadTests {
+    /// A reverse proxy that answers each request on its own connection and then closes it.
+    static let proxy = #"""
+        import http.client, sys
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        port, backend, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        class Proxy(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0" if mode == "1.0" else "HTTP/1.1"
+            def log_message(self, *args): pass
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream = http.client.HTTPConnection("127.0.0.1", backend, timeout=10)
+                upstream.request("POST", self.path, body, {k: v for k, v in self.headers.items() if k.lower() != "connection"})
+                answer = upstream.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for name in ("Content-Type", "Retry-After"):
+                    if answer.getheader(name): self.send_header(name, answer.getheader(name))
+                if mode == "close":
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Connection", "close")
+                self.close_connection = True
+                self.end_headers()
+                self.wfile.write(data)
+                upstream.close()
+        ThreadingHTTPServer(("127.0.0.1", port), Proxy).serve_forever()
+        """#
+
+    @Test(arguments: ["1.0", "close"])
+    func theLoadGeneratorFinishesAgainstAServerThatClosesEveryConnection(_ mode: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-closing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(
+            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+
+        let script = directory.appendingPathComponent("proxy.py")
+        try Self.proxy.write(to: script, atomically: true, encoding: .utf8)
+        let proxyPort = try ServeBinaryTests.freePort()
+        // posix_spawn and waitpid: Foundation's Process can miss a child's exit and wait forever.
+        let python = try Self.start([
+            "/usr/bin/env", ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] ?? "python3", script.path, "\(proxyPort)", "\(port)",
+            mode,
+        ])
+        defer {
+            kill(python, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(python, &status, 0) == -1 && errno == EINTR {}
+        }
+        // Wait (bounded) for the proxy to listen.
+        for _ in 0..<100 where !Self.listening(proxyPort) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(Self.listening(proxyPort))
+
+        for loadMode in ["sign-in", "sign-up"] {
+            let started = ContinuousClock.now
+            let result = try PasskeyCLITests.passkey([
+                "load", "--server", "http://localhost:\(proxyPort)", "--origin", server.origin, "--users", "2", "--duration", "2",
+                "--mode", loadMode, "--json",
+            ])
+            let elapsed = ContinuousClock.now - started
+            #expect(result.status == 0, "\(mode) \(loadMode): \(result.stderr)")
+            let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
+            #expect((report["ceremonies"]?.number ?? 0) >= 2, "\(mode) \(loadMode): \(result.stdout)")
+            #expect(report["errors"] == .object([:]), "\(mode) \(loadMode): \(result.stdout)")
+            // Setting up two users (sign-in mode) and a 2 s run: well inside 2 + 8 s.
+            #expect(elapsed < .seconds(10), "\(mode) \(loadMode): took \(elapsed)")
+        }
+    }
+
+    /// Starts `command` in the background (its output discarded); its process id.
+    static func start(_ command: [String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var arguments = command.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, &arguments, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+        return pid
+    }
+
+    static func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
 /// Just enough JSON to read the load report.
 enum JSONValueLite: Decodable, Equatable {
     case number(Double)
