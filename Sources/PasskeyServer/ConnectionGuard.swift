@@ -133,6 +133,26 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.write(data, promise: promise)
     }
 
+    /// How long an idle connection stays open after the server is told to stop (SIGTERM), so
+    /// that a request already on its way is read and answered instead of met by a reset.
+    static let quiesceGrace = TimeAmount.milliseconds(250)
+
+    /// Graceful shutdown: a connection answering a request is told at once (it closes after the
+    /// answer). An idle one is told after ``quiesceGrace``: closing it at once, with a request
+    /// the client sent just before the signal unread in the socket, reset that request (2 of ~8
+    /// drain runs lost one sent 0.4–1.4 ms before the signal). A request that arrives in the
+    /// grace is answered, and the connection closes after it.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent, inFlight == 0 else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: Self.quiesceGrace) {
+            bound.value.fireUserInboundEventTriggered(event)
+        }
+    }
+
     private func admit(_ context: ChannelHandlerContext) {
         guard !admitted else { return }
         address = context.channel.remoteAddress?.addressText
