@@ -106,8 +106,16 @@ export function toBase64url(data) {
 
 const descriptor = (d) => ({ ...d, id: fromBase64url(d.id) });
 
+// passkeyd answers a browser where the guide's atob-decoding client signed in with standard
+// base64 creation options (docs/web.md): '+' and '/' become base64url's '-' and '_' again.
+const urlAlphabet = (text) => (typeof text === 'string' ? text.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '') : text);
+const urlDescriptor = (d) => ({ ...d, id: urlAlphabet(d.id) });
+
 /** PublicKeyCredentialCreationOptionsJSON → options for navigator.credentials.create. */
-export function creationOptionsFromJSON(json) {
+export function creationOptionsFromJSON(answer) {
+  const json = { ...answer, challenge: urlAlphabet(answer.challenge) };
+  if (answer.user) json.user = { ...answer.user, id: urlAlphabet(answer.user.id) };
+  if (answer.excludeCredentials) json.excludeCredentials = answer.excludeCredentials.map(urlDescriptor);
   if (typeof PublicKeyCredential.parseCreationOptionsFromJSON === 'function') {
     return PublicKeyCredential.parseCreationOptionsFromJSON(json);
   }

@@ -71,9 +71,12 @@ struct RegisterVerifyBody: APIRequestBody {
     var name: String?
     /// One of the account's passkeys the new one replaces.
     var replaces: [UInt8]?
+    /// Sent the guide's way (`{username, credential}`): a client that decodes with `atob`.
+    var decodesWithAtob: Bool
 
     init(json: JSONObject) throws {
         credential = try RegistrationResponseJSON(json: credentialObject(in: json))
+        decodesWithAtob = json.has("username")
         name = try json.optionalString("name")
         if let id = try json.optionalString("replaces") {
             guard let bytes = Base64URLBytes(encoded: id)?.bytes, !bytes.isEmpty else { throw PasskeyServiceError.passkeyNotFound }
@@ -95,7 +98,12 @@ struct AuthenticateOptionsBody: APIRequestBody {
 /// `POST /api/auth/authenticate/verify` (and the compatibility `POST /authenticate`).
 struct AuthenticateVerifyBody: APIRequestBody {
     var credential: AuthenticationResponseJSON
-    init(json: JSONObject) throws { credential = try AuthenticationResponseJSON(json: credentialObject(in: json, assertion: true)) }
+    /// Sent the guide's way (`{username, assertion}`): a client that decodes with `atob`.
+    var decodesWithAtob: Bool
+    init(json: JSONObject) throws {
+        credential = try AuthenticationResponseJSON(json: credentialObject(in: json, assertion: true))
+        decodesWithAtob = !json.has("credential") && json.has("assertion")
+    }
 }
 
 /// `POST /api/auth/password/sign-in`.

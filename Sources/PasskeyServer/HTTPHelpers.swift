@@ -18,16 +18,25 @@ enum HTTP {
 
     /// A JSON response (never cached: API answers carry challenges and personal data).
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) throws -> Response {
+        try json(bytes: jsonBytes(value), status: status, headers: extra)
+    }
+
+    /// A JSON response of bytes already written.
+    static func json(bytes: [UInt8], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) throws -> Response {
         var headers = extra
         headers[.contentType] = "application/json; charset=utf-8"
         headers[.cacheControl] = "no-store"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// `value` as JSON: by ``JSONWriter`` when it can write itself, else by the encoder.
+    static func jsonBytes(_ value: some Encodable) throws -> [UInt8] {
         if let writable = value as? any JSONWritable {
             var writer = JSONWriter()
             writable.write(to: &writer)
-            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+            return writer.bytes
         }
-        let data = try encoder.encode(value)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Array(try encoder.encode(value))
     }
 
     static func noContent(headers: HTTPFields = [:]) -> Response {

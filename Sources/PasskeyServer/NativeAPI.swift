@@ -148,6 +148,12 @@ struct NativeAPI: Sendable {
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
             hints: body.hints, registrationToken: body.registrationToken, client: service.client(request, context))
+        // A browser whose client showed it decodes with `window.atob` (see ``AtobForm``) gets the
+        // options' binary members in standard base64: its passkeys' IDs, in excludeCredentials,
+        // hold `-` and `_` in base64url about half the time, which `atob` refuses.
+        if request.cookies[AtobForm.cookieName]?.value == "1" {
+            return try AtobForm.json(options, members: AtobForm.creationMembers)
+        }
         return try HTTP.json(options)
     }
 
@@ -156,9 +162,11 @@ struct NativeAPI: Sendable {
         let result = try await service.finishRegistration(
             body.credential, name: body.name, signedIn: context.signedIn, client: service.client(request, context), replaces: body.replaces)
         var headers = HTTPFields()
+        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
         var access: AccessTokens.Minted?
         if let token = result.token, let session = result.session {
-            headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)
+            headers.append(
+                HTTPField(name: .setCookie, value: HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)))
             access = try await service.tokens.mint(account: result.account, session: session)
         }
         return try HTTP.json(
@@ -198,7 +206,9 @@ struct NativeAPI: Sendable {
         let result = try await service.finishAuthentication(body.credential, client: service.client(request, context))
         try await retirePreviousSession(context)
         var headers = HTTPFields()
-        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
+        headers.append(
+            HTTPField(name: .setCookie, value: HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)))
         let access = try await service.tokens.mint(account: result.account, session: result.session)
         return try HTTP.json(
             SignInJSON(
@@ -220,6 +230,7 @@ struct NativeAPI: Sendable {
         try await service.signOut(signedIn, client: service.client(request, context))
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
+        AtobForm.mark(&headers, request, decodesWithAtob: false, service.configuration, maxAge: 0)
         return HTTP.noContent(headers: headers)
     }
 
