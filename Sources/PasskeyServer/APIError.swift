@@ -62,7 +62,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidExternalID: .badRequest, .invalidRegistrationToken: .unauthorized, .invalidAPIKey: .unauthorized,
         .insufficientScope: .forbidden, .accountNotFound: .notFound,
         .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden, .signUpNotAllowed: .forbidden,
-        .alreadySignedIn: .conflict,
+        .alreadySignedIn: .conflict, .invalidWebhookURL: .badRequest,
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server

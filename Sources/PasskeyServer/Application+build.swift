@@ -57,7 +57,7 @@ public enum PasskeyServer {
         router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: CORSMiddleware(origins: Set(configuration.corsOrigins)))
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(metrics: service.metrics))
         router.add(middleware: CanonicalPathMiddleware())
         router.add(middleware: OriginCheckMiddleware(allowed: configuration.allowedRequestOrigins))
         if let directory = configuration.publicDirectory {

@@ -10,6 +10,7 @@ import WebAuthn
 /// trace or a framework default page; unexpected errors are logged and answered 500.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -22,7 +23,10 @@ struct ErrorMiddleware: RouterMiddleware {
             // Only parsing errors reach here (the service maps ceremony failures itself): 400.
             return try APIError.from(PasskeyServiceError(error, signIn: false)).response(from: request, context: context)
         } catch let error as StoreError {
-            context.logger.error("store error", metadata: ["error": "\(error)"])
+            metrics.storeError(code: error.code.rawValue)
+            // A known outage is logged once by the store when it begins and ends; each request
+            // refused during it is counted (and has its request line), not an error line each.
+            context.logger.log(level: error.isKnownOutage ? .debug : .error, "store error", metadata: ["error": "\(error)"])
             return try APIError.from(error).response(from: request, context: context)
         } catch let error as HTTPError {
             let mapped: APIError =

@@ -137,6 +137,7 @@ extension OpenIDProvider {
             // RFC 6749 §4.1.2: "If an authorization code is used more than once, the
             // authorization server MUST deny the request and SHOULD revoke (when possible) all
             // tokens previously issued based on that authorization code" (RFC 9700 §4.5).
+            service.metrics.singleUseRefused("oauth_code")
             if let first = stored.family { try await revokeGrant(first, clientID: client.id, accountID: stored.accountID, at: time) }
             await service.audit(.oidcGrantReused, accountID: stored.accountID, client: PasskeyService.Client(), detail: "code \(client.id)")
             throw OAuthError(code: "invalid_grant", description: "This code was already used; what it issued is revoked.")
@@ -163,6 +164,7 @@ extension OpenIDProvider {
         case .reused(let stored):
             // RFC 9700 §4.14.2: a rotated refresh token used again means two parties hold the
             // grant; the server cannot tell which is legitimate, so the whole grant ends.
+            service.metrics.singleUseRefused("refresh_token")
             if let family = stored.family {
                 try await revokeGrant(family, clientID: client.id, accountID: stored.accountID, at: time)
             }

@@ -574,8 +574,11 @@ public struct PasskeyService: Sendable {
         challengeTaken()
         switch completion {
         case .signedIn: break
-        case .challengeTaken: throw PasskeyServiceError.unknownChallenge
+        case .challengeTaken:
+            metrics.singleUseRefused("challenge")
+            throw PasskeyServiceError.unknownChallenge
         case .counterRaced:
+            metrics.singleUseRefused("counter")
             await audit(
                 .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
             throw PasskeyServiceError.counterRace

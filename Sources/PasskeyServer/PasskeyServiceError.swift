@@ -125,7 +125,7 @@ extension PasskeyServiceError.Code {
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
-        .consentRequired, .signUpNotAllowed, .alreadySignedIn,
+        .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL,
     ]
 }
 

@@ -139,6 +139,17 @@ public final class ServerMetrics: Sendable {
         counter("passkeyd_connections_closed_total", [("reason", reason)]).increment()
     }
 
+    /// Something single use offered again and refused (`what`: `challenge`, `counter`,
+    /// `oauth_code`, `refresh_token`): a replay, a double submission or a race lost.
+    func singleUseRefused(_ what: String) {
+        counter("passkeyd_single_use_refusals_total", [("what", what)]).increment()
+    }
+
+    /// A request the store could not serve (`code`: `database_unavailable`, `conflict`, …).
+    func storeError(code: String) {
+        counter("passkeyd_store_errors_total", [("code", code)]).increment()
+    }
+
     private static let statusClasses = ["0xx", "1xx", "2xx", "3xx", "4xx", "5xx"]
 
     func request(status: Int, duration: Duration) {

@@ -282,7 +282,7 @@ final class PostgresEngine: SQLEngine {
     func run<T: Sendable>(
         timeout: Duration? = nil, on executor: EventLoopTaskExecutor?, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        if health.isDown { throw StoreError(.unavailable, "PostgreSQL is unreachable") }
+        if health.isDown { throw StoreError.databaseDown }
         let timeout = timeout ?? operationTimeout
         let outcome = Outcome<T>()
         let operation = Task(executorPreference: executor) {

@@ -5,7 +5,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         public init(rawValue: String) { self.rawValue = rawValue }
         /// A uniqueness rule was broken (username taken, credential already registered).
         public static let conflict = Code(rawValue: "conflict")
-        /// The database cannot be reached or failed; the operation did not happen.
+        /// The database cannot be reached or failed, or did not answer in time. The caller was
+        /// not told of success: an operation that was already on its way may still have been
+        /// written, but nothing was acknowledged.
         public static let unavailable = Code(rawValue: "database_unavailable")
         /// The database URL or schema is not usable.
         public static let invalidDatabase = Code(rawValue: "invalid_database")
@@ -26,5 +28,12 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
+
+    /// What the PostgreSQL store answers at once while it knows the database is down (the
+    /// outage itself is logged once, when it begins and when it ends).
+    public static let databaseDown = StoreError(.unavailable, "PostgreSQL is unreachable")
+
+    /// Whether this is ``databaseDown``: a refusal during a known outage, not a new failure.
+    public var isKnownOutage: Bool { code == .unavailable && reason == Self.databaseDown.reason }
     public var description: String { "\(code.rawValue): \(reason)" }
 }
