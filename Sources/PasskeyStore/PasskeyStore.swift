@@ -224,12 +224,6 @@ public protocol PasskeyStore: Sendable {
     func revokeRefreshToken(hash: [UInt8], clientID: String, at time: Date, until: Date) async throws -> Bool
     /// Whether a grant (refresh-token family) was revoked: its access tokens are refused.
     func oauthGrantRevoked(family: String) async throws -> Bool
-    /// Store bookkeeping without a client (the server always names one, above): marks a code
-    /// used by one statement and returns it as it was before (`usedAt` set: used already), or nil.
-    func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant?
-    /// Store bookkeeping without a client: marks a refresh token used by one statement and
-    /// returns it as it was before, or nil.
-    func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant?
     /// Revokes every refresh token of a family; returns how many.
     @discardableResult func revokeRefreshFamily(_ family: String, at time: Date) async throws -> Int
     /// The refresh token's family, if it exists.

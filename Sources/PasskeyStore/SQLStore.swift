@@ -978,32 +978,6 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         try await Self.grantRevoked(family, on: reader)
     }
 
-    public func useOAuthCode(hash: [UInt8], family: String, at time: Date) async throws -> OAuthGrant? {
-        try await transaction { db in
-            if let row = try await db.first(
-                "UPDATE oauth_codes SET used_at = \(time), family = \(family) WHERE code_hash = \(hash) AND used_at IS NULL RETURNING *")
-            {
-                var code = try OAuthGrant(row: row)
-                (code.usedAt, code.family) = (nil, nil)
-                return code
-            }
-            return try await db.first("SELECT * FROM oauth_codes WHERE code_hash = \(hash)").map { try OAuthGrant(row: $0) }
-        }
-    }
-
-    public func useRefreshToken(hash: [UInt8], at time: Date) async throws -> OAuthGrant? {
-        try await transaction { db in
-            if let row = try await db.first(
-                "UPDATE oauth_refresh_tokens SET used_at = \(time) WHERE token_hash = \(hash) AND used_at IS NULL RETURNING *")
-            {
-                var token = try OAuthGrant(row: row)
-                token.usedAt = nil
-                return token
-            }
-            return try await db.first("SELECT * FROM oauth_refresh_tokens WHERE token_hash = \(hash)").map { try OAuthGrant(row: $0) }
-        }
-    }
-
     public func revokeRefreshFamily(_ family: String, at time: Date) async throws -> Int {
         try await writer.run(
             "UPDATE oauth_refresh_tokens SET revoked_at = \(time) WHERE family = \(family) AND revoked_at IS NULL RETURNING 1")

@@ -530,11 +530,17 @@ struct StoreConformanceTests {
         #expect(try await store.oauthClient(id: "pkc_1") == client)
         let grant = OAuthGrant(clientID: "pkc_1", accountID: ada.id, grant: [1, 2], family: nil, expiresAt: Self.t0.addingTimeInterval(60))
         try await store.saveOAuthCode(hash: [9], grant: grant, createdAt: Self.t0)
-        let first = try #require(try await store.useOAuthCode(hash: [9], family: "f1", at: Self.t0))
-        #expect(first.usedAt == nil && first.grant == [1, 2])
-        let second = try #require(try await store.useOAuthCode(hash: [9], family: "f2", at: Self.t0))
+        guard case .taken(let first) = try await store.useOAuthCode(hash: [9], clientID: "pkc_1", family: "f1", at: Self.t0) else {
+            Issue.record("the code was not taken")
+            return
+        }
+        #expect(first.grant == [1, 2])
+        guard case .reused(let second) = try await store.useOAuthCode(hash: [9], clientID: "pkc_1", family: "f2", at: Self.t0) else {
+            Issue.record("a second use was not reported")
+            return
+        }
         #expect(second.usedAt != nil && second.family == "f1")
-        #expect(try await store.useOAuthCode(hash: [8], family: "f3", at: Self.t0) == nil)
+        #expect(try await store.useOAuthCode(hash: [8], clientID: "pkc_1", family: "f3", at: Self.t0) == .unknown)
 
         for hash: [UInt8] in [[1], [2]] {
             var token = grant
@@ -542,11 +548,11 @@ struct StoreConformanceTests {
             token.expiresAt = Self.t0.addingTimeInterval(3600)
             try await store.saveRefreshToken(hash: hash, grant: token, createdAt: Self.t0)
         }
-        #expect(try await store.useRefreshToken(hash: [1], at: Self.t0)?.usedAt == nil)
-        #expect(try await store.useRefreshToken(hash: [1], at: Self.t0)?.usedAt != nil)
+        if case .taken = try await store.useRefreshToken(hash: [1], clientID: "pkc_1", at: Self.t0) {} else { Issue.record("not taken") }
+        if case .reused = try await store.useRefreshToken(hash: [1], clientID: "pkc_1", at: Self.t0) {} else { Issue.record("not reused") }
         #expect(try await store.refreshFamily(hash: [2]) == "f1")
         #expect(try await store.revokeRefreshFamily("f1", at: Self.t0) == 2)
-        #expect(try await store.useRefreshToken(hash: [2], at: Self.t0)?.revokedAt != nil)
+        #expect(try await store.useRefreshToken(hash: [2], clientID: "pkc_1", at: Self.t0) == .revoked)
 
         #expect(try await store.consent(accountID: ada.id, clientID: "pkc_1") == nil)
         try await store.saveConsent(accountID: ada.id, clientID: "pkc_1", scope: "openid", at: Self.t0)
@@ -559,7 +565,7 @@ struct StoreConformanceTests {
         // Removing the client takes its grants and consents with it.
         #expect(try await store.removeOAuthClient(id: "pkc_1"))
         #expect(try await store.consent(accountID: ada.id, clientID: "pkc_1") == nil)
-        #expect(try await store.useRefreshToken(hash: [2], at: Self.t0) == nil)
+        #expect(try await store.useRefreshToken(hash: [2], clientID: "pkc_1", at: Self.t0) == .unknown)
     }
 
     @Test(arguments: TestDatabase.kinds)
