@@ -123,6 +123,65 @@ struct RealClientTests {
         }
     }
 
+    /// The guide's client adding a second passkey while signed in: its register/options answer
+    /// lists the first passkey in excludeCredentials, which it decodes with `atob`. A browser
+    /// that finished a ceremony the guide's way carries the `passkeyd_atob` cookie and gets every
+    /// binary member in standard base64; without the cookie the answer stays base64url; a Level
+    /// 3 verify or a sign-out removes the cookie.
+    @Test func theGuideClientAddsASecondPasskeyWhileSignedIn() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var sawURLOnlyCharacters = false
+            for index in 0..<12 {
+                var authenticator = SoftwareAuthenticator(seed: Array("second-\(index)".utf8))
+                authenticator.credentialIDLength = 32
+                let username = "second\(index)"
+                let first = try await api.post("/api/auth/register/options", ["username": username])
+                let (registration, credential) = try authenticator.register(
+                    options: try first.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+                let body = """
+                    {"username":"\(username)","credential":{"id":"\(registration.rawId.base64URL)","rawId":"\(registration.rawId.base64)",
+                    "type":"public-key","response":{"clientDataJSON":"\(registration.response.clientDataJSON.base64)",
+                    "attestationObject":"\(registration.response.attestationObject.base64)"},"clientExtensionResults":{}}}
+                    """
+                let verify = try await api.request(.post, "/api/auth/register/verify", body: Array(body.utf8))
+                let token = try #require(verify.string("token"))
+                let cookies = verify.headers[values: .setCookie]
+                #expect(cookies.contains { $0.hasPrefix("passkeyd_atob=1;") && $0.contains("HttpOnly") && $0.contains("Path=/api/auth") })
+
+                // Signed in, with the marker: every binary member decodes with atob to its bytes.
+                let second = try await api.post(
+                    "/api/auth/register/options", ["username": username], token: token, cookie: "passkeyd_atob=1")
+                #expect(second.status == .ok, "\(second.json)")
+                let excluded = try #require(second.json["excludeCredentials"]?.array?.first?["id"]?.string)
+                #expect(Self.atobDecodes(excluded) && Base64URLBytes(encoded: excluded)?.bytes == credential.id)
+                #expect(Self.atobDecodes(second.json["challenge"]?.string ?? "-"))
+                #expect(Self.atobDecodes(second.json["user"]?["id"]?.string ?? "-"))
+                if Base64URLBytes(credential.id).base64URL != excluded { sawURLOnlyCharacters = true }
+                // Without it (a Level 3 client): base64url, as parseCreationOptionsFromJSON needs.
+                let level3 = try await api.post("/api/auth/register/options", ["username": username], token: token)
+                #expect(level3.json["excludeCredentials"]?.array?.first?["id"]?.string == Base64URLBytes(credential.id).base64URL)
+
+                if index == 0 {
+                    // A Level 3 verify in that browser removes the marker.
+                    var device = SoftwareAuthenticator(seed: Array("second-device".utf8))
+                    let (added, _) = try device.register(
+                        options: try second.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+                    let finished = try await api.request(
+                        .post, "/api/auth/register/verify",
+                        body: Array(try JSONEncoder().encode(APIClient.CredentialBody(credential: added))),
+                        token: token, cookie: "passkeyd_atob=1")
+                    #expect(finished.status == .ok, "\(finished.json)")
+                    #expect(finished.headers[values: .setCookie].contains { $0.hasPrefix("passkeyd_atob=;") && $0.contains("Max-Age=0") })
+                }
+                // A sign-out removes it too.
+                let out = try await api.request(.delete, "/api/auth/session", token: token, cookie: "passkeyd_atob=1")
+                #expect(out.headers[values: .setCookie].contains { $0.hasPrefix("passkeyd_atob=;") && $0.contains("Max-Age=0") })
+            }
+            #expect(sawURLOnlyCharacters, "some of the 12 IDs must have needed the standard alphabet, or the test proves nothing")
+        }
+    }
+
     @Test func thePasskeyCheckSpendsTheSignUpBudgetAndRefusesCrossSiteRequests() async throws {
         let harness = try await ServerHarness { $0.rateLimits.perIP = 4 }
         try await harness.run(live: true) { api in
