@@ -59,6 +59,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        // `swift package generate-documentation`: the DocC catalogs of WebAuthn and PasskeyClient.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // The pure protocol library: bytes in, verdicts out.
