@@ -47,7 +47,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -88,8 +87,7 @@ let package = Package(
         .target(
             name: "PasskeyStore",
             dependencies: [
-                "CSQLiteSettings",
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "CSQLite", "CSQLiteSettings",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -139,6 +137,8 @@ let package = Package(
         .target(name: "PasskeyClientSoftware", dependencies: ["PasskeyClient", "WebAuthn", "WebAuthnTesting"]),
         // glibc's allocator settings for the server process (malloc.h is not in Swift's Glibc).
         .target(name: "CAllocator"),
+        // The system's SQLite, whose C API the store calls directly (`apt install libsqlite3-dev`).
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // SQLite's process-wide settings (sqlite3_config is variadic: Swift cannot call it).
         .target(name: "CSQLiteSettings", linkerSettings: [.linkedLibrary("sqlite3")]),
         .executableTarget(

@@ -1,5 +1,5 @@
+import CSQLite
 import CSQLiteSettings
-import GRDBSQLite
 import Synchronization
 
 /// One SQLite connection, opened with SQLite's own calls. It is used by one thread at a time:

@@ -1,5 +1,5 @@
+import CSQLite
 import Foundation
-import GRDBSQLite
 import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode (concurrent readers, one writer). The store's

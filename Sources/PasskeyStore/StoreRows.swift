@@ -53,7 +53,7 @@ enum StoreValues {
     static let maxNameLength = 128
 }
 
-/// A row of either database, read by column name: GRDB's rows and postgres-nio's both satisfy
+/// A row of either database, read by column name: SQLite's rows and postgres-nio's both satisfy
 /// it, so each model has one mapper. A value that is missing or of the wrong form throws
 /// `corrupt_row` (no store reads a row with invented values).
 protocol StoreRow: Sendable {
