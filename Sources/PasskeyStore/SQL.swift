@@ -173,7 +173,8 @@ extension SQLConnection {
 
 /// What a SQL database gives the one store core (``SQLStore``): a dialect, connections for
 /// single statements, and transactions. SQLite and PostgreSQL are this and nothing more; every
-/// store method is written once, in `SQLStore.swift`.
+/// store method is written once, in ``SQLStore`` (`SQLStore.swift` and its `SQLStore+<model>.swift`
+/// extensions).
 protocol SQLEngine: Sendable {
     var dialect: SQLDialect { get }
     /// Runs statements that only read (SQLite: on a reader, concurrently with the writer).

@@ -1,0 +1,144 @@
+import Foundation
+
+/// Accounts: found by ID, username, user handle or external ID; created (with their first passkey
+/// and session, or by an app that trusts passkeyd, or imported with a password hash), listed,
+/// disabled, re-keyed; their passwords.
+extension SQLStore {
+    public func account(id: UUID) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE id = \(id)").map { try Account(row: $0) }
+    }
+
+    public func account(username: String) async throws -> Account? {
+        try await reader.first(
+            .prepared("SELECT \(sql: Self.accountColumns) FROM accounts WHERE username_key = \(Account.key(for: username))")
+        ).map { try Account(row: $0) }
+    }
+
+    public func account(userHandle: [UInt8]) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE user_handle = \(userHandle)").map { try Account(row: $0) }
+    }
+
+    static func insert(_ account: Account) -> SQL {
+        """
+        INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+        VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash))
+        """
+    }
+
+    public func createAccount(_ account: Account, passkey: Passkey, session: SessionRecord?, audit: [AuditEvent]) async throws {
+        let inserts = [Self.insert(account), Self.insert(passkey)] + (session.map { [Self.insert($0)] } ?? []) + audit.map(Self.insert)
+        if dialect == .postgres {
+            // One statement of data-modifying CTEs: atomic on its own, one round trip instead of
+            // a transaction of six (PostgreSQL checks the passkey's and the session's foreign
+            // keys at the end of the statement, when the account row is there).
+            var sql: SQL = "WITH "
+            for (index, insert) in inserts.enumerated() {
+                sql = sql.appending("\(sql: SQLFragment(text: index == 0 ? "" : ", "))w\(sql: SQLFragment(text: "\(index)")) AS (")
+                    .appending(insert).appending(")")
+            }
+            try await writer.run(sql.appending(" SELECT 1").prepared())
+            return
+        }
+        try await transaction { db in
+            for insert in inserts { try await db.execute(insert) }
+        }
+    }
+
+    public func accounts(after afterUsername: String?, limit: Int) async throws -> [Account] {
+        try await reader.rows(
+            "SELECT * FROM accounts WHERE username_key > \(afterUsername.map(Account.key(for:)) ?? "") ORDER BY username_key LIMIT \(limit)"
+        ).map { try Account(row: $0) }
+    }
+
+    public func setDisabled(accountID: UUID, disabled: Bool, audit: [AuditEvent]) async throws -> Int? {
+        try await transaction { db in
+            guard try await db.run("UPDATE accounts SET disabled = \(disabled) WHERE id = \(accountID) RETURNING 1") == 1 else {
+                return nil
+            }
+            // Disabling ends every session at once.
+            let revoked = disabled ? try await db.run("DELETE FROM sessions WHERE account_id = \(accountID) RETURNING 1") : 0
+            for event in audit { try await db.execute(Self.insert(event)) }
+            return revoked
+        }
+    }
+
+    public func rekeyUsernames() async throws -> [UsernameCollision] {
+        let dialect = self.dialect
+        return try await transaction { db in
+            // No sign-up may slip in between the read and the updates.
+            if dialect == .postgres { try await db.execute("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE") }
+            let accounts = try await db.rows("SELECT id, username, username_key FROM accounts ORDER BY created_at, id").map { row in
+                (id: try row.id("id"), username: try row.text("username"), key: try row.text("username_key"))
+            }
+            let plan = UsernameRekeying.plan(accounts)
+            for change in plan.changes { try await db.execute("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)") }
+            return plan.collisions
+        }
+    }
+
+    // MARK: Passwords
+
+    public func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool] {
+        try await transaction { db in
+            var inserted: [Bool] = []
+            for (account, hash) in rows {
+                let added = try await db.run(
+                    """
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                    VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                            \(account.userHandle), \(account.createdAt), \(false), \(hash))
+                    ON CONFLICT (username_key) DO NOTHING RETURNING 1
+                    """)
+                inserted.append(added == 1)
+            }
+            return inserted
+        }
+    }
+
+    public func removePassword(accountID: UUID) async throws -> Bool {
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // The same account lock as deletePasskey: the EXISTS below then sees committed passkeys only.
+            try await db.execute("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            return try await db.run(
+                """
+                UPDATE accounts SET password_hash = NULL
+                WHERE id = \(accountID) AND password_hash IS NOT NULL AND EXISTS (SELECT 1 FROM passkeys WHERE account_id = \(accountID))
+                RETURNING 1
+                """) == 1
+        }
+    }
+
+    public func changePassword(accountID: UUID, hash: String, keepSession tokenHash: [UInt8]?) async throws -> Bool {
+        try await transaction { db in
+            let changed = try await db.run(
+                "UPDATE accounts SET password_hash = \(hash) WHERE id = \(accountID) AND password_hash IS NOT NULL RETURNING 1")
+            guard changed == 1 else { return false }
+            try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID) AND token_hash <> \(tokenHash ?? [])")
+            return true
+        }
+    }
+
+    // MARK: Apps that trust passkeyd
+
+    public func account(externalID: String) async throws -> Account? {
+        try await reader.first("SELECT * FROM accounts WHERE external_id = \(externalID)").map { try Account(row: $0) }
+    }
+
+    public func createAccount(_ account: Account, audit: [AuditEvent]) async throws {
+        try await transaction { db in
+            try await db.execute(
+                """
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash, external_id)
+                VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                        \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.passwordHash), \(account.externalID))
+                """)
+            for event in audit { try await db.execute(Self.insert(event)) }
+        }
+    }
+
+    public func setExternalID(accountID: UUID, externalID: String?) async throws -> Bool {
+        try await writer.run("UPDATE accounts SET external_id = \(externalID) WHERE id = \(accountID) RETURNING 1") == 1
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+
+/// Passkeys: stored, read (alone or with their account), renamed, deleted (never the last way
+/// in) and revoked; and a verified sign-in completed (challenge taken, counter moved by
+/// compare-and-set, session and audit lines written) in one transaction or, on PostgreSQL, one
+/// statement.
+extension SQLStore {
+    static func insert(_ passkey: Passkey) -> SQL {
+        """
+        INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                              user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+        VALUES (\(passkey.credentialID), \(passkey.accountID), \(passkey.publicKey), \(Int64(passkey.signCount)), \(passkey.aaguid),
+                \(StoreValues.encodeList(passkey.transports)), \(passkey.backupEligible), \(passkey.backedUp), \(passkey.userVerified),
+                \(passkey.attestationFormat), \(passkey.attestationTrusted), \(passkey.name), \(passkey.createdAt), \(passkey.lastUsedAt),
+                \(passkey.counterAnomalies))
+        """
+    }
+
+    public func addPasskey(_ passkey: Passkey) async throws {
+        try await writer.run(Self.insert(passkey))
+    }
+
+    public func passkey(credentialID: [UInt8]) async throws -> Passkey? {
+        try await reader.first("SELECT * FROM passkeys WHERE credential_id = \(credentialID)").map { try Passkey(row: $0) }
+    }
+
+    public func passkeys(accountID: UUID) async throws -> [Passkey] {
+        try await reader.rows(
+            .prepared("SELECT \(sql: Self.passkeyColumns) FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id")
+        ).map { try Passkey(row: $0) }
+    }
+
+    public func passkeyAndAccount(credentialID: [UInt8]) async throws -> (Passkey, Account)? {
+        guard
+            let row = try await reader.first(
+                """
+                SELECT \(sql: Self.joinedPasskeyColumns), \(sql: Self.joinedAccountColumns)
+                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id = \(credentialID)
+                """)
+        else { return nil }
+        return (try Passkey(row: row), try Account(row: row, createdAt: "account_created_at"))
+    }
+
+    public func completeSignIn(
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> SignInCompletion {
+        if dialect == .postgres {
+            return try await completeSignInInOneStatement(
+                challenge: challenge, credentialID: credentialID, previousSignCount: previousSignCount, signCount: signCount,
+                backedUp: backedUp, counterAnomaly: counterAnomaly, at: time, session: session, audit: audit)
+        }
+        return try await transaction { db in
+            // Single use: of two answers to one challenge, the first to delete it goes on.
+            if let challenge,
+                try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
+            {
+                return .challengeTaken
+            }
+            // Compare-and-set: of two sign-ins racing with one counter value, one moves it.
+            let moved = try await db.run(
+                """
+                UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
+                       counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
+                WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
+                RETURNING 1
+                """)
+            guard moved == 1 else { return .counterRaced }
+            try await db.execute("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
+            try await db.execute(Self.insert(session))
+            for event in audit { try await db.execute(Self.insert(event)) }
+            return .signedIn
+        }
+    }
+
+    /// PostgreSQL: the whole of ``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``
+    /// as one statement of data-modifying CTEs (atomic on its own, one round trip instead of a
+    /// transaction of seven). Each step runs only if the one before it changed a row: the
+    /// challenge is deleted first (a concurrent answer waits on its row lock, then finds it
+    /// gone), the counter moves only from `previousSignCount` (re-checked on the newest row
+    /// version under READ COMMITTED), and the session and audit lines are written only if it
+    /// moved. Values in SELECT lists carry casts, since a NULL bind has no type of its own.
+    private func completeSignInInOneStatement(
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
+    ) async throws -> SignInCompletion {
+        var sql: SQL =
+            if let challenge {
+                "WITH taken AS (DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1), "
+            } else {
+                "WITH taken AS (SELECT 1), "
+            }
+        sql = sql.appending(
+            """
+            moved AS (
+                UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
+                       counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
+                WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount)) AND EXISTS (SELECT 1 FROM taken)
+                RETURNING 1),
+            signed AS (UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID) AND EXISTS (SELECT 1 FROM moved)),
+            started AS (
+                INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id)
+                SELECT \(session.tokenHash)::bytea, \(session.accountID)::uuid, \(session.createdAt)::bigint, \(session.expiresAt)::bigint,
+                       \(session.userAgent)::text, \(session.ipAddress)::text, \(session.method)::text, \(session.credentialID)::bytea
+                WHERE EXISTS (SELECT 1 FROM moved))
+            """)
+        for (index, event) in audit.enumerated() {
+            sql = sql.appending(
+                """
+                , \(sql: SQLFragment(text: "audit\(index)")) AS (
+                    INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+                    SELECT \(event.time)::bigint, \(event.kind)::text, \(event.accountID)::uuid, \(event.credentialID)::bytea,
+                           \(event.ipAddress)::text, \(event.userAgent)::text, \(event.detail)::text
+                    WHERE EXISTS (SELECT 1 FROM moved))
+                """)
+        }
+        sql = sql.appending(" SELECT (SELECT COUNT(*) FROM taken) AS taken, (SELECT COUNT(*) FROM moved) AS moved")
+        guard let row = try await writer.first(sql.prepared()) else { throw StoreError(.unavailable, "no result") }
+        if try row.optionalInteger("taken") != 1 { return .challengeTaken }
+        if try row.optionalInteger("moved") != 1 { return .counterRaced }
+        return .signedIn
+    }
+
+    public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
+        try await writer.run(
+            "UPDATE passkeys SET name = \(name) WHERE account_id = \(accountID) AND credential_id = \(credentialID) RETURNING 1") == 1
+    }
+
+    public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // Hold the account row (PostgreSQL; SQLite has one writer): a concurrent password
+            // removal takes the same lock, so the two cannot both remove a way in.
+            try await db.execute("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)")
+            let ids = try await db.rows("SELECT credential_id FROM passkeys WHERE account_id = \(accountID)\(sql: forUpdate)").map {
+                try $0.bytes("credential_id")
+            }
+            guard ids.contains(credentialID) else { return .notFound }
+            let hasPassword = try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID) AND password_hash IS NOT NULL") == 1
+            guard ids.count > 1 || hasPassword else { return .lastPasskey }
+            try await db.execute("DELETE FROM passkeys WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
+            // The sessions this passkey made end with it (but the one deleting it). They are the
+            // account's: found through its sessions (no index on the credential to keep up).
+            try await db.execute(
+                """
+                DELETE FROM sessions WHERE account_id = \(accountID) AND credential_id = \(credentialID)
+                AND token_hash <> \(keepSession ?? [])
+                """)
+            try await db.execute(
+                "UPDATE sessions SET credential_id = NULL WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
+            return .deleted
+        }
+    }
+
+    public func revokePasskey(credentialID: [UInt8], audit: [AuditEvent]) async throws -> Bool {
+        try await transaction { db in
+            guard let owner = try await db.first("DELETE FROM passkeys WHERE credential_id = \(credentialID) RETURNING account_id") else {
+                return false
+            }
+            let accountID = try owner.id("account_id")
+            try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID) AND credential_id = \(credentialID)")
+            for event in audit { try await db.execute(Self.insert(event)) }
+            return true
+        }
+    }
+}

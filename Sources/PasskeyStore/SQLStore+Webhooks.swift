@@ -1,0 +1,87 @@
+import Foundation
+
+/// Webhooks: endpoints, and the outbox of deliveries (claimed under a lease by one instance at a
+/// time, in order per account, then settled).
+extension SQLStore {
+    public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        try await writer.run(
+            """
+            INSERT INTO webhook_endpoints (id, url, secret, events, created_at, disabled)
+            VALUES (\(endpoint.id), \(endpoint.url), \(endpoint.secret), \(endpoint.events.joined(separator: ",")), \(endpoint.createdAt),
+                    \(endpoint.disabled))
+            """)
+    }
+
+    public func webhookEndpoints() async throws -> [WebhookEndpoint] {
+        try await reader.rows("SELECT * FROM webhook_endpoints ORDER BY created_at, id").map { try WebhookEndpoint(row: $0) }
+    }
+
+    public func removeWebhookEndpoint(id: UUID) async throws -> Bool {
+        try await writer.run("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING 1") == 1
+    }
+
+    public func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
+        WebhookDelivery, AuditEvent
+    )] {
+        // The candidates, read off the writer: per (endpoint, account) the oldest undelivered
+        // event (events of one account reach an endpoint in order), when it is due and not
+        // leased. One pass over the undelivered rows (of one endpoint, or all), however many wait.
+        let endpointFilter: SQL = endpointID.map { id -> SQL in " AND endpoint_id = \(id)" } ?? ""
+        let select: SQL = """
+            SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
+            JOIN (SELECT endpoint_id, account_id, MIN(event_id) AS first FROM webhook_deliveries
+                  WHERE delivered_at IS NULL
+            """
+        let rest: SQL = """
+             GROUP BY endpoint_id, account_id) f
+              ON f.endpoint_id = d.endpoint_id AND f.first = d.event_id
+            WHERE d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+            ORDER BY d.event_id LIMIT \(limit)
+            """
+        let candidates = try await reader.rows(select.appending(endpointFilter).appending(rest))
+        guard !candidates.isEmpty else { return [] }
+        // One short write takes the leases, marked with this claim's token. The row conditions
+        // are checked again by the UPDATE itself: of several instances claiming the same row at
+        // once, PostgreSQL lets one update it and re-evaluates the others' WHERE on the row it
+        // left (leased: not taken), and SQLite has one writer; a row settled since the read
+        // (delivered, or failed and waiting its back-off) is not taken either.
+        let token = UUID.random().uuidString.lowercased()
+        var update: SQL =
+            "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE delivered_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now)) AND ("
+        for (index, row) in candidates.enumerated() {
+            let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
+            update = update.appending(index == 0 ? "" : " OR ").appending("(event_id = \(eventID) AND endpoint_id = \(endpointID))")
+        }
+        guard try await writer.run(update.appending(") RETURNING 1")) > 0 else { return [] }
+        return try await reader.rows(
+            """
+            SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
+            FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
+            WHERE d.lease_token = \(token) AND d.delivered_at IS NULL
+            ORDER BY d.event_id
+            """
+        ).map { (try WebhookDelivery(row: $0), try AuditEvent(row: $0, idColumn: "audit_id")) }
+    }
+
+    public func settleWebhookDelivery(
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date
+    ) async throws {
+        try await writer.run(
+            """
+            UPDATE webhook_deliveries
+            SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
+                next_attempt_at = \(retryAt), lease_until = NULL
+            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)
+            """)
+    }
+
+    public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {
+        let sql: SQL =
+            if let endpointID {
+                "SELECT * FROM webhook_deliveries WHERE endpoint_id = \(endpointID) ORDER BY event_id DESC LIMIT \(limit)"
+            } else {
+                "SELECT * FROM webhook_deliveries ORDER BY event_id DESC LIMIT \(limit)"
+            }
+        return try await reader.rows(sql).map { try WebhookDelivery(row: $0) }
+    }
+}
