@@ -57,7 +57,7 @@ public struct SignInResult: Sendable {
     public var method: SignInMethod
     /// Sign-up only: the new passkey.
     public var passkey: Passkey?
-    /// The account has no passkey (password or recovery sign-in): offer ``PasskeyClient/addPasskey()``.
+    /// The account has no passkey (password or recovery sign-in): offer ``PasskeyClient/addPasskey(name:)``.
     public var canCreatePasskey: Bool
     /// Signed in by recovery: every other session was ended; register a new passkey next.
     public var recovery: Bool

@@ -2,7 +2,7 @@ import Foundation
 
 /// What makes and uses passkeys for ``PasskeyClient``: the platform authenticator.
 ///
-/// On Apple platforms ``ApplePasskeyAuthenticator`` drives AuthenticationServices (the passkey
+/// On Apple platforms `ApplePasskeyAuthenticator` drives AuthenticationServices (the passkey
 /// sheet, AutoFill). On Linux and in tests, `SoftwarePasskeyProvider` (product
 /// `PasskeyClientSoftware`) keeps software passkeys. Both receive the server's options already
 /// decoded, and the options exactly as the server sent them (`json`, Level 3 JSON), for an

@@ -25,7 +25,7 @@ public actor PasskeyClient {
 
     /// - Parameters:
     ///   - server: passkeyd's base URL (`https://login.example.com`); a path prefix is kept.
-    ///   - authenticator: the platform authenticator (``ApplePasskeyAuthenticator`` on Apple platforms).
+    ///   - authenticator: the platform authenticator (`ApplePasskeyAuthenticator` on Apple platforms).
     ///   - sessions: where the session is kept; the Keychain on Apple platforms, else
     ///     ``FileSessionStore/defaultPath()``.
     ///   - urlSession: for tests and proxies; the default keeps no cookies and no cache.
@@ -108,7 +108,7 @@ public actor PasskeyClient {
     }
 
     /// Forgets the session here, then ends it on the server. Offline, it is still forgotten here
-    /// (and the call throws ``PasskeyClientError/network``: the server's session lives until it
+    /// (and the call throws ``PasskeyClientError/network(_:)``: the server's session lives until it
     /// expires). Not signed in: nothing to do.
     public func signOut() async throws {
         guard let token = try await stored()?.sessionToken else { return }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where ``PasskeyClient`` keeps the session between launches: the Keychain on Apple platforms
-/// (``KeychainSessionStore``), a private file elsewhere (``FileSessionStore``).
+/// (`KeychainSessionStore`), a private file elsewhere (``FileSessionStore``).
 public protocol SessionStore: Sendable {
     /// The session kept for `server`, if any.
     func load(server: String) async throws -> StoredSession?

@@ -106,9 +106,13 @@ extension RelyingParty {
     /// itself (a convenience over ``finishAuthentication(response:state:credential:)``).
     ///
     /// - Parameters:
+    ///   - response: the assertion the client sent (`PublicKeyCredential.toJSON()`).
+    ///   - expectedChallenge: the challenge of the options this ceremony sent.
+    ///   - credential: the credential record looked up by `response.rawId`.
     ///   - allowCredentials: the IDs sent in `allowCredentials`, when the ceremony named them.
     ///   - requireUserHandle: the user was not identified before the ceremony (discoverable
     ///     sign-in), so `response.userHandle` must be present and name the credential's owner.
+    ///   - userVerification: overrides the configured requirement for this ceremony.
     public func finishAuthentication(
         response: AuthenticationResponseJSON, expectedChallenge: [UInt8], credential: StoredCredential,
         allowCredentials: [[UInt8]]? = nil, requireUserHandle: Bool = false,

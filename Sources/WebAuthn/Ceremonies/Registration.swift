@@ -109,7 +109,10 @@ extension RelyingParty {
 
     /// Verifies a registration response (§7.1) against the state its `beginRegistration` made.
     ///
-    /// - Parameter now: the time attestation certificates are checked at.
+    /// - Parameters:
+    ///   - response: the new credential the client sent (`PublicKeyCredential.toJSON()`).
+    ///   - state: ``RegistrationBegin/state``, as kept since `beginRegistration`.
+    ///   - now: the time attestation certificates are checked at.
     /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
     ///   is not registered yet (§7.1 step 26) before storing it.
     public func finishRegistration(response: RegistrationResponseJSON, state: RegistrationState, now: Date = Date())
@@ -136,6 +139,8 @@ extension RelyingParty {
     /// (a convenience over ``finishRegistration(response:state:now:)``).
     ///
     /// - Parameters:
+    ///   - response: the new credential the client sent (`PublicKeyCredential.toJSON()`).
+    ///   - expectedChallenge: the challenge of the options this ceremony sent.
     ///   - userVerification: overrides the configured requirement for this ceremony.
     ///   - now: the time attestation certificates are checked at.
     ///   - conditionalCreate: the options were used with `mediation: "conditional"` (automatic

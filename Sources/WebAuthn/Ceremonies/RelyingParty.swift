@@ -97,7 +97,7 @@ public struct RelyingParty: Sendable {
     }
 
     /// `count` bytes from the operating system's secure generator, in one system call
-    /// (``SystemRandom``).
+    /// (`SystemRandom`).
     public static func randomBytes(_ count: Int) -> [UInt8] { SystemRandom.bytes(count) }
 
     var timeoutMilliseconds: Int {

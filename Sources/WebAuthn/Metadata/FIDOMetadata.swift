@@ -4,7 +4,7 @@ import X509
 /// A verified FIDO Metadata Service v3 BLOB: what the FIDO Alliance says about authenticator
 /// models, keyed by AAGUID.
 ///
-/// Only ``verify(blob:roots:at:)`` makes one, so holding a `FIDOMetadata` means its signature
+/// Only ``verify(blob:roots:at:signerHostname:)`` makes one, so holding a `FIDOMetadata` means its signature
 /// chained to a configured MDS root. Put it in ``AttestationPolicy/metadata``: registrations of an
 /// authenticator whose latest status report refuses it fail with `authenticator_not_allowed`, and
 /// each entry's `attestationRootCertificates` become trust anchors for that AAGUID alone.
