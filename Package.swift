@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "WebAuthnTesting", targets: ["WebAuthnTesting"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
+        .library(name: "PasskeyCore", targets: ["PasskeyCore"]),
         .library(name: "PasskeyServer", targets: ["PasskeyServer"]),
         .library(name: "PasskeyClient", targets: ["PasskeyClient"]),
         .library(name: "PasskeyClientSoftware", targets: ["PasskeyClientSoftware"]),
@@ -105,11 +106,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The Hummingbird 2 application: routes, sessions, errors, well-known files.
+        // The domain: ceremonies, accounts, sessions, tokens, the OpenID provider's rules, the
+        // webhook outbox, limits and metrics. No HTTP framework: it takes and returns values and
+        // throws domain errors; the edge (PasskeyServer) maps them to HTTP.
+        .target(
+            name: "PasskeyCore",
+            dependencies: [
+                "WebAuthn", "PasskeyStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        // The Hummingbird 2 edge: routes, middleware, request and response shapes, the one
+        // mapping from domain errors to HTTP statuses, webhook sending, well-known files.
         .target(
             name: "PasskeyServer",
             dependencies: [
-                "WebAuthn", "PasskeyStore",
+                "WebAuthn", "PasskeyStore", "PasskeyCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -144,7 +163,7 @@ let package = Package(
         .executableTarget(
             name: "passkeyd",
             dependencies: [
-                "WebAuthn", "PasskeyStore", "PasskeyServer", "CAllocator",
+                "WebAuthn", "PasskeyStore", "PasskeyCore", "PasskeyServer", "CAllocator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -172,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyServerTests",
             dependencies: [
-                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer",
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyCore", "PasskeyServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -183,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "BinaryTests",
             dependencies: [
-                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyServer", "PasskeyClient",
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyCore", "PasskeyServer", "PasskeyClient",
                 "PasskeyClientSoftware",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import Hummingbird
+import PasskeyCore
 import WebAuthn
 
 /// A request body of the API, read from the strict `JSONReader`'s object (fast, and exact about

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PasskeyCore
 import PasskeyStore
 import ServiceLifecycle
 
@@ -42,7 +43,7 @@ public enum PasskeyServer {
         app.addServices(
             WebhookDispatcher(
                 store: service.store, metrics: service.metrics, logger: logger, policy: service.configuration.webhookPolicy,
-                now: service.now
+                now: service.now, sender: { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) }
             ))
         app.addServices(MetadataRefresher(service: service))
         return app

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PasskeyCore
 
 /// Answers for browser clients that decode binary members with `window.atob` (the widely
 /// copied guide's `PasskeyWebManager`, shared/seeds/000): standard base64 instead of base64url.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PasskeyCore
 import WebAuthn
 
 /// Routes for apps written against the reference Vapor passkey server (the article series'
@@ -26,7 +27,7 @@ import WebAuthn
 /// Everything else (origin, RP ID, UV, signatures, real sign counters) is checked as on the
 /// native API.
 struct CompatibilityAPI: Sendable {
-    static let api = "compat"
+    static let api = PasskeyService.Profile.compatibilityAPI
     let service: PasskeyService
 
     /// The routes (added at `/`).

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTPTypes
+import PasskeyCore
 import Synchronization
 
 /// The listener's connection budget: at most `maxConnections` open in all and

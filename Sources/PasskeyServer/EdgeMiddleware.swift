@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import PasskeyCore
 import PasskeyStore
 import WebAuthn
 

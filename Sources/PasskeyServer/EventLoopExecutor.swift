@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PasskeyCore
 import PasskeyStore
 
 /// HTTP/1.1 connections whose request handling runs on the connection's own event loop.

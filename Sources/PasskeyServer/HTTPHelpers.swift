@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PasskeyCore
 import WebAuthn
 
 extension HTTPField.Name {

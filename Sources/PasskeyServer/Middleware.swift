@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import PasskeyCore
 import PasskeyStore
 import WebAuthn
 

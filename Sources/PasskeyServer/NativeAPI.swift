@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PasskeyCore
 import WebAuthn
 
 /// The native JSON API (../docs/openapi.json): W3C Level 3 JSON for options and responses, so

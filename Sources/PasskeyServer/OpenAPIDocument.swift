@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PasskeyCore
 
 /// The OpenAPI 3.1 description of the whole HTTP API: `Resources/openapi.json`, edited by hand as
 /// the source of truth (docs/openapi.json links to it), embedded in the binary at build time

@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOCore
+import PasskeyCore
 
 /// The request context: Hummingbird's core storage, the client's address, the connection (to
 /// tell a client that went away from a server error) and the signed-in session, resolved once

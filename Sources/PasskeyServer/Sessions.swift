@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import PasskeyCore
 import WebAuthn
 
 /// Finds the signed-in account of a request: `Authorization: Bearer <token>` (apps) or the

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import PasskeyCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,16 +18,8 @@ import Synchronization
 /// - redirects are never followed (a 3xx is a failed delivery);
 /// - a refused connection fails at once (no retry until the deadline), a connection attempt
 ///   gives up after `connectTimeout`, and the whole exchange after `requestTimeout`.
-struct WebhookClient: Sendable {
-    /// How a send ended, for the outbox row, the log and the failure metric's `reason`.
-    struct Outcome: Sendable {
-        var status: Int?
-        /// nil when delivered.
-        var failure: String?
-        /// `refused`, `timeout`, `address_refused`, `redirect`, `http_status`, `error`.
-        var reason: String?
-        var delivered: Bool { failure == nil }
-    }
+struct WebhookClient: WebhookSender {
+    typealias Outcome = WebhookSendOutcome
 
     let http: HTTPClient
     let policy: OutboundURLPolicy
@@ -165,7 +158,7 @@ struct WebhookClient: Sendable {
             if let refusal = known.refusal { throw refusal }
             return
         }
-        let addresses = await Self.resolve(name, within: .seconds(2)) ?? []
+        let addresses = await NameResolver.resolve(name, within: .seconds(2)) ?? []
         var refusal: OutboundURLPolicy.Refusal?
         for address in addresses {
             do throws(OutboundURLPolicy.Refusal) {
@@ -182,53 +175,5 @@ struct WebhookClient: Sendable {
             }
         }
         if let refusal { throw refusal }
-    }
-
-    /// The IPv4 and IPv6 addresses of a name (`getaddrinfo`, on a thread of its own), or nil when
-    /// it does not answer within `limit`.
-    static func resolve(_ name: String, within limit: Duration) async -> [[UInt8]]? {
-        let waiter = Mutex<CheckedContinuation<[[UInt8]]?, Never>?>(nil)
-        return await withCheckedContinuation { continuation in
-            waiter.withLock { $0 = continuation }
-            DispatchQueue.global(qos: .utility).async {
-                let addresses = lookUp(name)
-                waiter.withLock { $0.take() }?.resume(returning: addresses)
-            }
-            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) {
-                waiter.withLock { $0.take() }?.resume(returning: nil)
-            }
-        }
-    }
-
-    private static func lookUp(_ name: String) -> [[UInt8]] {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #else
-            hints.ai_socktype = SOCK_STREAM
-        #endif
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(name, nil, &hints, &list) == 0, let first = list else { return [] }
-        defer { freeaddrinfo(first) }
-        var addresses: [[UInt8]] = []
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry, addresses.count < 64 {
-            if let socketAddress = current.pointee.ai_addr {
-                switch Int32(socketAddress.pointee.sa_family) {
-                case AF_INET:
-                    socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                        addresses.append(withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) })
-                    }
-                case AF_INET6:
-                    socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                        addresses.append(withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) })
-                    }
-                default: break
-                }
-            }
-            entry = current.pointee.ai_next
-        }
-        return addresses
     }
 }

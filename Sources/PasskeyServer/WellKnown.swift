@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PasskeyCore
 
 /// The well-known files platforms fetch to tie apps and origins to this relying party. Each is
 /// served as `application/json`, directly (no redirect: Apple's CDN and Google's verifier do not

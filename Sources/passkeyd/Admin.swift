@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import WebAuthn

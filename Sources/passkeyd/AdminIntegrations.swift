@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import WebAuthn

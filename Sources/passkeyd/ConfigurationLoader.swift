@@ -1,4 +1,5 @@
 import Foundation
+import PasskeyCore
 import PasskeyServer
 import WebAuthn
 import X509
@@ -45,6 +46,7 @@ struct ConfigurationLoader {
         var metricsPublic: Bool?
         var logFormat: String?
         var passwordHashCost: Int?
+        var passwordScryptCost: Int?
         var passwordHashConcurrency: Int?
         var reauthenticationSeconds: Int?
         var hints: [String]?
@@ -280,7 +282,9 @@ struct ConfigurationLoader {
             passwordHashConcurrency: try int(
                 "PASSKEYD_PASSWORD_HASH_CONCURRENCY", file.passwordHashConcurrency, range: 1...64,
                 setting: "passwordHashConcurrency"),
-            hints: list("PASSKEYD_HINTS", file.hints) ?? [])
+            hints: list("PASSKEYD_HINTS", file.hints) ?? [],
+            passwordScryptCost: try int(
+                "PASSKEYD_PASSWORD_SCRYPT_COST", file.passwordScryptCost, range: 10...20, setting: "passwordScryptCost") ?? 17)
         let tokens = file.tokens ?? TokensFile()
         let defaults = ServerConfiguration.Tokens()
         configuration.tokens = ServerConfiguration.Tokens(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 

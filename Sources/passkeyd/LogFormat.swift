@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PasskeyCore
 import PasskeyServer
 
 /// Log output: JSON lines in production (one object per line: time, level, label, message and

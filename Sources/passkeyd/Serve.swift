@@ -3,6 +3,7 @@ import CAllocator
 import Foundation
 import Hummingbird
 import Logging
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import PasskeyStoreTesting

@@ -1,6 +1,7 @@
 import Foundation
 import PasskeyClient
 import PasskeyClientSoftware
+import PasskeyCore
 import PasskeyServer
 import Testing
 import WebAuthn

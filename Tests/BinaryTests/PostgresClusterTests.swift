@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import PasskeyCore
 import PasskeyServer
 import PasskeyStoreTesting
 import Synchronization

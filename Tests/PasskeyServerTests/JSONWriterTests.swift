@@ -5,6 +5,7 @@ import PasskeyStore
 import Testing
 import WebAuthn
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 
 /// The hand-written answers are byte for byte what `JSONEncoder` (the API's encoder) writes.

@@ -5,6 +5,7 @@ import Testing
 import WebAuthn
 import WebAuthnTesting
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 
@@ -396,15 +397,15 @@ struct OpenIDAttackTests {
             let (_, challenge) = Flow.pkce()
             let path =
                 "/oauth2/authorize?client_id=\(client.id)&redirect_uri=\(Self.encodedRedirect)&response_type=code&scope=openid&code_challenge=\(challenge)&code_challenge_method=S256&state=s1"
-            for _ in 0..<OpenIDProvider.pendingRequestsPerAddress {
+            for _ in 0..<OpenIDService.pendingRequestsPerAddress {
                 let answer = try await api.request(.get, path, origin: nil)
                 #expect(answer.headers[.location]?.hasPrefix("/#authorize=") == true)
             }
             let over = try await api.request(.get, path, origin: nil)
             #expect(Flow.parameters(over)["error"] == "temporarily_unavailable" && Flow.parameters(over)["state"] == "s1")
-            #expect(try await Self.pendingCount(harness) == OpenIDProvider.pendingRequestsPerAddress)
+            #expect(try await Self.pendingCount(harness) == OpenIDService.pendingRequestsPerAddress)
             // A request lifetime later the old ones are gone and new ones are taken again.
-            harness.clock.advance(OpenIDProvider.requestLifetime + 1)
+            harness.clock.advance(OpenIDService.requestLifetime + 1)
             _ = try await harness.store.sweepExpired(now: harness.clock.now)
             #expect(try await Self.pendingCount(harness) == 0)
             #expect(try await api.request(.get, path, origin: nil).headers[.location]?.hasPrefix("/#authorize=") == true)

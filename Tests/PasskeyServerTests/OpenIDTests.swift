@@ -5,6 +5,7 @@ import Testing
 import WebAuthn
 import WebAuthnTesting
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 

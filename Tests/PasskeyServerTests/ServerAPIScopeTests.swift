@@ -3,6 +3,7 @@ import HTTPTypes
 import Testing
 import WebAuthn
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 

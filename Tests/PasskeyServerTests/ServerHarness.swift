@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import PasskeyStoreTesting

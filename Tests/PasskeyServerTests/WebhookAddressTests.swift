@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 import WebAuthn
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 

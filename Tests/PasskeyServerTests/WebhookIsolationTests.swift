@@ -9,6 +9,7 @@ import Testing
 import WebAuthn
 import WebAuthnTesting
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 

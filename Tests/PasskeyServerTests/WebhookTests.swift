@@ -9,6 +9,7 @@ import Testing
 import WebAuthn
 import WebAuthnTesting
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 @testable import PasskeyStore
 
@@ -54,7 +55,7 @@ struct WebhookTests {
         logger.logLevel = .error
         return WebhookDispatcher(
             store: harness.store, metrics: harness.service.metrics, logger: logger, policy: .unsafeAllowingPrivateAddresses,
-            now: { harness.clock.now })
+            now: { harness.clock.now }, sender: { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) })
     }
 
     /// The harness for receivers on loopback: private addresses allowed, as in development.
@@ -67,8 +68,8 @@ struct WebhookTests {
     }
 
     /// `body` with a webhook client of `dispatcher`'s, shut down afterwards.
-    static func withClient(_ dispatcher: WebhookDispatcher, _ body: (WebhookClient) async throws -> Void) async throws {
-        let client = dispatcher.makeClient()
+    static func withClient(_ dispatcher: WebhookDispatcher, _ body: (any WebhookSender) async throws -> Void) async throws {
+        let client = dispatcher.makeSender()
         do {
             try await body(client)
         } catch {

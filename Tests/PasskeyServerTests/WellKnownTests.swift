@@ -4,6 +4,7 @@ import PasskeyStore
 import Testing
 import WebAuthn
 
+@testable import PasskeyCore
 @testable import PasskeyServer
 
 @Suite("Well-known files and the API description")

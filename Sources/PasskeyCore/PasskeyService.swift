@@ -12,19 +12,19 @@ public struct PasskeyService: Sendable {
     public let relyingParty: RelyingParty
     public let store: any PasskeyStore
     public let metrics: ServerMetrics
-    let limiter: RateLimiter
+    package let limiter: RateLimiter
     /// Pending OpenID authorization requests stored per address, in windows as long as such a
-    /// request lives (``OpenIDProvider/requestLifetime``).
-    let pendingAuthorizations: RateLimiter
-    let capacity: CeremonyCapacity
-    let passwordWork: BoundedWorkPool
-    let secret: CachedSecret
-    let now: @Sendable () -> Date
-    let logger: Logger
+    /// request lives (``openIDRequestLifetime``).
+    package let pendingAuthorizations: RateLimiter
+    package let capacity: CeremonyCapacity
+    package let passwordWork: BoundedWorkPool
+    package let secret: CachedSecret
+    package let now: @Sendable () -> Date
+    package let logger: Logger
     /// Signing keys and access tokens.
     public let tokens: AccessTokens
     /// The FIDO metadata in force, and the relying party registrations are verified with.
-    let metadataState: MetadataState
+    package let metadataState: MetadataState
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
@@ -42,7 +42,7 @@ public struct PasskeyService: Sendable {
             window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
             maxKeys: configuration.rateLimits.maxKeys)
         pendingAuthorizations = RateLimiter(
-            window: .seconds(Int64(OpenIDProvider.requestLifetime)), store: sharedLimits ? store : nil,
+            window: .seconds(Int64(Self.openIDRequestLifetime)), store: sharedLimits ? store : nil,
             maxKeys: configuration.rateLimits.maxKeys)
         capacity = CeremonyCapacity()
         passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
@@ -50,6 +50,9 @@ public struct PasskeyService: Sendable {
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
         metadataState = MetadataState(relyingParty: relyingParty)
     }
+
+    /// How long an OpenID authorization request waits for its consent (10 minutes).
+    public static let openIDRequestLifetime: TimeInterval = 600
 
     /// Who sent a request, for the audit log, rate limits and metrics.
     public struct Client: Sendable {
@@ -59,7 +62,7 @@ public struct PasskeyService: Sendable {
             self.ipAddress = ipAddress
             self.userAgent = userAgent
         }
-        var kind: ServerMetrics.ClientKind { .classify(origin: nil, userAgent: userAgent) }
+        package var kind: ServerMetrics.ClientKind { .classify(origin: nil, userAgent: userAgent) }
     }
 
     // MARK: Abuse limits
@@ -82,7 +85,7 @@ public struct PasskeyService: Sendable {
     /// (``settleSecretAttempt(_:succeeded:)``) when it succeeds: so many attempts sent at once
     /// cannot all pass the limit before any failure is counted, and a person's own successful
     /// sign-ins never count against them.
-    func reserveSecretAttempt(accountKey key: String, client: Client) async throws -> SecretAttempt? {
+    package func reserveSecretAttempt(accountKey key: String, client: Client) async throws -> SecretAttempt? {
         let limits = configuration.rateLimits
         guard limits.enabled else { return nil }
         let attempt = SecretAttempt(pair: "fail:\(key)|\(client.ipAddress ?? "-")", account: "fail:\(key)", time: now())
@@ -100,14 +103,14 @@ public struct PasskeyService: Sendable {
     }
 
     /// A password or recovery-code attempt counted by ``reserveSecretAttempt(accountKey:client:)``.
-    struct SecretAttempt: Sendable {
-        let pair: String
-        let account: String
-        let time: Date
+    package struct SecretAttempt: Sendable {
+        package let pair: String
+        package let account: String
+        package let time: Date
     }
 
     /// A successful attempt is handed back; a failed one stays counted.
-    func settleSecretAttempt(_ attempt: SecretAttempt?, succeeded: Bool) async {
+    package func settleSecretAttempt(_ attempt: SecretAttempt?, succeeded: Bool) async {
         guard let attempt, succeeded else { return }
         do {
             try await limiter.refund(attempt.pair, now: attempt.time)
@@ -364,14 +367,14 @@ public struct PasskeyService: Sendable {
 
     /// What a person is told when the authenticator policy refuses their passkey: the model and
     /// its reported status for a FIDO metadata refusal, else which authenticators are accepted.
-    static func refusalMessage(_ error: WebAuthnError, configuration: ServerConfiguration) -> String? {
+    package static func refusalMessage(_ error: WebAuthnError, configuration: ServerConfiguration) -> String? {
         guard error.code == .authenticatorNotAllowed else { return nil }
         if error.reason.hasPrefix("FIDO metadata") { return "This authenticator cannot be used here: \(error.reason)." }
         return configuration.acceptedAuthenticatorsMessage
     }
 
     /// "Passkey", "Passkey 2", …: a default name the account's list can tell apart.
-    static func distinctName(_ base: String, taken: Set<String>) -> String {
+    package static func distinctName(_ base: String, taken: Set<String>) -> String {
         guard taken.contains(base) else { return base }
         var number = 2
         while taken.contains("\(base) \(number)") { number += 1 }
@@ -611,7 +614,8 @@ public struct PasskeyService: Sendable {
 
     /// A new session token (256 random bits, returned once) and its record (only its SHA-256),
     /// with how it was made.
-    func makeSession(for account: Account, client: Client, method: String, credentialID: [UInt8]? = nil) -> (String, SessionRecord) {
+    package func makeSession(for account: Account, client: Client, method: String, credentialID: [UInt8]? = nil) -> (String, SessionRecord)
+    {
         let token = RelyingParty.randomBytes(32)
         let time = now()
         let session = SessionRecord(
@@ -624,7 +628,7 @@ public struct PasskeyService: Sendable {
 
     /// Sensitive actions need a sign-in within ``ServerConfiguration/reauthenticationWindow``:
     /// a stolen, older session cannot add a passkey or take a way in away.
-    func requireRecentSignIn(_ signedIn: SignedIn) throws {
+    package func requireRecentSignIn(_ signedIn: SignedIn) throws {
         let age = now().timeIntervalSince(signedIn.session.createdAt)
         guard age <= lifetime(configuration.reauthenticationWindow) else { throw PasskeyServiceError.reauthenticationRequired }
     }
@@ -651,7 +655,7 @@ public struct PasskeyService: Sendable {
     }
 
     /// How many ways in the account has: passkeys, plus one for a password.
-    func waysIn(_ account: Account) async throws -> Int {
+    package func waysIn(_ account: Account) async throws -> Int {
         try await store.passkeys(accountID: account.id).count + (account.passwordHash == nil ? 0 : 1)
     }
 
@@ -752,14 +756,16 @@ public struct PasskeyService: Sendable {
     }
 
     /// The store's server secret, read once.
-    func serverSecret() async throws -> [UInt8] {
+    package func serverSecret() async throws -> [UInt8] {
         if let known = secret.value { return known }
         let value = try await store.serverSecret()
         secret.value = value
         return value
     }
 
-    func auditEvent(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil)
+    package func auditEvent(
+        _ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil
+    )
         -> AuditEvent
     {
         AuditEvent(
@@ -767,7 +773,9 @@ public struct PasskeyService: Sendable {
             userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
     }
 
-    func audit(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil) async {
+    package func audit(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil)
+        async
+    {
         do {
             try await store.appendAudit(auditEvent(kind, accountID: accountID, credentialID: credentialID, client: client, detail: detail))
         } catch {
@@ -805,7 +813,7 @@ public struct PasskeyService: Sendable {
         return name
     }
 
-    static func validPasskeyName(_ raw: String) throws -> String {
+    package static func validPasskeyName(_ raw: String) throws -> String {
         let refused = PasskeyServiceError.invalid(
             .invalidName, "Passkey names have 1 to 64 characters (at most \(maxNameBytes) bytes) and no control characters.")
         guard raw.utf8.count <= 4 * maxNameBytes else { throw refused }
@@ -821,9 +829,9 @@ public struct PasskeyService: Sendable {
 }
 
 /// The server secret once read from the store.
-final class CachedSecret: Sendable {
+package final class CachedSecret: Sendable {
     private let stored = Mutex<[UInt8]?>(nil)
-    var value: [UInt8]? {
+    package var value: [UInt8]? {
         get { stored.withLock { $0 } }
         set { stored.withLock { $0 = newValue } }
     }
@@ -831,22 +839,22 @@ final class CachedSecret: Sendable {
 
 /// The open-ceremony count between store reads: refreshed once a second, plus the challenges this
 /// process issued since.
-final class CeremonyCapacity: Sendable {
+package final class CeremonyCapacity: Sendable {
     private let state = Mutex<(count: Int, at: Date?, issued: Int)>((0, nil, 0))
 
-    func estimate(now: Date) -> Int? {
+    package func estimate(now: Date) -> Int? {
         state.withLock { state in
             guard let at = state.at, now.timeIntervalSince(at) < 1, now >= at else { return nil }
             return state.count + state.issued
         }
     }
 
-    func refreshed(_ count: Int, now: Date) { state.withLock { $0 = (count, now, 0) } }
-    func issued() { state.withLock { $0.issued += 1 } }
+    package func refreshed(_ count: Int, now: Date) { state.withLock { $0 = (count, now, 0) } }
+    package func issued() { state.withLock { $0.issued += 1 } }
 
     /// One request at a time makes room; the others go on meanwhile (the cap is overshot by at
     /// most the requests in flight).
-    func startReclaiming() -> Bool {
+    package func startReclaiming() -> Bool {
         reclaiming.withLock { busy in
             if busy { return false }
             busy = true
@@ -854,6 +862,6 @@ final class CeremonyCapacity: Sendable {
         }
     }
 
-    func finishedReclaiming() { reclaiming.withLock { $0 = false } }
+    package func finishedReclaiming() { reclaiming.withLock { $0 = false } }
     private let reclaiming = Mutex(false)
 }

@@ -226,12 +226,20 @@ public struct ServerConfiguration: Sendable {
     /// `hints` sent in every options answer (§5.8.7: `security-key`, `client-device`, `hybrid`,
     /// most preferred first), unless a request names its own.
     public var hints: [String]
-    /// bcrypt checks and hashes run at most this many at once, off the request threads; up to
+    /// Password checks and hashes run at most this many at once, off the request threads; up to
     /// 64 more wait, past that a password request answers 503 `busy`.
     public var passwordHashConcurrency: Int
-    /// bcrypt cost of the decoy hash checked for unknown usernames, so they take as long as real
-    /// ones: set it to the cost of the hashes you import.
+    /// scrypt's cost for new password hashes: log2 of N (r = 8, p = 1). 17 (OWASP's
+    /// recommendation) takes 128 MiB and ~0.2–0.5 s per hash; each step up doubles both. Stored
+    /// hashes keep their own parameters and are rehashed at their next sign-in when weaker.
+    /// Unknown usernames check a decoy hash at this cost, so they take as long as real ones.
+    public var passwordScryptCost: Int
+    /// No longer used (new hashes are scrypt, ``passwordScryptCost``; imported bcrypt hashes
+    /// carry their own cost): still read, so configuration files that set it keep loading.
     public var passwordHashCost: Int
+
+    /// The scrypt parameters of new password hashes.
+    package var passwordScrypt: PasswordHash.Scrypt.Parameters { .init(logN: passwordScryptCost) }
 
     public init(
         rpID: String = "localhost", rpName: String = "passkeyd", webOrigins: [String] = ["http://localhost:8080"],
@@ -244,8 +252,9 @@ public struct ServerConfiguration: Sendable {
         publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
         trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
         connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
-        passwordHashConcurrency: Int? = nil, hints: [String] = []
+        passwordHashConcurrency: Int? = nil, hints: [String] = [], passwordScryptCost: Int = 17
     ) {
+        self.passwordScryptCost = passwordScryptCost
         self.rpID = rpID
         self.rpName = rpName
         self.webOrigins = webOrigins
@@ -280,7 +289,7 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// `scheme://host[:port]` with nothing after it.
-    static func isOrigin(_ text: String) -> Bool {
+    package static func isOrigin(_ text: String) -> Bool {
         guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), let host = url.host, !host.isEmpty,
             url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil
         else { return false }
@@ -372,6 +381,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard (4...16).contains(passwordHashCost) else {
             throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
+        }
+        guard (10...20).contains(passwordScryptCost) else {
+            throw ConfigurationError(setting: "passwordScryptCost", problem: "must be 10...20")
         }
         guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
             rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000,

@@ -10,9 +10,9 @@ import WebAuthn
 /// server API (`/api/admin`) both use it.
 public struct AdminService: Sendable {
     public let store: any PasskeyStore
-    let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// The address rule webhook URLs are held to (the configuration's `webhookPolicy`).
-    let webhookPolicy: OutboundURLPolicy
+    package let webhookPolicy: OutboundURLPolicy
 
     public init(
         store: any PasskeyStore, now: @escaping @Sendable () -> Date = { Date() }, webhookPolicy: OutboundURLPolicy = OutboundURLPolicy()
@@ -141,7 +141,7 @@ public struct AdminService: Sendable {
         return ("prt_" + Base64URLBytes(token).base64URL, expires)
     }
 
-    static func hash(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+    package static func hash(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
 
     // MARK: API keys
 
@@ -179,7 +179,7 @@ public struct AdminService: Sendable {
         do {
             let destination = try webhookPolicy.check(url: url)
             if destination.address == nil, !webhookPolicy.allowsPrivateAddresses,
-                let addresses = await WebhookClient.resolve(destination.host, within: .seconds(2))
+                let addresses = await NameResolver.resolve(destination.host, within: .seconds(2))
             {
                 for address in addresses {
                     do throws(OutboundURLPolicy.Refusal) {

@@ -38,6 +38,7 @@ public struct OutboundURLPolicy: Sendable, Hashable {
     /// Why a URL or an address is refused: which rule it broke, in words for the operator.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
+        package init(description: String) { self.description = description }
     }
 
     /// Where a checked URL points: its host (a name, or the literal address's text) and port,
@@ -87,7 +88,7 @@ public struct OutboundURLPolicy: Sendable, Hashable {
 
     /// The bytes of a literal address host, nil for a name; a host whose last label is a number
     /// (how browsers and `inet_aton` read IPv4) must be four dotted decimals.
-    static func literalAddress(_ host: String) throws(Refusal) -> [UInt8]? {
+    package static func literalAddress(_ host: String) throws(Refusal) -> [UInt8]? {
         if host.contains(":") || host.contains("%") {
             guard !host.contains("%") else { throw Refusal(description: "\(host) has a zone or escape in its address") }
             var address = in6_addr()
@@ -126,7 +127,7 @@ public struct OutboundURLPolicy: Sendable, Hashable {
     }
 
     /// What an address is for, when it is not a global unicast one; nil when it is.
-    static func specialUse(_ address: [UInt8]) -> String? {
+    package static func specialUse(_ address: [UInt8]) -> String? {
         if address.count == 4 { return specialUseIPv4(address[0], address[1], address[2], address[3]) }
         guard address.count == 16 else { return "not an IP address" }
         let head = address.prefix(12)
@@ -164,7 +165,7 @@ public struct OutboundURLPolicy: Sendable, Hashable {
     }
 
     /// An address as text (`inet_ntop`'s form).
-    static func text(_ address: [UInt8]) -> String {
+    package static func text(_ address: [UInt8]) -> String {
         var buffer = [CChar](repeating: 0, count: 64)
         let family = address.count == 4 ? AF_INET : AF_INET6
         guard address.count == 4 || address.count == 16,

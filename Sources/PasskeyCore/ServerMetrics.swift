@@ -91,11 +91,11 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    func ceremonyStarted(_ ceremony: String, client: ClientKind) {
+    package func ceremonyStarted(_ ceremony: String, client: ClientKind) {
         counter("passkeyd_ceremonies_started_total", [("ceremony", ceremony), ("client", client.rawValue)]).increment()
     }
 
-    func ceremonyFinished(_ ceremony: String, client: ClientKind, code: String?, duration: Duration) {
+    package func ceremonyFinished(_ ceremony: String, client: ClientKind, code: String?, duration: Duration) {
         counter(
             "passkeyd_ceremonies_finished_total",
             [("ceremony", ceremony), ("client", client.rawValue), ("result", code == nil ? "succeeded" : "failed"), ("code", code ?? "")]
@@ -105,23 +105,23 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A successful sign-in by `method` (passkey, password, recovery_code, recovery_link).
-    func signedIn(method: String) {
+    package func signedIn(method: String) {
         counter("passkeyd_sign_ins_total", [("method", method)]).increment()
     }
 
-    func rateLimited(scope: String) {
+    package func rateLimited(scope: String) {
         counter("passkeyd_rate_limited_total", [("scope", scope)]).increment()
     }
 
     /// Open ceremonies deleted to keep their number under `maxOpenChallenges`.
-    func ceremoniesDiscarded(_ count: Int) {
+    package func ceremoniesDiscarded(_ count: Int) {
         counter("passkeyd_ceremonies_discarded_total").increment(by: count)
     }
 
     /// A webhook delivery attempt (`result`: `delivered` or `failed`); a failure is also counted
     /// per endpoint (its id) and `reason` (`refused`, `timeout`, `address_refused`, `redirect`,
     /// `http_status`, `error`, `removed`) in `passkeyd_webhook_failures_total`.
-    func webhookDelivery(endpoint: UUID, succeeded: Bool, reason: String?) {
+    package func webhookDelivery(endpoint: UUID, succeeded: Bool, reason: String?) {
         counter("passkeyd_webhook_deliveries_total", [("result", succeeded ? "delivered" : "failed")]).increment()
         guard !succeeded else { return }
         counter("passkeyd_webhook_failures_total", [("endpoint", endpoint.uuidString.lowercased()), ("reason", reason ?? "error")])
@@ -129,36 +129,36 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A request whose client closed the connection before the answer.
-    func requestAborted() {
+    package func requestAborted() {
         counter("passkeyd_requests_aborted_total").increment()
     }
 
     /// A connection refused or closed by the listener's limits (`reason`: `global_cap`,
     /// `address_cap`, `header_timeout`, `body_timeout`, `idle_timeout`).
-    func connectionClosed(reason: String) {
+    package func connectionClosed(reason: String) {
         counter("passkeyd_connections_closed_total", [("reason", reason)]).increment()
     }
 
     /// Something single use offered again and refused (`what`: `challenge`, `counter`,
     /// `oauth_code`, `refresh_token`): a replay, a double submission or a race lost.
-    func singleUseRefused(_ what: String) {
+    package func singleUseRefused(_ what: String) {
         counter("passkeyd_single_use_refusals_total", [("what", what)]).increment()
     }
 
     /// A request the store could not serve (`code`: `database_unavailable`, `conflict`, …).
-    func storeError(code: String) {
+    package func storeError(code: String) {
         counter("passkeyd_store_errors_total", [("code", code)]).increment()
     }
 
     private static let statusClasses = ["0xx", "1xx", "2xx", "3xx", "4xx", "5xx"]
 
-    func request(status: Int, duration: Duration) {
+    package func request(status: Int, duration: Duration) {
         let statusClass = (0..<6).contains(status / 100) ? Self.statusClasses[status / 100] : "\(status / 100)xx"
         timer("passkeyd_http_request_duration_seconds", [("status_class", statusClass)]).recordNanoseconds(duration.nanoseconds)
     }
 
     /// The exposition text, after refreshing the store gauges.
-    func render(store: any PasskeyStore, now: Date, metadata: FIDOMetadata? = nil) async throws -> String {
+    package func render(store: any PasskeyStore, now: Date, metadata: FIDOMetadata? = nil) async throws -> String {
         let stats = try await store.statistics(now: now, activeSince: now.addingTimeInterval(-30 * 86_400))
         gauge("passkeyd_accounts", stats.accounts)
         gauge("passkeyd_accounts_disabled", stats.disabledAccounts)
@@ -191,7 +191,7 @@ public final class ServerMetrics: Sendable {
 }
 
 extension Duration {
-    var nanoseconds: Int64 {
+    package var nanoseconds: Int64 {
         components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }

@@ -130,40 +130,41 @@ extension PasskeyServiceError.Code {
 }
 
 extension PasskeyServiceError {
-    static let notSignedIn = Self(.notSignedIn, "Sign in first.")
-    static let reauthenticationRequired = Self(
+    package static let notSignedIn = Self(.notSignedIn, "Sign in first.")
+    package static let reauthenticationRequired = Self(
         .reauthenticationRequired,
         "Sign in again with your passkey to do this (your last sign-in was too long ago).")
-    static let unknownChallenge = Self(.challengeUnknown, "This sign-in or sign-up attempt is unknown or was already used. Start again.")
-    static let expiredChallenge = Self(.challengeExpired, "This attempt took too long and expired. Start again.")
-    static let ceremonyMismatch = Self(.ceremonyMismatch, "This challenge belongs to another kind of ceremony.")
-    static let accountMismatch = Self(.accountMismatch, "This challenge was issued for another account.")
-    static let credentialNotFound = Self(.credentialNotFound, "This passkey is not registered here (it may have been deleted).")
-    static let credentialNotAllowed = Self(.credentialNotAllowed, "This passkey cannot be used for this account.")
-    static let credentialExists = Self(.credentialAlreadyRegistered, "This passkey is already registered.")
-    static let usernameTaken = Self(.usernameTaken, "That username is taken.")
-    static let alreadySignedIn = Self(
+    package static let unknownChallenge = Self(
+        .challengeUnknown, "This sign-in or sign-up attempt is unknown or was already used. Start again.")
+    package static let expiredChallenge = Self(.challengeExpired, "This attempt took too long and expired. Start again.")
+    package static let ceremonyMismatch = Self(.ceremonyMismatch, "This challenge belongs to another kind of ceremony.")
+    package static let accountMismatch = Self(.accountMismatch, "This challenge was issued for another account.")
+    package static let credentialNotFound = Self(.credentialNotFound, "This passkey is not registered here (it may have been deleted).")
+    package static let credentialNotAllowed = Self(.credentialNotAllowed, "This passkey cannot be used for this account.")
+    package static let credentialExists = Self(.credentialAlreadyRegistered, "This passkey is already registered.")
+    package static let usernameTaken = Self(.usernameTaken, "That username is taken.")
+    package static let alreadySignedIn = Self(
         .alreadySignedIn, "You are signed in to another account. Sign out first to create a new one.")
-    static let lastPasskey = Self(.lastPasskey, "This is the account's only passkey; add another before deleting it.")
-    static let passkeyNotFound = Self(.passkeyNotFound, "No such passkey on this account.")
-    static let sessionNotFound = Self(.sessionNotFound, "No such session on this account.")
-    static let accountDisabled = Self(.accountDisabled, "This account is disabled.")
-    static let counterRace = Self(.counterConflict, "This passkey was used twice at once; try again.")
-    static let busy = Self(.busy, "The server is busy checking passwords; try again shortly.", retryAfter: 2)
-    static let invalidPassword = Self(.invalidCredentials, "Wrong username or password.")
-    static let invalidRecoveryCode = Self(.invalidRecoveryCode, "That recovery code is wrong or was already used.")
-    static let invalidRecoveryLink = Self(.invalidRecoveryLink, "This recovery link is unknown, expired or already used.")
-    static let noPassword = Self(.noPassword, "This account has no password.")
-    static let invalidRegistrationToken = Self(
+    package static let lastPasskey = Self(.lastPasskey, "This is the account's only passkey; add another before deleting it.")
+    package static let passkeyNotFound = Self(.passkeyNotFound, "No such passkey on this account.")
+    package static let sessionNotFound = Self(.sessionNotFound, "No such session on this account.")
+    package static let accountDisabled = Self(.accountDisabled, "This account is disabled.")
+    package static let counterRace = Self(.counterConflict, "This passkey was used twice at once; try again.")
+    package static let busy = Self(.busy, "The server is busy checking passwords; try again shortly.", retryAfter: 2)
+    package static let invalidPassword = Self(.invalidCredentials, "Wrong username or password.")
+    package static let invalidRecoveryCode = Self(.invalidRecoveryCode, "That recovery code is wrong or was already used.")
+    package static let invalidRecoveryLink = Self(.invalidRecoveryLink, "This recovery link is unknown, expired or already used.")
+    package static let noPassword = Self(.noPassword, "This account has no password.")
+    package static let invalidRegistrationToken = Self(
         .invalidRegistrationToken, "This registration token is unknown, expired or already used; ask the app for a new one.")
-    static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key as Authorization: Bearer pkd_…")
-    static let accountNotFound = Self(.accountNotFound, "No such account.")
-    static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
-    static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
+    package static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key as Authorization: Bearer pkd_…")
+    package static let accountNotFound = Self(.accountNotFound, "No such account.")
+    package static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
+    package static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
 
-    static func rateLimited(retryAfter: Int) -> Self {
+    package static func rateLimited(retryAfter: Int) -> Self {
         Self(.rateLimited, "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)
     }
 
-    static func invalid(_ code: Code, _ message: String) -> Self { Self(code, message) }
+    package static func invalid(_ code: Code, _ message: String) -> Self { Self(code, message) }
 }

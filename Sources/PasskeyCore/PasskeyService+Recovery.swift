@@ -79,7 +79,7 @@ extension PasskeyService {
 
     /// bcrypt runs for tens to hundreds of milliseconds: on the bounded pool, off the request
     /// threads, so a password flood cannot starve the ceremonies (503 `busy` past its queue).
-    func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
+    package func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
         guard let result = await passwordWork.run(work) else { throw PasskeyServiceError.busy }
         return result
     }
@@ -175,10 +175,10 @@ extension PasskeyService {
     }
 
     /// 32 characters without i, l, o and 1, which read alike.
-    static let codeAlphabet = Array("abcdefghjkmnpqrstuvwxyz023456789".utf8)
+    package static let codeAlphabet = Array("abcdefghjkmnpqrstuvwxyz023456789".utf8)
 
     /// `xxxx-xxxx-xxxx`: 60 random bits in an unambiguous base32 alphabet.
-    static func makeRecoveryCode() -> String {
+    package static func makeRecoveryCode() -> String {
         let bytes = RelyingParty.randomBytes(8)
         var value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         var characters: [UInt8] = []
@@ -191,18 +191,18 @@ extension PasskeyService {
     }
 
     /// HMAC-SHA-256 under the server secret of the code without dashes, spaces or case.
-    static func codeHash(_ code: String, secret: [UInt8]) -> [UInt8] {
+    package static func codeHash(_ code: String, secret: [UInt8]) -> [UInt8] {
         let normalized = code.lowercased().unicodeScalars.filter { $0 != "-" && $0 != " " }.map(String.init).joined()
         return Array(HMAC<SHA256>.authenticationCode(for: Array(("recovery-code:" + normalized).utf8), using: SymmetricKey(data: secret)))
     }
 }
 
 /// One decoy bcrypt hash per cost, made once.
-final class DecoyHash: Sendable {
-    static let shared = DecoyHash()
+package final class DecoyHash: Sendable {
+    package static let shared = DecoyHash()
     private let hashes = Mutex<[Int: Bcrypt]>([:])
 
-    func hash(cost: Int) -> Bcrypt {
+    package func hash(cost: Int) -> Bcrypt {
         // (made once per cost; the first call may run on a request's pool slot)
         if let hash = hashes.withLock({ $0[cost] }) { return hash }
         let made = Bcrypt(hashing: Base64URLBytes(RelyingParty.randomBytes(16)).base64URL, cost: cost)
@@ -213,22 +213,22 @@ final class DecoyHash: Sendable {
 
 /// At most `width` jobs at once on the global dispatch queues, at most `maxWaiting` waiting; a
 /// job past that is refused (nil) rather than queued without bound.
-final class BoundedWorkPool: Sendable {
+package final class BoundedWorkPool: Sendable {
     private struct State {
         var running = 0
         var waiting: [CheckedContinuation<Bool, Never>] = []
     }
 
     private let state = Mutex(State())
-    let width: Int
-    let maxWaiting: Int
+    package let width: Int
+    package let maxWaiting: Int
 
-    init(width: Int, maxWaiting: Int) {
+    package init(width: Int, maxWaiting: Int) {
         self.width = max(1, width)
         self.maxWaiting = max(0, maxWaiting)
     }
 
-    func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+    package func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
         let admitted = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             state.withLock { state in
                 if state.running < width {

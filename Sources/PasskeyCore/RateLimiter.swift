@@ -27,11 +27,11 @@ public final class RateLimiter: Sendable {
     }
 
     /// A key's digest: the first 16 bytes of SHA-256.
-    struct Digest: Hashable, Sendable {
-        let high: UInt64
-        let low: UInt64
+    package struct Digest: Hashable, Sendable {
+        package let high: UInt64
+        package let low: UInt64
 
-        init(_ key: String) {
+        package init(_ key: String) {
             let hash = SHA256.hash(data: Array(key.utf8))
             var high: UInt64 = 0, low: UInt64 = 0
             for (index, byte) in hash.enumerated() where index < 16 {
@@ -41,7 +41,7 @@ public final class RateLimiter: Sendable {
             self.low = low
         }
 
-        var hex: String { String(high, radix: 16) + ":" + String(low, radix: 16) }
+        package var hex: String { String(high, radix: 16) + ":" + String(low, radix: 16) }
     }
 
     private struct Entry {

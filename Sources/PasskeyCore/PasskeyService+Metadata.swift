@@ -7,7 +7,7 @@ import WebAuthn
 
 extension PasskeyService {
     /// How often every instance looks for a BLOB another one imported.
-    static let metadataRefreshInterval: Duration = .seconds(300)
+    package static let metadataRefreshInterval: Duration = .seconds(300)
 
     /// The FIDO metadata (MDS3) in force on this instance; `nil` until a stored BLOB verifies.
     public var fidoMetadata: FIDOMetadata? { metadataState.current }
@@ -57,12 +57,12 @@ extension PasskeyService {
 
     /// The passkey provider's name for `aaguid`: the FIDO metadata's description when it has
     /// an entry, else the bundled AAGUID list's name.
-    func providerName(_ aaguid: AAGUID) -> String? {
+    package func providerName(_ aaguid: AAGUID) -> String? {
         fidoMetadata?.entry(for: aaguid)?.description ?? aaguid.providerName
     }
 
     /// The `/readyz` warning when the metadata in force is past its `nextUpdate`.
-    var metadataWarning: String? {
+    package var metadataWarning: String? {
         guard let current = fidoMetadata, current.isStale(at: now()) else { return nil }
         return "warning: FIDO metadata is stale (nextUpdate \(current.nextUpdateDay))"
     }
@@ -70,7 +70,7 @@ extension PasskeyService {
 
 /// The FIDO metadata in force and the relying party that judges registrations with it: swapped
 /// whole when a newer BLOB is loaded, read once per registration.
-final class MetadataState: Sendable {
+package final class MetadataState: Sendable {
     private struct State {
         var metadata: FIDOMetadata?
         var relyingParty: RelyingParty
@@ -80,15 +80,15 @@ final class MetadataState: Sendable {
     private let base: RelyingParty
     private let state: Mutex<State>
 
-    init(relyingParty: RelyingParty) {
+    package init(relyingParty: RelyingParty) {
         base = relyingParty
         state = Mutex(State(metadata: nil, relyingParty: relyingParty))
     }
 
-    var current: FIDOMetadata? { state.withLock { $0.metadata } }
-    var relyingParty: RelyingParty { state.withLock { $0.relyingParty } }
+    package var current: FIDOMetadata? { state.withLock { $0.metadata } }
+    package var relyingParty: RelyingParty { state.withLock { $0.relyingParty } }
 
-    func replace(_ metadata: FIDOMetadata) {
+    package func replace(_ metadata: FIDOMetadata) {
         var configuration = base.configuration
         configuration.attestationPolicy.metadata = metadata
         // The configuration was validated when `base` was made; metadata changes nothing it checks.
@@ -99,16 +99,17 @@ final class MetadataState: Sendable {
         }
     }
 
-    func refuse(_ number: Int) { _ = state.withLock { $0.refused.insert(number) } }
-    func wasRefused(_ number: Int) -> Bool { state.withLock { $0.refused.contains(number) } }
+    package func refuse(_ number: Int) { _ = state.withLock { $0.refused.insert(number) } }
+    package func wasRefused(_ number: Int) -> Bool { state.withLock { $0.refused.contains(number) } }
 }
 
 /// Reloads the FIDO metadata every ``PasskeyService/metadataRefreshInterval`` (another instance
 /// may have imported a newer BLOB).
-struct MetadataRefresher: Service {
-    let service: PasskeyService
+package struct MetadataRefresher: Service {
+    package let service: PasskeyService
+    package init(service: PasskeyService) { self.service = service }
 
-    func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: PasskeyService.metadataRefreshInterval) }
             guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }

@@ -14,8 +14,8 @@ public struct Bcrypt: Sendable, Hashable {
     public let digest: [UInt8]
     public let variant: String
 
-    static let alphabet = Array("./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-    static let costs = 4...31
+    package static let alphabet = Array("./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+    package static let costs = 4...31
     /// The highest cost `passkeyd import` accepts (each check costs 2^cost rounds).
     public static let maxImportCost = 14
 
@@ -55,7 +55,7 @@ public struct Bcrypt: Sendable, Hashable {
 
     // MARK: The algorithm
 
-    static func hash(_ password: [UInt8], salt: [UInt8], cost: Int) -> [UInt8] {
+    package static func hash(_ password: [UInt8], salt: [UInt8], cost: Int) -> [UInt8] {
         var key = password + [0]
         if key.count > 72 { key = Array(key.prefix(72)) }
         var state = Blowfish()
@@ -79,7 +79,7 @@ public struct Bcrypt: Sendable, Hashable {
     }
 
     /// bcrypt's own base64: its alphabet, no padding.
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         var index = 0
         while index < bytes.count {
@@ -93,7 +93,7 @@ public struct Bcrypt: Sendable, Hashable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: ArraySlice<UInt8>, count: Int) -> [UInt8]? {
+    package static func decode(_ text: ArraySlice<UInt8>, count: Int) -> [UInt8]? {
         var values: [UInt8] = []
         for character in text {
             guard let value = alphabet.firstIndex(of: character) else { return nil }
@@ -114,13 +114,13 @@ public struct Bcrypt: Sendable, Hashable {
 }
 
 /// The Blowfish state bcrypt keys and runs.
-struct Blowfish {
-    var p: [UInt32] = BlowfishConstants.p
-    var s: [UInt32] = BlowfishConstants.s
+package struct Blowfish {
+    package var p: [UInt32] = BlowfishConstants.p
+    package var s: [UInt32] = BlowfishConstants.s
 
     /// Blowfish_expandstate (or expand0state when `salt` is nil): the key XORed into P, then P
     /// and the S-boxes replaced by successive encryptions, each input XORed with the salt.
-    mutating func expand(key: [UInt8], salt: [UInt8]?) {
+    package mutating func expand(key: [UInt8], salt: [UInt8]?) {
         var position = 0
         for i in 0..<18 { p[i] ^= Self.word(key, &position) }
         var left: UInt32 = 0, right: UInt32 = 0
@@ -153,12 +153,12 @@ struct Blowfish {
         }
     }
 
-    func encrypt(_ left: UInt32, _ right: UInt32) -> (UInt32, UInt32) {
+    package func encrypt(_ left: UInt32, _ right: UInt32) -> (UInt32, UInt32) {
         p.withUnsafeBufferPointer { p in s.withUnsafeBufferPointer { s in Self.encrypt(left, right, p, s) } }
     }
 
     @inline(__always)
-    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeBufferPointer<UInt32>, _ s: UnsafeBufferPointer<UInt32>) -> (
+    package static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeBufferPointer<UInt32>, _ s: UnsafeBufferPointer<UInt32>) -> (
         UInt32, UInt32
     ) {
         var l = left ^ p[0], r = right
@@ -172,20 +172,22 @@ struct Blowfish {
     }
 
     @inline(__always)
-    static func encrypt(_ left: UInt32, _ right: UInt32, _ p: UnsafeMutableBufferPointer<UInt32>, _ s: UnsafeMutableBufferPointer<UInt32>)
+    package static func encrypt(
+        _ left: UInt32, _ right: UInt32, _ p: UnsafeMutableBufferPointer<UInt32>, _ s: UnsafeMutableBufferPointer<UInt32>
+    )
         -> (UInt32, UInt32)
     {
         encrypt(left, right, UnsafeBufferPointer(p), UnsafeBufferPointer(s))
     }
 
     @inline(__always)
-    static func f(_ x: UInt32, _ s: UnsafeBufferPointer<UInt32>) -> UInt32 {
+    package static func f(_ x: UInt32, _ s: UnsafeBufferPointer<UInt32>) -> UInt32 {
         ((s[Int(x >> 24)] &+ s[256 + Int(x >> 16 & 0xFF)]) ^ s[512 + Int(x >> 8 & 0xFF)]) &+ s[768 + Int(x & 0xFF)]
     }
 
     /// Four bytes of `data` as a big-endian word, wrapping around (Blowfish_stream2word).
     @inline(__always)
-    static func word(_ data: [UInt8], _ position: inout Int) -> UInt32 {
+    package static func word(_ data: [UInt8], _ position: inout Int) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
             if position >= data.count { position = 0 }

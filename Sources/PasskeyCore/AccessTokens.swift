@@ -70,13 +70,13 @@ public final class AccessTokens: Sendable {
         }
     }
 
-    let store: any PasskeyStore
-    let configuration: ServerConfiguration.Tokens
-    let issuer: String
-    let now: @Sendable () -> Date
+    package let store: any PasskeyStore
+    package let configuration: ServerConfiguration.Tokens
+    package let issuer: String
+    package let now: @Sendable () -> Date
     private let loaded = Mutex<Loaded?>(nil)
 
-    init(store: any PasskeyStore, configuration: ServerConfiguration.Tokens, issuer: String, now: @escaping @Sendable () -> Date) {
+    package init(store: any PasskeyStore, configuration: ServerConfiguration.Tokens, issuer: String, now: @escaping @Sendable () -> Date) {
         self.store = store
         self.configuration = configuration
         self.issuer = issuer
@@ -84,12 +84,12 @@ public final class AccessTokens: Sendable {
     }
 
     /// The audiences tokens carry (configured, else the issuer).
-    var audiences: [String] { configuration.audiences.isEmpty ? [issuer] : configuration.audiences }
+    package var audiences: [String] { configuration.audiences.isEmpty ? [issuer] : configuration.audiences }
 
     // MARK: Keys
 
     /// Makes a new private key of `algorithm`.
-    static func makeKey(algorithm: String, now: Date, activatesAt: Date) throws -> SigningKey {
+    package static func makeKey(algorithm: String, now: Date, activatesAt: Date) throws -> SigningKey {
         let kid = Base64URLBytes(RelyingParty.randomBytes(12)).base64URL
         let privateKey: [UInt8]
         switch algorithm {
@@ -118,7 +118,7 @@ public final class AccessTokens: Sendable {
 
     /// At start: the first key when the store has none. (A key of another algorithm, RS256 for
     /// an OpenID Connect client that asks for it, is made the first time it is needed.)
-    func prepare() async throws {
+    package func prepare() async throws {
         let time = now()
         _ = try await store.addFirstSigningKey(
             try Self.makeKey(algorithm: configuration.algorithm, now: time, activatesAt: time), now: time)
@@ -185,7 +185,7 @@ public final class AccessTokens: Sendable {
     // MARK: Tokens
 
     /// RFC 8176 methods for how a session was made.
-    static func amr(method: String) -> [String] {
+    package static func amr(method: String) -> [String] {
         switch method {
         case "passkey", "sign_up": ["webauthn"]
         case "password": ["pwd"]
@@ -227,7 +227,7 @@ public final class AccessTokens: Sendable {
     /// 32 bytes each), written directly: the access token of every sign-in, without jwt-kit's
     /// `JSONEncoder` and key-collection actor (~6% of a sign-in). Tokens are checked by jwt-kit
     /// (``verify(_:audiences:anyAudience:)``); a test holds the two paths to the same claims.
-    static func compactES256(_ claims: any JSONWritable, kid: String, type: String, key: P256.Signing.PrivateKey) throws -> String {
+    package static func compactES256(_ claims: any JSONWritable, kid: String, type: String, key: P256.Signing.PrivateKey) throws -> String {
         var header = JSONWriter(capacity: 64)
         header.object { members in
             members.string("alg", "ES256")
@@ -311,7 +311,7 @@ public final class AccessTokens: Sendable {
 extension AccessTokenClaims: JSONWritable {
     /// The claims as jwt-kit's coder writes them (NumericDate as whole seconds, a single
     /// audience as a string, absent optionals omitted), keys sorted.
-    func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.object { members in
             members.member("amr") { $0.array(amr) { $0.string($1) } }
             if aud.value.count == 1 { members.string("aud", aud.value[0]) } else { members.strings("aud", aud.value) }
@@ -329,5 +329,24 @@ extension AccessTokenClaims: JSONWritable {
             members.string("sub", sub.value)
             members.optionalString("username", username)
         }
+    }
+}
+
+/// Access-token claims for a session (shared by the sign-in answers and the token endpoint).
+package enum AccessTokenClaimsFactory {
+    package static func claims(
+        tokens: AccessTokens, account: Account, session: SessionRecord, audiences: [String], lifetime: Int, now: Date
+    )
+        -> AccessTokenClaims
+    {
+        let issued = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let expires = min(issued.addingTimeInterval(Double(lifetime)), session.expiresAt)
+        return AccessTokenClaims(
+            iss: IssuerClaim(value: tokens.issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
+            aud: AudienceClaim(value: audiences), iat: IssuedAtClaim(value: issued), nbf: NotBeforeClaim(value: issued),
+            exp: ExpirationClaim(value: expires), jti: IDClaim(value: UUID.random().uuidString.lowercased()),
+            sid: AccessTokens.sessionID(session),
+            amr: AccessTokens.amr(method: session.method), auth_time: Int(session.createdAt.timeIntervalSince1970.rounded(.down)),
+            username: account.username, externalId: account.externalID)
     }
 }

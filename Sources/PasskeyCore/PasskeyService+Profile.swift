@@ -6,6 +6,8 @@ extension PasskeyService {
     /// How an API's ceremonies differ from the native API's: one value instead of a parameter per
     /// quirk. Only the compatibility routes use anything but ``native``.
     public struct Profile: Sendable {
+        /// The `api` of the compatibility API's ceremonies (docs/api.md).
+        public static let compatibilityAPI = "compat"
         /// The API that began a ceremony; the other cannot finish it.
         public var api: String
         /// The challenge to issue (the compatibility API issues the UTF-8 bytes of a base64url
@@ -34,27 +36,27 @@ extension PasskeyService {
         public static let native = Profile(api: "native")
     }
 
-    static let stateDecoder = JSONDecoder()
+    package static let stateDecoder = JSONDecoder()
 
     /// The library's state of a registration: the one kept with the ceremony, or (for a ceremony
     /// begun before migration 6) the same built from its columns.
-    func registrationState(_ record: ChallengeRecord) -> RegistrationState {
+    package func registrationState(_ record: ChallengeRecord) -> RegistrationState {
         if let bytes = record.state, let state = CeremonyStateCoding.registration(bytes) { return state }
         return RegistrationState(
             challenge: record.challenge, userVerification: UserVerificationRequirement(rawValue: record.userVerification) ?? .required,
             conditional: record.conditional, userHandle: record.pendingUserHandle ?? [],
-            profile: CeremonyProfile(unsafeToleratesRewrittenFlags: record.api == CompatibilityAPI.api))
+            profile: CeremonyProfile(unsafeToleratesRewrittenFlags: record.api == Profile.compatibilityAPI))
     }
 
     /// The library's state of an authentication (see ``registrationState(_:)``).
-    func authenticationState(_ record: ChallengeRecord, offered passkey: [UInt8]) -> AuthenticationState {
+    package func authenticationState(_ record: ChallengeRecord, offered passkey: [UInt8]) -> AuthenticationState {
         if let bytes = record.state, let state = CeremonyStateCoding.authentication(bytes) { return state }
         return AuthenticationState(
             challenge: record.challenge, userVerification: UserVerificationRequirement(rawValue: record.userVerification) ?? .required,
             allowCredentials: record.accountID == nil ? [] : [passkey])
     }
 
-    static func encoded(_ state: some JSONWritable) -> [UInt8] {
+    package static func encoded(_ state: some JSONWritable) -> [UInt8] {
         var json = JSONWriter(capacity: 256)
         state.write(to: &json)
         return json.bytes
@@ -66,8 +68,8 @@ extension PasskeyService {
 /// strict `JSONObject` instead of Foundation's coders, which cost ~5% of a sign-in. A state the
 /// fast reader refuses is read by `JSONDecoder`, as before; a test holds the two to the same
 /// result.
-enum CeremonyStateCoding {
-    static func authentication(_ bytes: [UInt8]) -> AuthenticationState? {
+package enum CeremonyStateCoding {
+    package static func authentication(_ bytes: [UInt8]) -> AuthenticationState? {
         if let json = try? JSONObject(bytes: bytes), let challenge = try? json.bytes("challenge"),
             let requirement = try? json.string("userVerification"),
             let userVerification = UserVerificationRequirement(rawValue: requirement),
@@ -81,7 +83,7 @@ enum CeremonyStateCoding {
         return decoded(bytes)
     }
 
-    static func registration(_ bytes: [UInt8]) -> RegistrationState? {
+    package static func registration(_ bytes: [UInt8]) -> RegistrationState? {
         if let json = try? JSONObject(bytes: bytes), let challenge = try? json.bytes("challenge"),
             let requirement = try? json.string("userVerification"),
             let userVerification = UserVerificationRequirement(rawValue: requirement),
@@ -120,13 +122,13 @@ enum CeremonyStateCoding {
 }
 
 extension CeremonyProfile: JSONWritable {
-    func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.object { $0.bool("unsafeToleratesRewrittenFlags", unsafeToleratesRewrittenFlags) }
     }
 }
 
 extension AuthenticationState: JSONWritable {
-    func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.object { members in
             members.strings("allowCredentials", allowCredentials.map(\.base64URL))
             members.string("challenge", challenge.base64URL)
@@ -138,7 +140,7 @@ extension AuthenticationState: JSONWritable {
 }
 
 extension RegistrationState: JSONWritable {
-    func write(to json: inout JSONWriter) {
+    package func write(to json: inout JSONWriter) {
         json.object { members in
             members.string("challenge", challenge.base64URL)
             members.bool("conditional", conditional)

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOCore
 import PasskeyStore
 import ServiceLifecycle
 import WebAuthn
@@ -25,20 +24,20 @@ public enum WebhookSigner {
 }
 
 /// An event as an endpoint receives it.
-struct WebhookEventJSON: Encodable {
-    struct Payload: Encodable {
-        let accountId: String?
-        let passkeyId: String?
-        let ipAddress: String?
-        let userAgent: String?
-        let detail: String?
+package struct WebhookEventJSON: Encodable {
+    package struct Payload: Encodable {
+        package let accountId: String?
+        package let passkeyId: String?
+        package let ipAddress: String?
+        package let userAgent: String?
+        package let detail: String?
     }
-    let id: String
-    let type: String
-    let timestamp: Date
-    let data: Payload
+    package let id: String
+    package let type: String
+    package let timestamp: Date
+    package let data: Payload
 
-    init(_ event: AuditEvent) {
+    package init(_ event: AuditEvent) {
         id = WebhookDispatcher.eventID(event)
         type = event.kind
         timestamp = event.time
@@ -46,6 +45,30 @@ struct WebhookEventJSON: Encodable {
             accountId: event.accountID?.uuidString.lowercased(), passkeyId: event.credentialID.map { Base64URLBytes($0).base64URL },
             ipAddress: event.ipAddress, userAgent: event.userAgent, detail: event.detail)
     }
+}
+
+/// How one webhook send ended, for the outbox row, the log and the failure metric's `reason`.
+public struct WebhookSendOutcome: Sendable {
+    public var status: Int?
+    /// nil when delivered.
+    public var failure: String?
+    /// `refused`, `timeout`, `address_refused`, `redirect`, `http_status`, `error`.
+    public var reason: String?
+    public var delivered: Bool { failure == nil }
+    public init(status: Int? = nil, failure: String? = nil, reason: String? = nil) {
+        self.status = status
+        self.failure = failure
+        self.reason = reason
+    }
+}
+
+/// What sends a signed webhook request: the edge's HTTP client, held to an
+/// ``OutboundURLPolicy`` and to timeouts. It never throws and never takes longer than its
+/// request timeout (plus the name's resolution, itself bounded).
+public protocol WebhookSender: Sendable {
+    func post(url: String, headers: [(String, String)], body: [UInt8]) async -> WebhookSendOutcome
+    /// Closes its connections; called once, when the dispatcher stops.
+    func shutdown() async
 }
 
 /// Delivers the outbox (`webhook_deliveries`, filled in the same transaction as each audit line)
@@ -59,25 +82,29 @@ struct WebhookEventJSON: Encodable {
 /// to 5 s) on top of each delivery's own back-off. Addresses are held to `policy`
 /// (``OutboundURLPolicy``) when connecting, and redirects are never followed.
 public struct WebhookDispatcher: Service {
-    let store: any PasskeyStore
-    let metrics: ServerMetrics
-    let logger: Logger
-    let policy: OutboundURLPolicy
+    package let store: any PasskeyStore
+    package let metrics: ServerMetrics
+    package let logger: Logger
+    package let policy: OutboundURLPolicy
     /// How often the list of endpoints is read (a new endpoint gets its worker within it).
-    let interval: Duration
+    package let interval: Duration
     /// How often an idle endpoint's worker looks for due deliveries (a failing one: `interval`).
-    let pollInterval: Duration
-    let connectTimeout: Duration
-    let requestTimeout: Duration
+    package let pollInterval: Duration
+    package let connectTimeout: Duration
+    package let requestTimeout: Duration
     /// Deliveries in flight at once to one endpoint (each to a different account).
-    let concurrency: Int
-    let now: @Sendable () -> Date
+    package let concurrency: Int
+    package let now: @Sendable () -> Date
+    /// Makes the sender, from the policy and the two timeouts.
+    package let sender: @Sendable (OutboundURLPolicy, _ connectTimeout: Duration, _ requestTimeout: Duration) -> any WebhookSender
 
     public init(
         store: any PasskeyStore, metrics: ServerMetrics, logger: Logger, policy: OutboundURLPolicy = OutboundURLPolicy(),
         interval: Duration = .seconds(1), pollInterval: Duration = .milliseconds(200), connectTimeout: Duration = .seconds(2),
-        requestTimeout: Duration = .seconds(5), concurrency: Int = 8, now: @escaping @Sendable () -> Date = { Date() }
+        requestTimeout: Duration = .seconds(5), concurrency: Int = 8, now: @escaping @Sendable () -> Date = { Date() },
+        sender: @escaping @Sendable (OutboundURLPolicy, _ connectTimeout: Duration, _ requestTimeout: Duration) -> any WebhookSender
     ) {
+        self.sender = sender
         self.store = store
         self.metrics = metrics
         self.logger = logger
@@ -90,23 +117,23 @@ public struct WebhookDispatcher: Service {
         self.now = now
     }
 
-    static func eventID(_ event: AuditEvent) -> String { "evt_\(event.id ?? 0)" }
+    package static func eventID(_ event: AuditEvent) -> String { "evt_\(event.id ?? 0)" }
 
     /// The wait before attempt `attempts + 1`: 5 s, 10 s, 20 s, … at most an hour.
-    static func backoff(afterAttempts attempts: Int) -> TimeInterval { min(3600, 5 * pow(2, Double(min(attempts, 20)))) }
+    package static func backoff(afterAttempts attempts: Int) -> TimeInterval { min(3600, 5 * pow(2, Double(min(attempts, 20)))) }
 
     /// How long a claim holds its deliveries: longer than any send can take (the name's
     /// resolution, the connection and the request, all bounded), so a lease never runs out
     /// while its delivery is still being sent and no other instance sends it meanwhile.
-    var lease: TimeInterval { Double((connectTimeout + requestTimeout).components.seconds) + 2 + 30 }
+    package var lease: TimeInterval { Double((connectTimeout + requestTimeout).components.seconds) + 2 + 30 }
 
-    /// A client held to this dispatcher's policy and timeouts; shut it down after use.
-    func makeClient() -> WebhookClient {
-        WebhookClient(policy: policy, connectTimeout: connectTimeout, requestTimeout: requestTimeout)
+    /// A sender held to this dispatcher's policy and timeouts; shut it down after use.
+    public func makeSender() -> any WebhookSender {
+        sender(policy, connectTimeout, requestTimeout)
     }
 
     public func run() async throws {
-        let client = makeClient()
+        let client = makeSender()
         var workers: [UUID: Task<Void, Never>] = [:]
         // Rounds start after a pause: the database is migrated before the server starts, while
         // this service is already up.
@@ -133,7 +160,7 @@ public struct WebhookDispatcher: Service {
     }
 
     /// One endpoint's worker: delivers what is due to it, round after round, until cancelled.
-    func work(for endpoint: WebhookEndpoint, client: WebhookClient) async {
+    package func work(for endpoint: WebhookEndpoint, client: any WebhookSender) async {
         var failedRounds = 0
         while !Task.isCancelled {
             let pause: Duration
@@ -163,7 +190,7 @@ public struct WebhookDispatcher: Service {
 
     /// One round for one endpoint: claims up to `concurrency` due deliveries (each the oldest
     /// of its account) and sends them at once.
-    func deliverDue(to endpoint: WebhookEndpoint, client: WebhookClient) async throws -> (claimed: Int, delivered: Int) {
+    package func deliverDue(to endpoint: WebhookEndpoint, client: any WebhookSender) async throws -> (claimed: Int, delivered: Int) {
         let time = now()
         let claimed = try await store.claimWebhookDeliveries(
             endpointID: endpoint.id, now: time, leaseUntil: time.addingTimeInterval(lease), limit: concurrency)
@@ -175,7 +202,7 @@ public struct WebhookDispatcher: Service {
     /// One round over every endpoint at once (tests, and a one-off drain): claims what is due
     /// and sends it; returns how many were claimed.
     @discardableResult
-    func deliverDue(client: WebhookClient, limit: Int = 32) async throws -> Int {
+    public func deliverDue(client: any WebhookSender, limit: Int = 32) async throws -> Int {
         let time = now()
         let claimed = try await store.claimWebhookDeliveries(
             endpointID: nil, now: time, leaseUntil: time.addingTimeInterval(lease), limit: limit)
@@ -187,7 +214,7 @@ public struct WebhookDispatcher: Service {
 
     /// Sends claimed deliveries at once and settles each; returns how many got through.
     private func send(
-        _ claimed: [(WebhookDelivery, AuditEvent)], endpoints: [UUID: WebhookEndpoint], client: WebhookClient
+        _ claimed: [(WebhookDelivery, AuditEvent)], endpoints: [UUID: WebhookEndpoint], client: any WebhookSender
     ) async -> Int {
         await withTaskGroup(of: Bool.self) { group in
             for (delivery, event) in claimed {
@@ -197,10 +224,10 @@ public struct WebhookDispatcher: Service {
         }
     }
 
-    private func deliver(_ delivery: WebhookDelivery, _ event: AuditEvent, endpoint: WebhookEndpoint?, client: WebhookClient) async
+    private func deliver(_ delivery: WebhookDelivery, _ event: AuditEvent, endpoint: WebhookEndpoint?, client: any WebhookSender) async
         -> Bool
     {
-        var outcome = WebhookClient.Outcome(failure: "endpoint removed", reason: "removed")
+        var outcome = WebhookSendOutcome(failure: "endpoint removed", reason: "removed")
         if let endpoint {
             do {
                 let encoder = JSONEncoder()
@@ -217,7 +244,7 @@ public struct WebhookDispatcher: Service {
                         ("webhook-signature", WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body)),
                     ], body: body)
             } catch {
-                outcome = WebhookClient.Outcome(failure: String("\(error)".prefix(200)), reason: "error")
+                outcome = WebhookSendOutcome(failure: String("\(error)".prefix(200)), reason: "error")
             }
         }
         // Shutting down: the send was cut short, not refused. Its lease runs out and it is sent
