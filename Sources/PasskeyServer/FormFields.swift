@@ -1,0 +1,23 @@
+import Foundation
+
+/// `application/x-www-form-urlencoded` fields: a form body, or a URL's query (`+` is a space,
+/// then percent-decoding). A repeated name keeps its first value, and ``repeated`` names the
+/// first name that came again (RFC 6749 §3.1, §3.2: parameters must not be repeated).
+struct FormFields: Sendable {
+    private(set) var values: [String: String] = [:]
+    private(set) var repeated: String?
+
+    init(_ text: String) {
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
+            guard let name = parts.first?.removingPercentEncoding else { continue }
+            guard values[name] == nil else {
+                repeated = repeated ?? name
+                continue
+            }
+            values[name] = parts.count > 1 ? (parts[1].removingPercentEncoding ?? parts[1]) : ""
+        }
+    }
+
+    subscript(name: String) -> String? { values[name] }
+}
