@@ -2,75 +2,124 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// PostgreSQL prepared statements for the statements every ceremony sends (``SQL/prepared()``).
+// PostgreSQL prepared statements for the statements every ceremony sends: one type per
+// statement, the rules for naming them afresh, and how the engine runs them.
+//
+// An unnamed statement is parsed, analysed and planned by PostgreSQL on every call; a prepared
+// one once per connection, then only bound and run. postgres-nio prepares a statement on a
+// connection the first time it runs there, and knows it by its Swift type (its name and SQL are
+// static). The store's statements are written once, in ``SQLStore``, for both databases; the
+// few on a ceremony's path are marked there with their type (`.prepared(as: AccountByUsername.self)`),
+// and SQLite runs them as it runs any other.
+
+/// `account(username:)`: an account by its username key.
+struct AccountByUsername: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `createAccount(_:passkey:session:audit:)` as one statement (account, passkey, session, one audit line).
+struct CreateAccount: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `passkeys(accountID:)`: an account's passkeys.
+struct PasskeysOfAccount: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `completeSignIn(…)` as one statement, with one audit line (a sign-in).
+struct CompleteSignIn: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `completeSignIn(…)` as one statement, with two audit lines (a sign-in whose counter is flagged).
+struct CompleteFlaggedSignIn: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `saveChallenge(_:)`: a ceremony begun.
+struct SaveChallenge: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `challengeAndPasskey(_:credentialID:)`: a sign-in's ceremony, passkey and account in one read.
+struct ChallengeAndPasskey: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `session(tokenHash:now:)`: a live session with its account.
+struct SessionByToken: PreparedStoreStatement { let bindings: PostgresBindings }
+/// `touchSession(tokenHash:at:)`: a session's last use, at most once a minute.
+struct TouchSession: PreparedStoreStatement { let bindings: PostgresBindings }
+
+/// A statement PostgreSQL prepares once per connection. Its text is the text of the ``SQL`` the
+/// store first marked with this type (``PreparedStatements/sql(of:)``): the store's statements
+/// keep one text whatever their values, since values are bound, never spliced in. Its result
+/// columns are named, never `*`: a prepared statement's result shape is fixed when it is
+/// prepared, so `*` would fail once a migration adds a column.
+protocol PreparedStoreStatement: PostgresPreparedStatement where Row == PostgresRandomAccessRow {
+    init(bindings: PostgresBindings)
+    var bindings: PostgresBindings { get }
+}
+
+extension PreparedStoreStatement {
+    static var name: String { PreparedStatements.shared.name(of: Self.self) }
+    static var sql: String { PreparedStatements.shared.sql(of: Self.self) }
+    func makeBindings() throws -> PostgresBindings { bindings }
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRandomAccessRow { row.makeRandomAccess() }
+
+    /// Runs `sql` prepared as this statement, on the pool or on one connection.
+    static func rows(_ sql: SQL, on target: PreparedStatements.Target, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        let statement = Self(bindings: PostgresEngine.bindings(sql))
+        var rows: [PostgresRandomAccessRow] = []
+        switch target {
+        case .pool(let client):
+            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
+        case .connection(let connection):
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        }
+        return rows
+    }
+}
+
+/// The texts and names of the prepared statements, one entry per ``PreparedStoreStatement``
+/// type, shared by every connection of the process.
 ///
-/// An unnamed statement is parsed, analysed and planned by PostgreSQL on every call; a prepared
-/// one once per connection, then only bound and run. postgres-nio prepares a statement on a
-/// connection the first time it runs there, but names it by a Swift type (its SQL and name are
-/// static). So each distinct statement (its text and the kinds of its values: a NULL binds with
-/// no type, and the types a statement is prepared with are kept) gets one of a fixed number of
-/// slots, each slot a type of its own, and its text is read from here.
+/// A statement whose preparation or run the server refuses is given a new name (`_1`, `_2`, …)
+/// the next time (at most once a second): postgres-nio keeps a failed preparation as failed for
+/// the connection's life, and a statement prepared before a schema change can fail ("cached
+/// plan must not change result type") on every later run. Refusals about the data or the moment
+/// keep the name: constraint violations, serialization failures and deadlocks, and lost
+/// connections or shutdowns (a connection's prepared statements go with it).
 ///
-/// A statement whose preparation or run the server refuses is given a new slot, and so a new
-/// name, the next time (at most once a second): postgres-nio keeps a failed preparation as
-/// failed for the connection's life, and a statement prepared before a schema change can fail
-/// ("cached plan must not change result type") on every later run. Refusals about the data or
-/// the moment keep the slot: constraint violations, serialization failures and deadlocks, and
-/// lost connections or shutdowns (a connection's prepared statements go with it), so an outage
-/// does not use slots up. When the slots run out, statements run unnamed, as unmarked ones do.
+/// A NULL bind needs no statement of its own: postgres-nio 1.33 prepares with no parameter types
+/// (``PostgresPreparedStatement/bindingDataTypes`` is empty), so PostgreSQL takes each one from
+/// the statement (its column, or its cast), and a NULL fits any type.
 final class PreparedStatements: Sendable {
     static let shared = PreparedStatements()
 
-    /// How many distinct statements can be prepared (a few per ceremony kind are marked, each
-    /// in a few variants of NULLs).
-    static let capacity = 128
-
-    struct Key: Hashable {
-        let text: String
-        let kinds: [UInt8]
+    private struct Entry {
+        var sql: String
+        var name: String
+        var generation = 0
+        var retired: ContinuousClock.Instant?
     }
 
-    private struct State {
-        var slots: [Key: Int] = [:]
-        var texts: [String] = []
-        var retired: [Key: ContinuousClock.Instant] = [:]
-    }
+    private let entries = Mutex([ObjectIdentifier: Entry]())
 
-    private let state = Mutex(State())
-    /// The statement names, fixed per slot: `passkeyd_0`, `passkeyd_1`, …
-    let names = (0..<capacity).map { "passkeyd_\($0)" }
-    /// One type per slot (``PreparedSlot``), made once.
-    let slotTypes: [any PreparedSlot.Type] = {
-        var types: [any PreparedSlot.Type] = [SlotZero.self]
-        while types.count < capacity { types.append(types[types.count - 1].next) }
-        return types
-    }()
-
-    /// The slot for `key`, given one if there is room; nil when every slot is taken.
-    func slot(for key: Key) -> Int? {
-        state.withLock { state in
-            if let slot = state.slots[key] { return slot }
-            guard state.texts.count < Self.capacity else { return nil }
-            state.texts.append(key.text)
-            state.slots[key] = state.texts.count - 1
-            return state.texts.count - 1
+    /// Whether `sql` runs prepared as `type`: its text is the one `type` has (the first text it
+    /// was marked with). A statement of another shape (another number of audit lines) runs
+    /// unnamed.
+    func claims(_ sql: SQL, as type: any PreparedStoreStatement.Type) -> Bool {
+        let text = sql.text(.postgres)
+        return entries.withLock { entries in
+            if let entry = entries[ObjectIdentifier(type)] { return entry.sql == text }
+            let name = "passkeyd_" + String(describing: type)
+            entries[ObjectIdentifier(type)] = Entry(sql: text, name: name)
+            return true
         }
     }
 
-    /// The text of the statement in `slot` (postgres-nio reads it on every run).
-    func text(_ slot: Int) -> String {
-        state.withLock { state in slot < state.texts.count ? state.texts[slot] : "" }
+    /// The name `type` is prepared under now (postgres-nio reads it on every run).
+    func name(of type: any PreparedStoreStatement.Type) -> String {
+        entries.withLock { $0[ObjectIdentifier(type)]?.name } ?? "passkeyd_" + String(describing: type)
     }
 
-    /// Gives up `slot` for `key`: its next run takes a new slot and so a new name. A slot is
+    /// The text `type` is prepared with (postgres-nio reads it on every run).
+    func sql(of type: any PreparedStoreStatement.Type) -> String {
+        entries.withLock { $0[ObjectIdentifier(type)]?.sql } ?? ""
+    }
+
+    /// Gives up `name` for `type`: its next run prepares it afresh under a new name. A name is
     /// never given to another statement.
-    func retire(_ slot: Int, key: Key) {
+    func retire(_ type: any PreparedStoreStatement.Type, name: String) {
         let now = ContinuousClock.now
-        state.withLock { state in
-            guard state.slots[key] == slot else { return }
-            if let last = state.retired[key], now - last < .seconds(1) { return }
-            state.slots[key] = nil
-            state.retired[key] = now
+        entries.withLock { entries in
+            guard var entry = entries[ObjectIdentifier(type)], entry.name == name else { return }
+            if let last = entry.retired, now - last < .seconds(1) { return }
+            entry.generation += 1
+            entry.name = "passkeyd_\(type)_\(entry.generation)"
+            entry.retired = now
+            entries[ObjectIdentifier(type)] = entry
         }
     }
 
@@ -85,77 +134,21 @@ final class PreparedStatements: Sendable {
         return !["23", "40", "08", "57P"].contains { state.hasPrefix($0) }
     }
 
-    static func key(_ sql: SQL) -> Key {
-        Key(text: sql.text(.postgres), kinds: sql.values.map(\.kind))
-    }
-
-    /// Runs `sql`, prepared in `slot`, with `bindings`, on the pool or on one connection.
-    func rows(slot: Int, bindings: PostgresBindings, on target: Target, logger: Logger) async throws -> [PostgresRandomAccessRow] {
-        try await slotTypes[slot].rows(bindings: bindings, on: target, logger: logger)
+    /// Runs `sql` prepared as `type`, with its values bound, on the pool or on one connection.
+    func rows(_ sql: SQL, as type: any PreparedStoreStatement.Type, on target: Target, logger: Logger) async throws
+        -> [PostgresRandomAccessRow]
+    {
+        let name = type.name
+        do {
+            return try await type.rows(sql, on: target, logger: logger)
+        } catch {
+            if Self.retires(after: error) { retire(type, name: name) }
+            throw error
+        }
     }
 
     enum Target {
         case pool(PostgresClient)
         case connection(PostgresConnection)
-    }
-}
-
-/// A slot's number, as a type: ``SlotZero``, `NextSlot<SlotZero>`, `NextSlot<NextSlot<SlotZero>>`, ….
-protocol PreparedSlot: Sendable {
-    static var index: Int { get }
-    /// The slot after this one.
-    static var next: any PreparedSlot.Type { get }
-    /// Runs the statement in this slot.
-    static func rows(bindings: PostgresBindings, on target: PreparedStatements.Target, logger: Logger) async throws
-        -> [PostgresRandomAccessRow]
-}
-
-extension PreparedSlot {
-    static var next: any PreparedSlot.Type { NextSlot<Self>.self }
-
-    static func rows(bindings: PostgresBindings, on target: PreparedStatements.Target, logger: Logger) async throws
-        -> [PostgresRandomAccessRow]
-    {
-        let statement = PreparedSQL<Self>(bindings: bindings)
-        var rows: [PostgresRandomAccessRow] = []
-        switch target {
-        case .pool(let client):
-            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
-        case .connection(let connection):
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-        }
-        return rows
-    }
-}
-
-enum SlotZero: PreparedSlot {
-    static var index: Int { 0 }
-}
-
-enum NextSlot<Previous: PreparedSlot>: PreparedSlot {
-    static var index: Int { Previous.index + 1 }
-}
-
-/// The statement in slot `Slot`, as postgres-nio's prepared statement.
-struct PreparedSQL<Slot: PreparedSlot>: PostgresPreparedStatement {
-    typealias Row = PostgresRandomAccessRow
-    static var name: String { PreparedStatements.shared.names[Slot.index] }
-    static var sql: String { PreparedStatements.shared.text(Slot.index) }
-    let bindings: PostgresBindings
-    func makeBindings() throws -> PostgresBindings { bindings }
-    func decodeRow(_ row: PostgresRow) throws -> PostgresRandomAccessRow { row.makeRandomAccess() }
-}
-
-extension SQLValue {
-    /// What kind of value this is (part of a prepared statement's identity).
-    var kind: UInt8 {
-        switch self {
-        case .null: 0
-        case .integer: 1
-        case .text: 2
-        case .bytes: 3
-        case .flag: 4
-        case .id: 5
-        }
     }
 }

@@ -34,7 +34,7 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         /// that migrates: they get far longer than an ordinary operation.
         public var migrationTimeout: Duration = .seconds(600)
         /// Prepare the statements every ceremony sends once per connection (see
-        /// ``PreparedStatements``). A URL's `prepared_statements=off` turns this off, for a
+        /// ``PreparedStoreStatement``). A URL's `prepared_statements=off` turns this off, for a
         /// connection pooler that cannot keep prepared statements across transactions
         /// (PgBouncer before 1.21, or without `max_prepared_statements`).
         public var preparesStatements = true
@@ -358,20 +358,11 @@ final class PostgresEngine: SQLEngine {
     }
 
     /// Runs `sql` on `target`: prepared when it is marked so and ``preparesStatements`` (see
-    /// ``PreparedStatements``), else as an unnamed statement.
+    /// ``PreparedStoreStatement``), else as an unnamed statement.
     func rows(_ sql: SQL, on target: PreparedStatements.Target) async throws -> [any StoreRow] {
         let logger = self.logger
-        if sql.isPrepared, preparesStatements {
-            let statements = PreparedStatements.shared
-            let key = PreparedStatements.key(sql)
-            if let slot = statements.slot(for: key) {
-                do {
-                    return try await statements.rows(slot: slot, bindings: Self.bindings(sql), on: target, logger: logger)
-                } catch {
-                    if PreparedStatements.retires(after: error) { statements.retire(slot, key: key) }
-                    throw error
-                }
-            }
+        if let type = sql.preparedAs, preparesStatements, PreparedStatements.shared.claims(sql, as: type) {
+            return try await PreparedStatements.shared.rows(sql, as: type, on: target, logger: logger)
         }
         switch target {
         case .pool(let client):

@@ -8,9 +8,9 @@ struct SQL: Sendable, ExpressibleByStringInterpolation {
     /// The text around the values: always one more piece than there are values.
     let pieces: [String]
     let values: [SQLValue]
-    /// Whether PostgreSQL should prepare this statement once per connection and reuse it (see
-    /// ``prepared()``). SQLite reuses every statement already.
-    private(set) var isPrepared = false
+    /// The prepared statement PostgreSQL runs this as, once prepared on a connection (see
+    /// ``prepared(as:)``). SQLite reuses every statement already.
+    private(set) var preparedAs: (any PreparedStoreStatement.Type)?
 
     init(stringLiteral text: String) {
         pieces = [text]
@@ -36,18 +36,19 @@ struct SQL: Sendable, ExpressibleByStringInterpolation {
         return SQL(pieces: pieces, values: values + other.values)
     }
 
-    /// This statement, marked for PostgreSQL to prepare once per connection and then only bind
-    /// and run: for the few statements every sign-in or sign-up sends, whose text is the same
-    /// every time. Its result columns must be named, never `*`: a prepared statement's result
-    /// shape is fixed when it is prepared, so `*` would fail once a migration adds a column.
-    func prepared() -> SQL {
+    /// This statement, marked for PostgreSQL to prepare once per connection as `type` and then
+    /// only bind and run: for the few statements every sign-in or sign-up sends (see
+    /// ``PreparedStoreStatement``). Its result columns must be named, never `*`: a prepared
+    /// statement's result shape is fixed when it is prepared, so `*` would fail once a migration
+    /// adds a column.
+    func prepared(as type: any PreparedStoreStatement.Type) -> SQL {
         var copy = self
-        copy.isPrepared = true
+        copy.preparedAs = type
         return copy
     }
 
-    /// `sql`, marked to be prepared: `reader.first(.prepared("SELECT …"))`.
-    static func prepared(_ sql: SQL) -> SQL { sql.prepared() }
+    /// `sql`, marked to be prepared as `type`: `reader.first(.prepared(as: AccountByUsername.self, "SELECT …"))`.
+    static func prepared(as type: any PreparedStoreStatement.Type, _ sql: SQL) -> SQL { sql.prepared(as: type) }
 
     private init(pieces: [String], values: [SQLValue]) {
         self.pieces = pieces

@@ -10,7 +10,9 @@ extension SQLStore {
 
     public func account(username: String) async throws -> Account? {
         try await reader.first(
-            .prepared("SELECT \(sql: Self.accountColumns) FROM accounts WHERE username_key = \(Account.key(for: username))")
+            .prepared(
+                as: AccountByUsername.self,
+                "SELECT \(sql: Self.accountColumns) FROM accounts WHERE username_key = \(Account.key(for: username))")
         ).map { try Account(row: $0) }
     }
 
@@ -37,7 +39,9 @@ extension SQLStore {
                 sql = sql.appending("\(sql: SQLFragment(text: index == 0 ? "" : ", "))w\(sql: SQLFragment(text: "\(index)")) AS (")
                     .appending(insert).appending(")")
             }
-            try await writer.run(sql.appending(" SELECT 1").prepared())
+            // One shape is prepared: the sign-up's (a session and one audit line).
+            let statement = sql.appending(" SELECT 1")
+            try await writer.run(session != nil && audit.count == 1 ? statement.prepared(as: CreateAccount.self) : statement)
             return
         }
         try await transaction { db in

@@ -7,6 +7,7 @@ extension SQLStore {
     public func saveChallenge(_ record: ChallengeRecord) async throws {
         try await writer.run(
             .prepared(
+                as: SaveChallenge.self,
                 """
                 INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
                                         pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
@@ -40,6 +41,7 @@ extension SQLStore {
         guard
             let row = try await reader.first(
                 .prepared(
+                    as: ChallengeAndPasskey.self,
                     """
                     SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedPasskeyColumns), \(sql: Self.joinedAccountColumns)
                     FROM (SELECT 1 AS one) AS one

@@ -26,7 +26,9 @@ extension SQLStore {
 
     public func passkeys(accountID: UUID) async throws -> [Passkey] {
         try await reader.rows(
-            .prepared("SELECT \(sql: Self.passkeyColumns) FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id")
+            .prepared(
+                as: PasskeysOfAccount.self,
+                "SELECT \(sql: Self.passkeyColumns) FROM passkeys WHERE account_id = \(accountID) ORDER BY created_at, credential_id")
         ).map { try Passkey(row: $0) }
     }
 
@@ -73,6 +75,10 @@ extension SQLStore {
         }
     }
 
+    /// The sign-in statement is prepared in two shapes, by its number of audit lines: a
+    /// sign-in's one, and a flagged counter's two (others run unnamed).
+    private static let signInShapes: [Int: any PreparedStoreStatement.Type] = [1: CompleteSignIn.self, 2: CompleteFlaggedSignIn.self]
+
     /// PostgreSQL: the whole of ``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``
     /// as one statement of data-modifying CTEs (atomic on its own, one round trip instead of a
     /// transaction of seven). Each step runs only if the one before it changed a row: the
@@ -115,7 +121,9 @@ extension SQLStore {
                 """)
         }
         sql = sql.appending(" SELECT (SELECT COUNT(*) FROM taken) AS taken, (SELECT COUNT(*) FROM moved) AS moved")
-        guard let row = try await writer.first(sql.prepared()) else { throw StoreError(.unavailable, "no result") }
+        guard let row = try await writer.first(Self.signInShapes[audit.count].map { sql.prepared(as: $0) } ?? sql) else {
+            throw StoreError(.unavailable, "no result")
+        }
         if try row.optionalInteger("taken") != 1 { return .challengeTaken }
         if try row.optionalInteger("moved") != 1 { return .counterRaced }
         return .signedIn

@@ -19,6 +19,7 @@ extension SQLStore {
         guard
             let row = try await reader.first(
                 .prepared(
+                    as: SessionByToken.self,
                     """
                     SELECT s.token_hash, s.account_id AS session_account, s.created_at AS session_created, s.expires_at, s.user_agent, s.ip_address,
                            s.method, s.credential_id AS session_credential, s.last_seen_at, \(sql: Self.sessionAccountColumns)
@@ -66,6 +67,7 @@ extension SQLStore {
     public func touchSession(tokenHash: [UInt8], at time: Date) async throws {
         try await writer.run(
             .prepared(
+                as: TouchSession.self,
                 """
                 UPDATE sessions SET last_seen_at = \(time)
                 WHERE token_hash = \(tokenHash) AND (last_seen_at IS NULL OR last_seen_at < \(time.addingTimeInterval(-60)))

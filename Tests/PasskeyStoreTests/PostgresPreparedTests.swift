@@ -4,16 +4,16 @@ import Testing
 
 @testable import PasskeyStore
 
-/// The statements every ceremony sends are prepared once per PostgreSQL connection
-/// (``PreparedStatements``). These run on a store with one connection, so every statement meets
-/// what the ones before it left on that connection.
+/// The statements every ceremony sends are prepared once per PostgreSQL connection, each as a
+/// type of its own (``PreparedStoreStatement``). These run on a store with one connection, so
+/// every statement meets what the ones before it left on that connection.
 @Suite("PostgreSQL prepared statements")
 struct PostgresPreparedTests {
     static var enabled: Bool {
         TestDatabase.postgresURL != nil || ProcessInfo.processInfo.environment["PASSKEYD_REQUIRE_POSTGRES"] == "1"
     }
 
-    static func oneConnectionStore(query: String? = nil) async throws -> PostgresStore {
+    static func oneConnectionStore(query: String? = nil, migrated: Bool = true) async throws -> PostgresStore {
         var url = try await TestDatabase.makeURL(.postgres)
         if let query { url += (url.contains("?") ? "&" : "?") + query }
         var options = PostgresStore.Options()
@@ -22,7 +22,7 @@ struct PostgresPreparedTests {
         options.probeTimeout = .seconds(10)
         options.operationTimeout = .seconds(30)
         let store = try PostgresStore(url: url, options: options)
-        _ = try await store.migrate()
+        if migrated { _ = try await store.migrate() }
         return store
     }
 
@@ -44,7 +44,7 @@ struct PostgresPreparedTests {
         let (ada, key) = try await Self.signedUp(store)
         #expect(try await store.passkeys(accountID: ada.id) == [key])
         let prepared = try await Self.preparedNames(store)
-        #expect(prepared.contains { $0.hasPrefix("passkeyd_") })
+        #expect(prepared.contains { $0.hasPrefix("passkeyd_PasskeysOfAccount") })
         // The same statements again: nothing new is prepared.
         #expect(try await store.passkeys(accountID: ada.id) == [key])
         #expect(try await store.account(username: ada.username)?.id == ada.id)
@@ -81,28 +81,36 @@ struct PostgresPreparedTests {
     /// prepares such a statement afresh, under a new name, the next time it runs.
     @Test(.enabled(if: enabled))
     func aStatementThatFailedToPrepareIsPreparedAfreshNextTime() async throws {
-        let store = try await Self.oneConnectionStore()
-        let marker = Int64.random(in: 1...Int64.max)
-        let read: SQL = .prepared("SELECT n FROM created_later WHERE n = \(marker)")
-        await #expect(throws: StoreError.self) { try await store.reader.rows(read) }
-        try await store.writer.run("CREATE TABLE created_later (n BIGINT)")
-        try await store.writer.run("INSERT INTO created_later (n) VALUES (\(marker))")
-        let rows = try await store.reader.rows(read)
-        #expect(try rows.map { try $0.integer("n") } == [marker])
-        // A constraint violation is an answer, not a broken statement: the slot is kept.
-        try await store.writer.run("CREATE UNIQUE INDEX created_later_n ON created_later (n)")
-        let insert: SQL = .prepared("INSERT INTO created_later (n) VALUES (\(marker)) RETURNING n")
-        let key = PreparedStatements.key(insert)
-        await #expect(throws: StoreError.self) { try await store.writer.run(insert) }
-        let slot = PreparedStatements.shared.slot(for: key)
-        await #expect(throws: StoreError.self) { try await store.writer.run(insert) }
-        #expect(PreparedStatements.shared.slot(for: key) == slot)
+        let store = try await Self.oneConnectionStore(migrated: false)
+        // No tables yet: the account read fails to prepare on the store's one connection.
+        let before = PreparedStatements.shared.name(of: AccountByUsername.self)
+        await #expect(throws: StoreError.self) { try await store.account(username: "ada") }
+        let renamed = PreparedStatements.shared.name(of: AccountByUsername.self)
+        #expect(renamed != before)
+        _ = try await store.migrate()
+        let (ada, _) = try await Self.signedUp(store)
+        #expect(try await store.account(username: ada.username)?.id == ada.id)
+        #expect(try await Self.preparedNames(store).contains(renamed))
     }
 
-    /// A NULL has no type of its own, so a statement bound with NULL in one place and a value
-    /// there another time is two prepared statements, each with its own parameter types.
+    /// A constraint violation is an answer, not a broken statement: the name is kept.
     @Test(.enabled(if: enabled))
-    func nullAndValueBindsArePreparedApart() async throws {
+    func aConstraintViolationKeepsTheStatementsName() async throws {
+        let store = try await Self.oneConnectionStore()
+        let record = ChallengeRecord(
+            challenge: (0..<32).map { _ in UInt8.random(in: 0...255) }, ceremony: .authentication, userVerification: "required",
+            createdAt: StoreConformanceTests.t0, expiresAt: StoreConformanceTests.t0.addingTimeInterval(300))
+        try await store.saveChallenge(record)
+        let name = PreparedStatements.shared.name(of: SaveChallenge.self)
+        await #expect(throws: StoreError.self) { try await store.saveChallenge(record) }
+        #expect(PreparedStatements.shared.name(of: SaveChallenge.self) == name)
+        #expect(try await Self.preparedNames(store).contains(name))
+    }
+
+    /// A NULL has no type of its own, but the statement is prepared with the types PostgreSQL
+    /// takes from it (postgres-nio sends none): one prepared statement takes NULLs and values.
+    @Test(.enabled(if: enabled))
+    func nullAndValueBindsShareOnePreparedStatement() async throws {
         let store = try await Self.oneConnectionStore()
         let (ada, _) = try await Self.signedUp(store)
         for accountID in [nil, ada.id, nil, ada.id] as [UUID?] {
@@ -114,6 +122,26 @@ struct PostgresPreparedTests {
             try await store.saveChallenge(record)
             #expect(try await store.challenge(challenge) == record)
         }
+        #expect(try await Self.preparedNames(store).filter { $0.hasPrefix("passkeyd_SaveChallenge") }.count == 1)
+    }
+
+    /// The sign-up's statement is prepared in its one shape (a session and one audit line); a
+    /// sign-up of another shape runs unnamed, and both write the same rows.
+    @Test(.enabled(if: enabled))
+    func aStatementOfAnotherShapeRunsUnnamed() async throws {
+        let store = try await Self.oneConnectionStore()
+        let (ada, key) = try await Self.signedUp(store)
+        #expect(try await !Self.preparedNames(store).contains { $0.hasPrefix("passkeyd_CreateAccount") })
+        let bob = StoreConformanceTests.account("bob-\(UUID().uuidString.prefix(8))")
+        let bobKey = StoreConformanceTests.passkey(for: bob)
+        let session = StoreConformanceTests.session(for: bob, credentialID: bobKey.credentialID)
+        let signUp = AuditEvent(time: StoreConformanceTests.t0, kind: .signUp, accountID: bob.id, credentialID: bobKey.credentialID)
+        try await store.createAccount(bob, passkey: bobKey, session: session, audit: [signUp])
+        #expect(try await Self.preparedNames(store).contains { $0.hasPrefix("passkeyd_CreateAccount") })
+        #expect(try await store.passkeys(accountID: ada.id) == [key])
+        #expect(try await store.passkeys(accountID: bob.id) == [bobKey])
+        #expect(try await store.session(tokenHash: session.tokenHash, now: StoreConformanceTests.t0)?.1.id == bob.id)
+        #expect(try await store.auditEvents(accountID: bob.id, limit: 10).map(\.kind) == [AuditEvent.Kind.signUp.rawValue])
     }
 
     @Test(.enabled(if: enabled))
