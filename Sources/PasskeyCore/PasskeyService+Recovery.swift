@@ -4,8 +4,8 @@ import PasskeyStore
 import Synchronization
 import WebAuthn
 
-/// Passwords during the move to passkeys, and the ways back in when passkeys are lost:
-/// recovery codes and admin-issued recovery links. Every path is rate limited like passkey
+/// The ways back in when passkeys are lost: recovery codes and admin-issued recovery links
+/// (passwords: PasskeyService+Passwords.swift). Every path is rate limited like passkey
 /// sign-in (per IP in the middleware, per username here) and audited.
 extension PasskeyService {
     /// A sign-in that is not a passkey assertion.
@@ -17,82 +17,6 @@ extension PasskeyService {
         public let canUpgrade: Bool
         /// Signed in through recovery: every other session was revoked; register a new passkey.
         public let recovery: Bool
-    }
-
-    // MARK: Passwords
-
-    /// Checks a password against the account's bcrypt hash. Unknown usernames and accounts
-    /// without a password take the same time (a decoy hash of the configured cost is checked).
-    public func passwordSignIn(username: String?, password: String?, client: Client) async throws -> OtherSignIn {
-        let name = try Self.validUsername(username)
-        guard let password, !password.isEmpty, password.utf8.count <= 1024 else {
-            throw PasskeyServiceError.invalid(.invalidPassword, "Enter a password (at most 1024 bytes).")
-        }
-        let key = Account.key(for: name)
-        let attempt = try await reserveSecretAttempt(accountKey: key, client: client)
-        let account = try await store.account(username: name)
-        let hash = account?.passwordHash.flatMap(Bcrypt.init) ?? decoyPasswordHash()
-        let matches = try await hashing { hash.verify(password) }
-        // A disabled account answers a wrong password exactly as an unknown username does.
-        guard let account, account.passwordHash != nil, matches else {
-            await audit(.signInFailed, accountID: account?.id, client: client, detail: "invalid_credentials")
-            throw PasskeyServiceError.invalidPassword
-        }
-        await settleSecretAttempt(attempt, succeeded: true)
-        guard !account.disabled else {
-            await audit(.signInFailed, accountID: account.id, client: client, detail: "account_disabled")
-            throw PasskeyServiceError.accountDisabled
-        }
-        let hasPasskey = !(try await store.passkeys(accountID: account.id).isEmpty)
-        return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false)
-    }
-
-    /// Turns the password off; only once the account has a passkey. Leaving a single way in
-    /// needs a recent sign-in.
-    public func removePassword(_ signedIn: SignedIn, client: Client) async throws {
-        guard signedIn.account.passwordHash != nil else { throw PasskeyServiceError.noPassword }
-        if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
-        guard try await store.removePassword(accountID: signedIn.account.id) else {
-            throw PasskeyServiceError.noPasskey
-        }
-        await audit(.passwordRemoved, accountID: signedIn.account.id, client: client)
-    }
-
-    /// Changes the password of an account that has one: needs a recent sign-in and the new
-    /// password (8 to 1024 bytes, not the username); every other session of the account ends.
-    public func changePassword(_ signedIn: SignedIn, newPassword: String?, client: Client) async throws {
-        guard signedIn.account.passwordHash != nil else { throw PasskeyServiceError.noPassword }
-        try requireRecentSignIn(signedIn)
-        guard let newPassword, newPassword.count >= 8, newPassword.utf8.count <= 1024 else {
-            throw PasskeyServiceError.invalid(.invalidPassword, "Choose a password of at least 8 characters (at most 1024 bytes).")
-        }
-        guard Account.key(for: newPassword) != Account.key(for: signedIn.account.username) else {
-            throw PasskeyServiceError.invalid(.invalidPassword, "The password cannot be the username.")
-        }
-        let cost = configuration.passwordHashCost
-        let hash = try await hashing { Bcrypt(hashing: newPassword, cost: cost).text }
-        guard try await store.changePassword(accountID: signedIn.account.id, hash: hash, keepSession: signedIn.session.tokenHash) else {
-            throw PasskeyServiceError.noPassword
-        }
-        await audit(.passwordChanged, accountID: signedIn.account.id, client: client)
-    }
-
-    /// bcrypt runs for tens to hundreds of milliseconds: on the bounded pool, off the request
-    /// threads, so a password flood cannot starve the ceremonies (503 `busy` past its queue).
-    package func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        guard let result = await passwordWork.run(work) else { throw PasskeyServiceError.busy }
-        return result
-    }
-
-    /// Makes the decoy hash in the background at start, so even the first unknown username takes
-    /// as long as a real password check.
-    public func prepareDecoyPasswordHash() {
-        let cost = configuration.passwordHashCost
-        DispatchQueue.global(qos: .utility).async { _ = DecoyHash.shared.hash(cost: cost) }
-    }
-
-    private func decoyPasswordHash() -> Bcrypt {
-        DecoyHash.shared.hash(cost: configuration.passwordHashCost)
     }
 
     // MARK: Recovery codes
@@ -164,7 +88,7 @@ extension PasskeyService {
 
     // MARK: Helpers
 
-    private func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
+    func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
         let (token, session) = makeSession(for: account, client: client, method: method)
         try await store.recordSignIn(
             accountID: account.id, session: session,
@@ -194,20 +118,6 @@ extension PasskeyService {
     package static func codeHash(_ code: String, secret: [UInt8]) -> [UInt8] {
         let normalized = code.lowercased().unicodeScalars.filter { $0 != "-" && $0 != " " }.map(String.init).joined()
         return Array(HMAC<SHA256>.authenticationCode(for: Array(("recovery-code:" + normalized).utf8), using: SymmetricKey(data: secret)))
-    }
-}
-
-/// One decoy bcrypt hash per cost, made once.
-package final class DecoyHash: Sendable {
-    package static let shared = DecoyHash()
-    private let hashes = Mutex<[Int: Bcrypt]>([:])
-
-    package func hash(cost: Int) -> Bcrypt {
-        // (made once per cost; the first call may run on a request's pool slot)
-        if let hash = hashes.withLock({ $0[cost] }) { return hash }
-        let made = Bcrypt(hashing: Base64URLBytes(RelyingParty.randomBytes(16)).base64URL, cost: cost)
-        hashes.withLock { $0[cost] = made }
-        return made
     }
 }
 

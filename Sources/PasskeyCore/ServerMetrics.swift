@@ -109,6 +109,11 @@ public final class ServerMetrics: Sendable {
         counter("passkeyd_sign_ins_total", [("method", method)]).increment()
     }
 
+    /// A password hash replaced at sign-in (imported bcrypt, or scrypt below the configured cost).
+    package func passwordRehashed() {
+        counter("passkeyd_password_rehashes_total").increment()
+    }
+
     package func rateLimited(scope: String) {
         counter("passkeyd_rate_limited_total", [("scope", scope)]).increment()
     }

@@ -111,6 +111,10 @@ public protocol PasskeyStore: Sendable {
     /// Replaces the bcrypt hash of an account that has a password and revokes every other
     /// session (`keepSession`: the one making the change); false when it has no password.
     func changePassword(accountID: UUID, hash: String, keepSession: [UInt8]?) async throws -> Bool
+    /// Replaces the account's password hash with a stronger hash of the same password (after a
+    /// successful sign-in), only while it is still `old`: a change made meanwhile wins. No session
+    /// ends. True when replaced.
+    func rehashPassword(accountID: UUID, from old: String, to new: String) async throws -> Bool
     /// A sign-in by password or recovery, in one transaction: last sign-in, the new session,
     /// audit lines, and (for recovery) every other session of the account revoked first.
     func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws

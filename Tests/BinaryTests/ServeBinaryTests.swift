@@ -46,7 +46,7 @@ struct ServeBinaryTests {
             environment["PASSKEYD_CONFIG"] = nil
             environment["PASSKEYD_LOG_FORMAT"] = "json"
             // The decoy bcrypt hash is made at start; cost 12 in a debug build is seconds of CPU per server.
-            environment["PASSKEYD_PASSWORD_HASH_COST"] = "4"
+            environment["PASSKEYD_PASSWORD_SCRYPT_COST"] = "10"
             environment.merge(extra) { $1 }
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice

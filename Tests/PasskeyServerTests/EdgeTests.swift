@@ -145,7 +145,7 @@ struct EdgeTests {
 
     @Test func anAttackersFailuresNeverLockTheVictimOut() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.trustedProxies = ["127.0.0.1", "::1"]
             $0.rateLimits = .init(windowSeconds: 60, perIP: 10_000, perAccount: 10, perAccountTotal: 1000, slowdownSeconds: 1)
         }
@@ -217,7 +217,7 @@ struct EdgeTests {
 
     @Test func pastTheAccountCeilingPasswordsAreSlowedNotRefused() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.trustedProxies = ["127.0.0.1", "::1"]
             $0.rateLimits = .init(windowSeconds: 60, perIP: 10_000, perAccount: 3, perAccountTotal: 12, slowdownSeconds: 1)
         }
@@ -244,7 +244,7 @@ struct EdgeTests {
 
     @Test func attemptsSentAtOnceCannotOutrunTheLimitAndSuccessesDoNotCount() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.passwordHashConcurrency = 2
             $0.trustedProxies = ["127.0.0.1", "::1"]
             $0.rateLimits = .init(windowSeconds: 60, perIP: 10_000, perAccount: 10, perAccountTotal: 1000, slowdownSeconds: 1)
@@ -277,7 +277,7 @@ struct EdgeTests {
 
     @Test func passwordChangesAreCountedPerAddress() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.rateLimits.perIP = 3
         }
         let account = Account(username: "pam", displayName: "Pam", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
@@ -356,7 +356,7 @@ struct EdgeTests {
 
     @Test func sensitiveActionsNeedARecentSignIn() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.reauthenticationWindow = .seconds(300)
         }
         try await harness.run { api in
@@ -384,7 +384,7 @@ struct EdgeTests {
     }
 
     @Test func aPasswordChangeEndsTheOtherSessions() async throws {
-        let harness = try await ServerHarness { $0.passwordHashCost = 4 }
+        let harness = try await ServerHarness { $0.passwordScryptCost = 10 }
         let account = Account(username: "dee", displayName: "Dee", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         #expect(try await harness.store.importAccounts([(account, Bcrypt(hashing: "first password", cost: 4).text)]) == [true])
         try await harness.run { api in
@@ -640,7 +640,7 @@ struct EdgeTests {
     // MARK: 10. No account oracle
 
     @Test func usernameFirstOptionsLookTheSameForEveryKindOfAccount() async throws {
-        let harness = try await ServerHarness { $0.passwordHashCost = 4 }
+        let harness = try await ServerHarness { $0.passwordScryptCost = 10 }
         let password = Account(username: "pat", displayName: "Pat", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         let disabled = Account(username: "dan", displayName: "Dan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         #expect(
@@ -693,7 +693,7 @@ struct EdgeTests {
     /// password-only and disabled accounts and real options for passkey accounts: an oracle
     /// beyond what sign-up reveals. It now answers like the native API.
     @Test func compatibilityOptionsLookTheSameForEveryKindOfAccount() async throws {
-        let harness = try await ServerHarness { $0.passwordHashCost = 4 }
+        let harness = try await ServerHarness { $0.passwordScryptCost = 10 }
         let password = Account(username: "pat", displayName: "Pat", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         let disabled = Account(username: "dan", displayName: "Dan", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         #expect(

@@ -12,7 +12,7 @@ import WebAuthnTesting
 struct MigrationTests {
     static func harness(perAccount: Int = 30) async throws -> ServerHarness {
         try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.rateLimits = .init(windowSeconds: 60, perIP: 1000, perAccount: perAccount)
         }
     }

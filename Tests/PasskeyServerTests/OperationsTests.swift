@@ -18,7 +18,7 @@ import WebAuthnTesting
 struct OperationsTests {
     @Test func wrongPasswordsAreLimitedPerAccountAndAddressButOptionsAreNot() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.rateLimits = .init(windowSeconds: 60, perIP: 1000, perAccount: 3)
         }
         let account = Account(username: "ada", displayName: "Ada", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)

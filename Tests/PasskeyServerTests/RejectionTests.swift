@@ -316,7 +316,7 @@ struct RejectionTests {
 
     @Test func randomBodiesNeverCauseA5xx() async throws {
         let harness = try await ServerHarness {
-            $0.passwordHashCost = 4
+            $0.passwordScryptCost = 10
             $0.rateLimits.enabled = false
         }
         try await harness.run { api in

@@ -32,13 +32,17 @@ struct ServerHarness: Sendable {
     let store: any PasskeyStore
     let clock: TestClock
 
-    init(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
-        store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
+    init(store: (any PasskeyStore)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
+        if let store {
+            self.store = store
+        } else {
+            self.store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
+        }
         var configuration = ServerConfiguration()
         configure(&configuration)
         let clock = TestClock()
         self.clock = clock
-        service = try PasskeyService(configuration: configuration, store: store, now: { clock.now })
+        service = try PasskeyService(configuration: configuration, store: self.store, now: { clock.now })
     }
 
     /// Runs `body` against the application: in process, or (`live`) over a real loopback socket,

@@ -68,11 +68,12 @@ package enum PasswordHash: Sendable {
             /// Memory one check needs: 128 · r · N bytes.
             package var memory: Int { 128 * r << logN }
 
-            /// What a stored hash may ask for: at most 1 GiB per check and 2^24 block mixes
-            /// in all, so a planted hash cannot make a sign-in take the machine.
+            /// What a stored hash may ask for: at most 1 GiB per check and 8 times the work of
+            /// the recommended parameters (r · p · N ≤ 2^23), so a planted or imported hash
+            /// cannot make a sign-in take the machine.
             package var isSane: Bool {
                 (1...24).contains(logN) && (1...32).contains(r) && (1...16).contains(p) && memory <= 1 << 30
-                    && (r * p) << logN <= 1 << 26
+                    && (r * p) << logN <= 1 << 23
             }
         }
 
