@@ -22,16 +22,11 @@ public struct AdminService: Sendable {
         self.webhookPolicy = webhookPolicy
     }
 
-    /// Why an admin verb could not be done.
-    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
-        public let description: String
-    }
-
     /// An account by username (its comparison key) or by ID.
     public func account(_ user: String) async throws -> Account {
         if let id = UUID(uuidString: user), let account = try await store.account(id: id) { return account }
         if let account = try await store.account(username: user) { return account }
-        throw Refusal(description: "no account \"\(user)\" (give a username or an account ID)")
+        throw PasskeyServiceError(.accountNotFound, "no account \"\(user)\" (give a username or an account ID)")
     }
 
     private func event(
@@ -47,7 +42,7 @@ public struct AdminService: Sendable {
         guard
             let revoked = try await store.setDisabled(
                 accountID: account.id, disabled: true, audit: [event(.adminAccountDisabled, account, by: operatorName)])
-        else { throw Refusal(description: "no account \(account.id)") }
+        else { throw PasskeyServiceError(.accountNotFound, "no account \(account.id)") }
         return revoked
     }
 
@@ -57,18 +52,18 @@ public struct AdminService: Sendable {
             try await store.setDisabled(
                 accountID: account.id, disabled: false, audit: [event(.adminAccountEnabled, account, by: operatorName)])
                 != nil
-        else { throw Refusal(description: "no account \(account.id)") }
+        else { throw PasskeyServiceError(.accountNotFound, "no account \(account.id)") }
     }
 
     /// Removes one of the account's passkeys, even its last (then only a recovery link lets the
     /// person back in), and the sessions it made.
     public func revokePasskey(_ credentialID: [UInt8], of account: Account, by operatorName: String) async throws -> Passkey {
         guard let passkey = try await store.passkey(credentialID: credentialID), passkey.accountID == account.id else {
-            throw Refusal(description: "\(account.username) has no passkey \(Base64URLBytes(credentialID).base64URL)")
+            throw PasskeyServiceError(.passkeyNotFound, "\(account.username) has no passkey \(Base64URLBytes(credentialID).base64URL)")
         }
         let audit = [event(.adminPasskeyRevoked, account, by: operatorName, credentialID: credentialID, detail: passkey.name)]
         guard try await store.revokePasskey(credentialID: credentialID, audit: audit) else {
-            throw Refusal(description: "the passkey was removed meanwhile")
+            throw PasskeyServiceError(.passkeyNotFound, "the passkey was removed meanwhile")
         }
         return passkey
     }
@@ -150,9 +145,11 @@ public struct AdminService: Sendable {
     /// A new API key: the key itself (shown once) and its record (only its hash is stored).
     public func createAPIKey(name: String, scopes: [String], by operatorName: String) async throws -> (key: String, record: APIKey) {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else { throw Refusal(description: "an API key needs a name of 1 to 128 bytes") }
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else {
+            throw PasskeyServiceError(.invalidName, "an API key needs a name of 1 to 128 bytes")
+        }
         guard !scopes.isEmpty, scopes.allSatisfy(Self.scopes.contains) else {
-            throw Refusal(description: "scopes must be among \(Self.scopes.joined(separator: ", "))")
+            throw PasskeyServiceError(.invalidValue, "scopes must be among \(Self.scopes.joined(separator: ", "))")
         }
         let key = "pkd_" + Base64URLBytes(RelyingParty.randomBytes(32)).base64URL
         let record = APIKey(name: trimmed, keyHash: Self.hash(Array(key.utf8)), scopes: Array(Set(scopes)).sorted(), createdAt: now())
@@ -166,7 +163,7 @@ public struct AdminService: Sendable {
         guard
             try await store.revokeAPIKey(
                 id: id, at: now(), audit: [AuditEvent(time: now(), kind: .apiKeyRevoked, userAgent: operatorName, detail: "\(id)")])
-        else { throw Refusal(description: "no live API key \(id)") }
+        else { throw PasskeyServiceError(.notFound, "no live API key \(id)") }
     }
 
     // MARK: Webhooks
@@ -195,7 +192,7 @@ public struct AdminService: Sendable {
         let known = Set(AuditEvent.Kind.allCases.map(\.rawValue))
         let kinds = events.isEmpty ? ["*"] : events
         guard kinds == ["*"] || kinds.allSatisfy(known.contains) else {
-            throw Refusal(description: "events must be * or among \(known.sorted().joined(separator: ", "))")
+            throw PasskeyServiceError(.invalidValue, "events must be * or among \(known.sorted().joined(separator: ", "))")
         }
         let secretText = secret ?? "whsec_" + Data(RelyingParty.randomBytes(32)).base64EncodedString()
         let endpoint = WebhookEndpoint(url: url, secret: WebhookSigner.key(secretText), events: kinds, createdAt: now())
@@ -204,7 +201,7 @@ public struct AdminService: Sendable {
     }
 
     public func removeWebhook(_ id: UUID) async throws {
-        guard try await store.removeWebhookEndpoint(id: id) else { throw Refusal(description: "no webhook endpoint \(id)") }
+        guard try await store.removeWebhookEndpoint(id: id) else { throw PasskeyServiceError(.notFound, "no webhook endpoint \(id)") }
     }
 
     // MARK: OpenID Connect clients
@@ -215,20 +212,24 @@ public struct AdminService: Sendable {
         allowSignUp: Bool = false, idTokenAlgorithm: String = "RS256", by operatorName: String
     ) async throws -> (client: OAuthClient, secret: String?) {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else { throw Refusal(description: "a client needs a name of 1 to 128 bytes") }
-        guard !redirectURIs.isEmpty else { throw Refusal(description: "a client needs at least one redirect URI") }
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 128 else {
+            throw PasskeyServiceError(.invalidName, "a client needs a name of 1 to 128 bytes")
+        }
+        guard !redirectURIs.isEmpty else { throw PasskeyServiceError(.invalidValue, "a client needs at least one redirect URI") }
         for uri in redirectURIs + postLogoutURIs {
             // Absolute, no fragment (RFC 6749 §3.1.2); http only for loopback development.
             guard let url = URL(string: uri), let scheme = url.scheme, url.fragment == nil,
                 scheme == "https" || (scheme == "http" && ["localhost", "127.0.0.1", "::1"].contains(url.host ?? ""))
                     || (!["http", "https", "javascript", "data", "file"].contains(scheme) && scheme.contains("."))
             else {
-                throw Refusal(
-                    description:
-                        "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
+                throw PasskeyServiceError(
+                    .invalidValue,
+                    "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
             }
         }
-        guard ["RS256", "ES256"].contains(idTokenAlgorithm) else { throw Refusal(description: "ID tokens are signed RS256 or ES256") }
+        guard ["RS256", "ES256"].contains(idTokenAlgorithm) else {
+            throw PasskeyServiceError(.invalidValue, "ID tokens are signed RS256 or ES256")
+        }
         let secret = isPublic ? nil : "pcs_" + Base64URLBytes(RelyingParty.randomBytes(32)).base64URL
         let client = OAuthClient(
             id: "pkc_" + Base64URLBytes(RelyingParty.randomBytes(12)).base64URL, name: trimmed,
@@ -241,7 +242,7 @@ public struct AdminService: Sendable {
     }
 
     public func removeClient(_ id: String, by operatorName: String) async throws {
-        guard try await store.removeOAuthClient(id: id) else { throw Refusal(description: "no client \(id)") }
+        guard try await store.removeOAuthClient(id: id) else { throw PasskeyServiceError(.notFound, "no client \(id)") }
         try await store.appendAudit(AuditEvent(time: now(), kind: .oauthClientRemoved, userAgent: operatorName, detail: id))
     }
 }

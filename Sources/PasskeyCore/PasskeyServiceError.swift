@@ -116,6 +116,12 @@ extension PasskeyServiceError.Code {
     /// names the rule. Not yet in ``all``: its status joins `APIError.statuses` first (until
     /// then the table's default, 400, answers it).
     public static let invalidWebhookURL = Self(rawValue: "invalid_webhook_url")
+    /// Server API and admin: a field whose value the verb does not accept (scopes, webhook
+    /// events, redirect URIs, an ID token algorithm); the message names it.
+    public static let invalidValue = Self(rawValue: "invalid_value")
+    /// Server API and admin: no such webhook endpoint, OAuth client or API key (404, as for a
+    /// path that names nothing).
+    public static let notFound = Self(rawValue: "not_found")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -125,7 +131,7 @@ extension PasskeyServiceError.Code {
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
-        .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL,
+        .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound,
     ]
 }
 

@@ -63,7 +63,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidExternalID: .badRequest, .invalidRegistrationToken: .unauthorized, .invalidAPIKey: .unauthorized,
         .insufficientScope: .forbidden, .accountNotFound: .notFound,
         .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden, .signUpNotAllowed: .forbidden,
-        .alreadySignedIn: .conflict, .invalidWebhookURL: .badRequest,
+        .alreadySignedIn: .conflict, .invalidWebhookURL: .badRequest, .invalidValue: .badRequest, .notFound: .notFound,
     ]
 
     /// A service error as the API answers it. Ceremony failures: malformed input 400, a server

@@ -195,22 +195,14 @@ struct ServerAPI: Sendable {
         }
         clients.post("clients") { request, context in
             let body = try await request.decode(AddClientBody.self, limit: limit)
-            do {
-                let added = try await admin.addClient(
-                    name: body.name, redirectURIs: body.redirectURIs, postLogoutURIs: body.postLogoutURIs, isPublic: body.isPublic,
-                    firstParty: body.firstParty, allowSignUp: body.allowSignUp, idTokenAlgorithm: body.idTokenAlgorithm, by: caller(context)
-                )
-                return try HTTP.json(ClientJSON(added.client, secret: added.secret), status: .created)
-            } catch let refusal as AdminService.Refusal {
-                throw PasskeyServiceError.invalid(.malformedJSON, refusal.description)
-            }
+            let added = try await admin.addClient(
+                name: body.name, redirectURIs: body.redirectURIs, postLogoutURIs: body.postLogoutURIs, isPublic: body.isPublic,
+                firstParty: body.firstParty, allowSignUp: body.allowSignUp, idTokenAlgorithm: body.idTokenAlgorithm, by: caller(context)
+            )
+            return try HTTP.json(ClientJSON(added.client, secret: added.secret), status: .created)
         }
         clients.delete("clients/:id") { _, context in
-            do {
-                try await admin.removeClient(context.parameters.get("id") ?? "", by: caller(context))
-            } catch is AdminService.Refusal {
-                throw APIError.notFound
-            }
+            try await admin.removeClient(context.parameters.get("id") ?? "", by: caller(context))
             return HTTP.noContent()
         }
 
@@ -239,11 +231,7 @@ struct ServerAPI: Sendable {
         }
         write.delete("users/:id/passkeys/:passkey") { _, context in
             let account = try await account(context)
-            do {
-                _ = try await admin.revokePasskey(try passkeyID(context), of: account, by: caller(context))
-            } catch is AdminService.Refusal {
-                throw PasskeyServiceError.passkeyNotFound
-            }
+            _ = try await admin.revokePasskey(try passkeyID(context), of: account, by: caller(context))
             return HTTP.noContent()
         }
         write.delete("users/:id/sessions") { _, context in
@@ -287,20 +275,12 @@ struct ServerAPI: Sendable {
         }
         hooks.post("webhooks") { request, _ in
             let body = try await request.decode(AddWebhookBody.self, limit: limit)
-            do {
-                let added = try await admin.addWebhook(url: body.url, events: body.events ?? ["*"])
-                return try HTTP.json(WebhookJSON(added.endpoint, secret: added.secret), status: .created)
-            } catch let refusal as AdminService.Refusal {
-                throw PasskeyServiceError.invalid(.malformedJSON, refusal.description)
-            }
+            let added = try await admin.addWebhook(url: body.url, events: body.events ?? ["*"])
+            return try HTTP.json(WebhookJSON(added.endpoint, secret: added.secret), status: .created)
         }
         hooks.delete("webhooks/:id") { _, context in
             guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else { throw APIError.notFound }
-            do {
-                try await admin.removeWebhook(id)
-            } catch is AdminService.Refusal {
-                throw APIError.notFound
-            }
+            try await admin.removeWebhook(id)
             return HTTP.noContent()
         }
         hooks.get("webhooks/deliveries") { _, _ in

@@ -39,8 +39,8 @@ struct AdminContext {
     func account(_ user: String) async throws -> Account {
         do {
             return try await admin.account(user)
-        } catch let refusal as AdminService.Refusal {
-            throw ValidationError(refusal.description)
+        } catch let refusal as PasskeyServiceError {
+            throw ValidationError(refusal.message)
         }
     }
 
@@ -247,8 +247,8 @@ extension Admin {
                 let passkey: Passkey
                 do {
                     passkey = try await context.admin.revokePasskey(id, of: account, by: context.operatorName)
-                } catch let refusal as AdminService.Refusal {
-                    throw ValidationError(refusal.description)
+                } catch let refusal as PasskeyServiceError {
+                    throw ValidationError(refusal.message)
                 }
                 print("revoked passkey \"\(passkey.name)\" of \(account.username)")
             }

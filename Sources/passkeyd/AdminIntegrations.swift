@@ -69,8 +69,8 @@ extension Admin {
                             Data(
                                 "API key \(created.record.id.uuidString.lowercased()) \"\(created.record.name)\" (\(created.record.scopes.joined(separator: ", "))): shown once, keep it secret\n"
                                     .utf8))
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     }
                 }
             }
@@ -99,8 +99,8 @@ extension Admin {
                 try await AdminContext.with(options) { context in
                     do {
                         try await context.admin.revokeAPIKey(uuid, by: context.operatorName)
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     }
                     print("revoked API key \(id)")
                 }
@@ -126,8 +126,8 @@ extension Admin {
                         print(added.secret)
                         FileHandle.standardError.write(
                             Data("endpoint \(added.endpoint.id.uuidString.lowercased()) → \(url): signing secret shown once\n".utf8))
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     } catch let error as PasskeyServiceError where error.code == .invalidWebhookURL {
                         throw ValidationError(error.message)
                     }
@@ -156,8 +156,8 @@ extension Admin {
                 try await AdminContext.with(options) { context in
                     do {
                         try await context.admin.removeWebhook(uuid)
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     }
                     print("removed endpoint \(id)")
                 }
@@ -236,8 +236,8 @@ extension Admin {
                             Data(
                                 "client \"\(added.client.name)\"\(added.secret == nil ? " (public: PKCE)" : ": the secret is shown once")\n"
                                     .utf8))
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     }
                 }
             }
@@ -266,8 +266,8 @@ extension Admin {
                 try await AdminContext.with(options) { context in
                     do {
                         try await context.admin.removeClient(id, by: context.operatorName)
-                    } catch let refusal as AdminService.Refusal {
-                        throw ValidationError(refusal.description)
+                    } catch let refusal as PasskeyServiceError {
+                        throw ValidationError(refusal.message)
                     }
                     print("removed client \(id)")
                 }

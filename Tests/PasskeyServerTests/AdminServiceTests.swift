@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import PasskeyCore
 import PasskeyServer
 import PasskeyStore
@@ -37,7 +38,7 @@ struct AdminServiceTests {
 
         #expect(try await admin.account("ADA").id == ada.id)
         #expect(try await admin.account(ada.id.uuidString).id == ada.id)
-        await #expect(throws: AdminService.Refusal.self) { try await admin.account("nobody") }
+        await #expect(throws: PasskeyServiceError.accountNotFound) { try await admin.account("nobody") }
 
         #expect(try await admin.disable(ada, by: "op") == 2)
         #expect(try await store.account(id: ada.id)?.disabled == true)
@@ -46,7 +47,9 @@ struct AdminServiceTests {
         #expect(try await store.account(id: ada.id)?.disabled == false)
 
         // A passkey of another account is refused and nothing is written.
-        await #expect(throws: AdminService.Refusal.self) { try await admin.revokePasskey(bobsKey.credentialID, of: ada, by: "op") }
+        await #expect(throws: PasskeyServiceError.passkeyNotFound) {
+            try await admin.revokePasskey(bobsKey.credentialID, of: ada, by: "op")
+        }
         #expect(try await store.passkey(credentialID: bobsKey.credentialID) != nil)
         #expect(try await admin.revokePasskey(key.credentialID, of: ada, by: "op").name == "Key")
         #expect(try await store.passkeys(accountID: ada.id).isEmpty)
@@ -58,5 +61,33 @@ struct AdminServiceTests {
         #expect(adaLog == ["admin_account_disabled op", "admin_account_enabled op", "admin_passkey_revoked op"])
         #expect(
             try await store.auditEvents(accountID: bob.id, limit: 10).map(\.kind) == ["admin_sessions_revoked", "admin_sessions_revoked"])
+    }
+
+    /// The admin verbs throw coded domain errors, and the server API answers each code with its
+    /// own status (issue 35: each route used to re-code a bare string as `malformed_json`).
+    @Test func refusalsCarryTheirCodeToTheServerAPI() async throws {
+        let harness = try await ServerHarness { $0.webhookAllowPrivateAddresses = true }
+        try await harness.run { api in
+            let key = try await IntegrationTests.apiKey(harness, scopes: ["webhooks"])
+            let auth: HTTPFields = [.authorization: "Bearer \(key)"]
+            let events = try await api.request(
+                .post, "/api/admin/webhooks", body: Array(#"{"url":"http://127.0.0.1:9/hook","events":["no_such_event"]}"#.utf8),
+                origin: nil, headers: auth)
+            #expect(events.status == .badRequest && events.errorCode == "invalid_value")
+            let missing = try await api.request(.delete, "/api/admin/webhooks/\(UUID())", origin: nil, headers: auth)
+            #expect(missing.status == .notFound && missing.errorCode == "not_found")
+        }
+        let admin = AdminService(store: harness.store)
+        await #expect(throws: PasskeyServiceError(.invalidValue, "")) {
+            try await admin.addClient(
+                name: "app", redirectURIs: [], postLogoutURIs: [], isPublic: true, firstParty: false, allowSignUp: false,
+                idTokenAlgorithm: "RS256", by: "op")
+        }
+        await #expect(throws: PasskeyServiceError(.invalidName, "")) {
+            try await admin.addClient(
+                name: " ", redirectURIs: ["https://app.example/cb"], postLogoutURIs: [], isPublic: true, firstParty: false,
+                allowSignUp: false, idTokenAlgorithm: "RS256", by: "op")
+        }
+        await #expect(throws: PasskeyServiceError(.notFound, "")) { try await admin.removeClient("nobody", by: "op") }
     }
 }
