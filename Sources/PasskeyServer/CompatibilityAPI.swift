@@ -102,7 +102,8 @@ struct CompatibilityAPI: Sendable {
         }
         let credential = try await request.decode(RegisterVerifyBody.self, limit: service.configuration.maxBodySize).credential
         _ = try await service.finishRegistration(
-            credential, name: nil, signedIn: nil, client: service.client(request, context), profile: Self.profile(accountID: accountID))
+            credential, name: nil, signedIn: nil, client: context.client(request, trustedProxies: service.configuration.trustedProxies),
+            profile: Self.profile(accountID: accountID))
         return try HTTP.json([String: String]())
     }
 
@@ -136,7 +137,8 @@ struct CompatibilityAPI: Sendable {
         let credential = try await request.decode(AuthenticateVerifyBody.self, limit: service.configuration.maxBodySize).credential
         // The ceremony is bound to the account `GET /authenticate?username=` named; the name in
         // this URL is informational (the reference apps repeat it).
-        let result = try await service.finishAuthentication(credential, client: service.client(request, context), profile: Self.profile())
+        let result = try await service.finishAuthentication(
+            credential, client: context.client(request, trustedProxies: service.configuration.trustedProxies), profile: Self.profile())
         return try HTTP.json(SignedIn(token: result.token, expiresAt: result.session.expiresAt))
     }
 }

@@ -169,7 +169,7 @@ struct ClientRateLimitMiddleware: RouterMiddleware {
     let service: PasskeyService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await service.limitClient(service.client(request, context))
+        try await service.limitClient(context.client(request, trustedProxies: service.configuration.trustedProxies))
         return try await next(request, context)
     }
 }

@@ -90,39 +90,46 @@ struct NativeAPI: Sendable {
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(PasswordSignInBody.self, limit: limit)
         let result = try await service.passwordSignIn(
-            username: body.username, password: body.password, client: service.client(request, context))
+            username: body.username, password: body.password,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "password")
     }
 
     func removePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        try await service.removePassword(try Self.signedIn(context), client: service.client(request, context))
+        try await service.removePassword(
+            try Self.signedIn(context), client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return HTTP.noContent()
     }
 
     func changePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(ChangePasswordBody.self, limit: limit)
         try await service.changePassword(
-            try Self.signedIn(context), newPassword: body.newPassword, client: service.client(request, context))
+            try Self.signedIn(context), newPassword: body.newPassword,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return HTTP.noContent()
     }
 
     func recoveryCodes(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
         return try HTTP.json(
-            RecoveryCodesJSON(codes: try await service.newRecoveryCodes(signedIn, client: service.client(request, context))))
+            RecoveryCodesJSON(
+                codes: try await service.newRecoveryCodes(
+                    signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))))
     }
 
     func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoverySignInBody.self, limit: limit)
-        let result = try await service.recoverySignIn(username: body.username, code: body.code, client: service.client(request, context))
+        let result = try await service.recoverySignIn(
+            username: body.username, code: body.code, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "recovery_code")
     }
 
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoveryLinkBody.self, limit: limit)
-        let result = try await service.recoveryLinkSignIn(token: body.token, client: service.client(request, context))
+        let result = try await service.recoveryLinkSignIn(
+            token: body.token, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "recovery_link")
     }
@@ -148,7 +155,8 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RegisterOptionsBody.self, limit: limit)
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
-            hints: body.hints, registrationToken: body.registrationToken, client: service.client(request, context))
+            hints: body.hints, registrationToken: body.registrationToken,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         // A browser whose client showed it decodes with `window.atob` (see ``AtobForm``) gets the
         // options' binary members in standard base64: its passkeys' IDs, in excludeCredentials,
         // hold `-` and `_` in base64url about half the time, which `atob` refuses.
@@ -161,7 +169,8 @@ struct NativeAPI: Sendable {
     func registerVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RegisterVerifyBody.self, limit: limit)
         let result = try await service.finishRegistration(
-            body.credential, name: body.name, signedIn: context.signedIn, client: service.client(request, context), replaces: body.replaces)
+            body.credential, name: body.name, signedIn: context.signedIn,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies), replaces: body.replaces)
         var headers = HTTPFields()
         AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
         var access: AccessTokens.Minted?
@@ -186,7 +195,8 @@ struct NativeAPI: Sendable {
             username = body.username ?? username
             hints = body.hints
         }
-        let options = try await service.authenticationOptions(username: username, hints: hints, client: service.client(request, context))
+        let options = try await service.authenticationOptions(
+            username: username, hints: hints, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         // The GET form is what clients that decode with `window.atob` call (the widely copied
         // guide's `PasskeyWebManager`); Level 3 clients POST. The challenge is alphabet-neutral
         // already; credential IDs are the authenticator's choice, so this form writes them in
@@ -204,7 +214,8 @@ struct NativeAPI: Sendable {
 
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(AuthenticateVerifyBody.self, limit: limit)
-        let result = try await service.finishAuthentication(body.credential, client: service.client(request, context))
+        let result = try await service.finishAuthentication(
+            body.credential, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         try await retirePreviousSession(context)
         var headers = HTTPFields()
         AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
@@ -228,7 +239,7 @@ struct NativeAPI: Sendable {
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        try await service.signOut(signedIn, client: service.client(request, context))
+        try await service.signOut(signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
         AtobForm.mark(&headers, request, decodesWithAtob: false, service.configuration, maxAge: 0)
@@ -244,7 +255,8 @@ struct NativeAPI: Sendable {
     }
 
     func revokeOtherSessions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let count = try await service.revokeOtherSessions(try Self.signedIn(context), client: service.client(request, context))
+        let count = try await service.revokeOtherSessions(
+            try Self.signedIn(context), client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return try HTTP.json(["revoked": count])
     }
 
@@ -253,7 +265,8 @@ struct NativeAPI: Sendable {
         guard let text = context.parameters.get("id"), let id = Base64URLBytes(encoded: text)?.bytes, id.count == 32 else {
             throw PasskeyServiceError.sessionNotFound
         }
-        try await service.revokeSession(id: id, signedIn: signedIn, client: service.client(request, context))
+        try await service.revokeSession(
+            id: id, signedIn: signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         var headers = HTTPFields()
         if id == signedIn.session.tokenHash {
             headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
@@ -274,13 +287,15 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
         let passkey = try await service.renamePasskey(
             try Self.passkeyID(context), to: body.name, signedIn: signedIn,
-            client: service.client(request, context))
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
     }
 
     func deletePasskey(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        try await service.deletePasskey(try Self.passkeyID(context), signedIn: signedIn, client: service.client(request, context))
+        try await service.deletePasskey(
+            try Self.passkeyID(context), signedIn: signedIn,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return HTTP.noContent()
     }
 

@@ -86,28 +86,13 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 }
 
-extension PasskeyService {
+extension PasskeyRequestContext {
     /// The client of a request: its address (from `X-Forwarded-For` when the TCP peer is a
     /// trusted proxy: the right-most address that is not one) and User-Agent.
-    func client(_ request: Request, _ context: PasskeyRequestContext) -> Client {
-        Client(
-            ipAddress: Self.clientAddress(
-                peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor],
-                trustedProxies: configuration.trustedProxies),
+    func client(_ request: Request, trustedProxies: [String]) -> PasskeyService.Client {
+        PasskeyService.Client(
+            ipAddress: PasskeyService.clientAddress(
+                peer: peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: trustedProxies),
             userAgent: request.headers[.userAgent])
-    }
-
-    public static func clientAddress(peer: String?, forwardedFor: String?, trustedProxies: [String]) -> String? {
-        guard let peer, trustedProxies.contains(peer), let forwardedFor else { return peer }
-        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for hop in hops.reversed() where !trustedProxies.contains(hop) {
-            return String(hop.prefix(64))
-        }
-        return peer
-    }
-
-    /// `/readyz`: ready when the database answers.
-    func ready() async -> Bool {
-        (try? await store.ping()) != nil
     }
 }

@@ -30,7 +30,7 @@ struct OpenIDRateLimitMiddleware: RouterMiddleware {
                 status: .badRequest)
         }
         let limits = service.configuration.rateLimits
-        if limits.enabled, let ip = service.client(request, context).ipAddress,
+        if limits.enabled, let ip = context.client(request, trustedProxies: service.configuration.trustedProxies).ipAddress,
             case .limited(let retryAfter) = try await service.limiter.hit(
                 "\(budget.rawValue):\(ip)", limit: limits.perIP, now: service.now())
         {

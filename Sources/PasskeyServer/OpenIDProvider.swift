@@ -67,7 +67,8 @@ struct OpenIDProvider: Sendable {
     func authorize(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let query = request.uri.query ?? ""
         let outcome = try await openID.authorize(
-            FormFields(query).values, queryBytes: query.utf8.count, signedIn: context.signedIn, from: service.client(request, context))
+            FormFields(query).values, queryBytes: query.utf8.count, signedIn: context.signedIn,
+            from: context.client(request, trustedProxies: service.configuration.trustedProxies))
         switch outcome {
         case .code(let location), .error(_, let location): return Self.redirect(location)
         // The web UI signs the person in and asks consent, then answers the pending request.
