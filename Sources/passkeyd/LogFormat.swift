@@ -63,16 +63,13 @@ struct JSONLogHandler: LogHandler {
             JSONText.appendQuoted(entry.value.description, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
-        // One write(2) per line: lines from concurrent requests never interleave.
-        line.withUnsafeBufferPointer { buffer in
+        // One write(2) per line in the common case, under a lock so that lines from concurrent
+        // requests never interleave; an interrupted or short write goes on with the rest of the
+        // line, and another error drops the rest of it (a log line is not worth a crash).
+        line.withUnsafeBytes { buffer in
             Self.lock.lock()
             defer { Self.lock.unlock() }
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
+            FullWrite.all(buffer, to: STDERR_FILENO)
         }
     }
 
