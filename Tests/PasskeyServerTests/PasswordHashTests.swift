@@ -17,7 +17,8 @@ struct PasswordHashTests {
     /// function the PHC form calls, and the PHC form with the same parameters by a round trip.
     @Test func theRFC7914VectorAndItsParametersInPHCForm() throws {
         let hex = Array(
-            "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
+            "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"
+        )
         let digest = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(hex[$0...$0 + 1]), radix: 16)! }
         let parameters = Scrypt.Parameters(logN: 10, r: 8, p: 16)
         #expect(Scrypt.derive(Array("password".utf8), salt: Array("NaCl".utf8), parameters: parameters, count: 64) == digest)
