@@ -57,8 +57,8 @@ class Server:
         self.directory = tempfile.mkdtemp(prefix="passkeyd-e2e-")
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=",".join([self.origin, *extra_origins]),
                    PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_CONFIG=os.devnull + ".absent",
-                   # The decoy bcrypt hash is made at start: cheap cost in tests (debug builds are slow).
-                   PASSKEYD_PASSWORD_HASH_COST="4")
+                   # The decoy scrypt hash is made at start: cheap cost in tests (debug builds are slow).
+                   PASSKEYD_PASSWORD_SCRYPT_COST="10")
         env.pop("PASSKEYD_CONFIG")
         env.update(extra_env)
         self.log = open(os.path.join(self.directory, "serve.log"), "w")
@@ -106,8 +106,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def migration_server():
-    """Imported password accounts (cost-4 bcrypt in the tests, so the decoy hash matches)."""
-    s = Server(PASSKEYD_PASSWORD_HASH_COST="4")
+    """Imported password accounts (cost-4 bcrypt in the tests; new hashes scrypt at the cheap test cost)."""
+    s = Server(PASSKEYD_PASSWORD_SCRYPT_COST="10")
     yield s
     s.stop()
 

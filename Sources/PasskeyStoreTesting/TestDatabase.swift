@@ -74,8 +74,11 @@ public enum TestDatabase {
             // outage breaker are tested against real outages (PostgresClusterTests,
             // PostgresOutageTests), not against this machine's load.
             options.operationTimeout = .seconds(30)
+            // A fresh-clone run once starved PostgreSQL past a 10 s probe while a hundred suites ran
+            // on two cores: the breaker then answered two suites' queries as an outage. Here the
+            // probe gets as long as any operation.
             options.suspectAfter = .seconds(10)
-            options.probeTimeout = .seconds(10)
+            options.probeTimeout = .seconds(30)
             store = try PostgresStore(url: url, options: options)
         }
         try await store.migrate()
