@@ -262,7 +262,8 @@ extension OpenIDService {
         let client = try await authenticateClient(credentials)
         let time = service.now()
         if let token, let bytes = Self.refreshTokenBytes(token) {
-            try await store.revokeRefreshToken(
+            // Whether a family was revoked is not said (§2.2: the same answer either way).
+            _ = try await store.revokeRefreshToken(
                 hash: Array(SHA256.hash(data: bytes)), clientID: client.id, at: time, until: time.addingTimeInterval(revocationMemory))
         } else if let token, let claims = try await service.tokens.verify(token, anyAudience: true),
             claims.client_id == client.id, let grant = claims.grant_id, let accountID = UUID(uuidString: claims.sub.value)
