@@ -62,10 +62,12 @@ struct PasswordHashTests {
         #expect(PasswordHash("$scrypt$ln=10,r=8,p=1$AAAA$\(digest)") == nil)  // 3-byte salt
         #expect(PasswordHash("$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA") == nil)
         #expect(PasswordHash("") == nil)
-        // Imported bcrypt: above the import ceiling it is refused like at import.
-        #expect(PasswordHash(Bcrypt(hashing: "x", cost: 4).text) != nil)
-        let tooCostly = Bcrypt(hashing: "x", cost: 4).text.replacingOccurrences(of: "$04$", with: "$15$")
-        #expect(PasswordHash(tooCostly) == nil)
+        // bcrypt: up to cost 16 (what passkeyd's own passwordHashCost allowed before scrypt), not past it.
+        let bcrypt = Bcrypt(hashing: "x", cost: 4).text
+        #expect(PasswordHash(bcrypt) != nil)
+        #expect(PasswordHash(bcrypt.replacingOccurrences(of: "$04$", with: "$16$")) != nil)
+        #expect(PasswordHash(bcrypt.replacingOccurrences(of: "$04$", with: "$17$")) == nil)
+        #expect(PasswordHash(bcrypt.replacingOccurrences(of: "$04$", with: "$31$")) == nil)
     }
 
     @Test func bcryptAndWeakerScryptNeedARehashTheCurrentOneDoesNot() throws {

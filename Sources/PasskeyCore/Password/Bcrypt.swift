@@ -18,6 +18,9 @@ public struct Bcrypt: Sendable, Hashable {
     package static let costs = 4...31
     /// The highest cost `passkeyd import` accepts (each check costs 2^cost rounds).
     public static let maxImportCost = 14
+    /// The highest cost a stored hash may have: before scrypt (issue 35) passkeyd itself hashed
+    /// changed passwords at `passwordHashCost`, which allowed up to 16, so such hashes still verify.
+    public static let maxStoredCost = 16
 
     /// Parses `$2b$12$` + 22 salt characters + 31 hash characters.
     public init?(_ text: String) {

@@ -6,8 +6,9 @@ import _CryptoExtras
 /// A stored password hash, read from its text:
 /// - `$scrypt$ln=17,r=8,p=1$<salt>$<hash>` (PHC string format, standard base64 without padding):
 ///   every hash passkeyd makes, with scrypt from swift-crypto (BoringSSL's `EVP_PBE_scrypt`);
-/// - `$2a$` / `$2b$` / `$2y$` bcrypt: only hashes imported from another user table
-///   (`passkeyd import`); they verify, and a successful sign-in replaces them with scrypt.
+/// - `$2a$` / `$2b$` / `$2y$` bcrypt: hashes imported from another user table (`passkeyd
+///   import`, cost ≤ 14) or made by passkeyd before scrypt (cost ≤ 16); they verify, and a
+///   successful sign-in replaces them with scrypt.
 ///
 /// The parameters are read from each stored hash, so raising the configured cost changes new
 /// hashes and rehashes old ones at their next sign-in (``needsRehash(for:)``) without breaking
@@ -21,7 +22,7 @@ package enum PasswordHash: Sendable {
         if text.hasPrefix("$scrypt$") {
             guard let hash = Scrypt(text) else { return nil }
             self = .scrypt(hash)
-        } else if let hash = Bcrypt(text), hash.cost <= Bcrypt.maxImportCost {
+        } else if let hash = Bcrypt(text), hash.cost <= Bcrypt.maxStoredCost {
             self = .bcrypt(hash)
         } else {
             return nil
