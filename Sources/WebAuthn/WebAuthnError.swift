@@ -136,6 +136,22 @@ extension WebAuthnError.Code {
     /// compromised or revoked.
     public static let authenticatorNotAllowed = Self(rawValue: "authenticator_not_allowed")
 
+    // Extensions (§9, §10; checked in the editor's draft's §7.1 step 28 "reg-ceremony-verify-extension-outputs"
+    // and §7.2 step 23 "authn-ceremony-verify-extension-outputs").
+    /// `clientExtensionResults` is not an object, is over ``ClientExtensionOutputs/maxBytes`` or
+    /// ``ClientExtensionOutputs/maxDepth``, or a member this library knows (`credProps`, `prf`, `largeBlob`) has the
+    /// wrong type. Unknown members are ignored.
+    public static let malformedExtensionResults = Self(rawValue: "malformed_extension_results")
+    /// `clientExtensionResults.prf.results` was posted: the PRF output is the client's secret (§10.1.4) and a relying
+    /// party never receives it. Remove it before sending the response.
+    public static let prfOutputPosted = Self(rawValue: "prf_output_posted")
+    /// The ceremony required a credProtect level (CTAP 2.1 §12.1) of this credential and the authenticator data does
+    /// not report at least that level.
+    public static let credentialProtectionNotApplied = Self(rawValue: "credential_protection_not_applied")
+    /// The ceremony asked for `largeBlob` with `support: "required"` (§10.1.5) and the client did not report
+    /// `largeBlob.supported: true`.
+    public static let largeBlobUnsupported = Self(rawValue: "large_blob_unsupported")
+
     // FIDO Metadata Service (MDS3).
     /// A FIDO metadata BLOB (MDS3 §3.2) is refused: too large, not a compact JWS, a header without a usable `x5c`
     /// (an `x5u` alone cannot be fetched offline), an unsupported `alg`, a chain that does not lead to a configured MDS

@@ -56,6 +56,10 @@ public struct VerifiedAuthentication: Sendable {
     public let authenticatorAttachment: String?
     /// The origin the ceremony ran on (`clientData.origin`: a web or Android app origin, §7.2 step 13).
     public let origin: String
+    /// The client extension outputs (§5.7.2), typed; `prf.results` never reaches here.
+    public let clientExtensions: ClientExtensionOutputs
+    /// The authenticator extension outputs in authenticator data (§6.1), typed.
+    public let authenticatorExtensions: AuthenticatorExtensionOutputs
 }
 
 extension RelyingParty {
@@ -63,7 +67,8 @@ extension RelyingParty {
     /// asks for a discoverable credential (usernameless sign-in, passkey AutoFill).
     public func beginAuthentication(
         allowCredentials: [CredentialDescriptor] = [], userVerification: UserVerificationRequirement? = nil,
-        hints: [String] = [], challenge: [UInt8]? = nil, profile: CeremonyProfile = .standard
+        hints: [String] = [], challenge: [UInt8]? = nil, profile: CeremonyProfile = .standard,
+        extensions: AuthenticationExtensionInputs? = nil
     ) -> AuthenticationBegin {
         let requirement = userVerification ?? configuration.userVerification
         let options = PublicKeyCredentialRequestOptionsJSON(
@@ -73,7 +78,7 @@ extension RelyingParty {
             allowCredentials: allowCredentials.map { PublicKeyCredentialDescriptorJSON(id: $0.id, transports: $0.transports) },
             userVerification: requirement.rawValue,
             hints: hints,
-            extensions: nil)
+            extensions: extensions?.json)
         let state = AuthenticationState(
             challenge: options.challenge.bytes, userVerification: requirement, allowCredentials: allowCredentials.map(\.id), hints: hints,
             profile: profile)
@@ -136,6 +141,9 @@ extension RelyingParty {
         guard let idBytes = Base64.decode(response.id, flavor: .any), constantTimeEquals(idBytes, response.rawId.bytes) else {
             throw WebAuthnError(.credentialIDMismatch, "credential.id does not encode credential.rawId")
         }
+        // §7.2 step 4: Let clientExtensionResults be the result of calling
+        // credential.getClientExtensionResults(). Read (strictly, bounded) before any costly check.
+        let clientExtensions = try ClientExtensionOutputs(response.clientExtensionResults)
         // §7.2 step 7: Using credential.id, look up the corresponding credential record
         // (done by the caller; the record it passed must be the one asked for).
         guard constantTimeEquals(response.rawId.bytes, credential.id) else {
@@ -193,6 +201,9 @@ extension RelyingParty {
         return VerifiedAuthentication(
             credentialID: credential.id, newSignCount: newSignCount, counterLooksCloned: looksCloned,
             userVerified: authData.userVerified, backupEligible: authData.backupEligible, backedUp: authData.backedUp,
-            authenticatorAttachment: response.authenticatorAttachment, origin: clientData.origin)
+            authenticatorAttachment: response.authenticatorAttachment, origin: clientData.origin,
+            // §7.2 step 23 (editor's draft, authn-ceremony-verify-extension-outputs): nothing a
+            // sign-in asks for is required of its outputs; they are handed back typed.
+            clientExtensions: clientExtensions, authenticatorExtensions: authData.extensionOutputs)
     }
 }

@@ -40,12 +40,16 @@ public struct RegistrationState: Codable, Sendable, Hashable {
     public var hints: [String]
     /// The client quirks this ceremony accepts; ``CeremonyProfile/standard`` loosens nothing.
     public var profile: CeremonyProfile
+    /// The extensions the options asked for: the finish checks the outputs against them
+    /// (credProtect and largeBlob requirements).
+    public var extensions: RegistrationExtensionInputs
 
     /// Makes the state from raw bytes (`challenge`, `userHandle`, `excludeCredentials`); they encode as
     /// unpadded base64url. Usually made by ``RelyingParty``'s `beginRegistration(user:…)`.
     public init(
         challenge: [UInt8], userVerification: UserVerificationRequirement, conditional: Bool = false, userHandle: [UInt8] = [],
-        excludeCredentials: [[UInt8]] = [], hints: [String] = [], profile: CeremonyProfile = .standard
+        excludeCredentials: [[UInt8]] = [], hints: [String] = [], profile: CeremonyProfile = .standard,
+        extensions: RegistrationExtensionInputs = RegistrationExtensionInputs()
     ) {
         self.challenge = Base64URLBytes(challenge)
         self.userVerification = userVerification
@@ -54,6 +58,24 @@ public struct RegistrationState: Codable, Sendable, Hashable {
         self.excludeCredentials = excludeCredentials.map(Base64URLBytes.init)
         self.hints = hints
         self.profile = profile
+        self.extensions = extensions
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case challenge, userVerification, conditional, userHandle, excludeCredentials, hints, profile, extensions
+    }
+
+    /// Decodes a kept state; a state kept before extensions were recorded asked for `credProps` only.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        challenge = try container.decode(Base64URLBytes.self, forKey: .challenge)
+        userVerification = try container.decode(UserVerificationRequirement.self, forKey: .userVerification)
+        conditional = try container.decode(Bool.self, forKey: .conditional)
+        userHandle = try container.decode(Base64URLBytes.self, forKey: .userHandle)
+        excludeCredentials = try container.decode([Base64URLBytes].self, forKey: .excludeCredentials)
+        hints = try container.decode([String].self, forKey: .hints)
+        profile = try container.decode(CeremonyProfile.self, forKey: .profile)
+        extensions = try container.decodeIfPresent(RegistrationExtensionInputs.self, forKey: .extensions) ?? RegistrationExtensionInputs()
     }
 }
 

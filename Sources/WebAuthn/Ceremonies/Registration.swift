@@ -73,6 +73,17 @@ public struct VerifiedRegistration: Sendable {
     public let origin: String
     /// `clientExtensionResults.credProps.rk`, when the client reported it.
     public let discoverable: Bool?
+    /// The client extension outputs (§5.7.2), typed; `prf.results` never reaches here.
+    public let clientExtensions: ClientExtensionOutputs
+    /// The authenticator extension outputs in authenticator data (§6.1), typed.
+    public let authenticatorExtensions: AuthenticatorExtensionOutputs
+
+    /// Whether the credential supports the PRF: the client said `prf.enabled`, or the
+    /// authenticator reported `hmac-secret`; `nil` when neither said anything.
+    public var prfEnabled: Bool? {
+        if clientExtensions.prfEnabled == true || authenticatorExtensions.hmacSecret == true { return true }
+        return clientExtensions.prfEnabled ?? authenticatorExtensions.hmacSecret
+    }
 }
 
 extension RelyingParty {
@@ -84,7 +95,8 @@ extension RelyingParty {
     public func beginRegistration(
         user: PublicKeyCredentialUserEntity, excludeCredentials: [CredentialDescriptor] = [],
         userVerification: UserVerificationRequirement? = nil, authenticatorAttachment: String? = nil,
-        hints: [String] = [], challenge: [UInt8]? = nil, conditional: Bool = false, profile: CeremonyProfile = .standard
+        hints: [String] = [], challenge: [UInt8]? = nil, conditional: Bool = false, profile: CeremonyProfile = .standard,
+        extensions: RegistrationExtensionInputs = RegistrationExtensionInputs()
     ) -> RegistrationBegin {
         let requirement = userVerification ?? configuration.userVerification
         let options = PublicKeyCredentialCreationOptionsJSON(
@@ -99,11 +111,11 @@ extension RelyingParty {
                 userVerification: requirement.rawValue),
             hints: hints,
             attestation: configuration.attestation.rawValue,
-            extensions: ["credProps": .bool(true)]
+            extensions: extensions.json
         )
         let state = RegistrationState(
             challenge: options.challenge.bytes, userVerification: requirement, conditional: conditional, userHandle: user.id,
-            excludeCredentials: excludeCredentials.map(\.id), hints: hints, profile: profile)
+            excludeCredentials: excludeCredentials.map(\.id), hints: hints, profile: profile, extensions: extensions)
         return RegistrationBegin(options: options, state: state)
     }
 
@@ -132,7 +144,8 @@ extension RelyingParty {
     ) async throws(WebAuthnError) -> VerifiedRegistration {
         try await verifyRegistration(
             response: response, clientData: clientData, expectedChallenge: state.challenge.bytes, userVerification: state.userVerification,
-            now: now, conditionalCreate: state.conditional, unsafeToleratesRewrittenFlags: state.profile.unsafeToleratesRewrittenFlags)
+            now: now, conditionalCreate: state.conditional, unsafeToleratesRewrittenFlags: state.profile.unsafeToleratesRewrittenFlags,
+            extensions: state.extensions)
     }
 
     /// Verifies a registration response (§7.1) against a challenge the caller stored itself
@@ -150,27 +163,32 @@ extension RelyingParty {
     ///   - unsafeToleratesRewrittenFlags: accept authenticator data whose ED flag is clear
     ///     although an extension map follows. Only for a client known to rewrite the flags
     ///     (the reference Android app); every other check stays as is.
+    ///   - extensions: the extensions the options asked for; the outputs are checked against them.
     /// - Returns: the verified passkey. The caller must still check that ``VerifiedRegistration/credentialID``
     ///   is not registered yet (§7.1 step 26) before storing it.
     public func finishRegistration(
         response: RegistrationResponseJSON, expectedChallenge: [UInt8],
         userVerification: UserVerificationRequirement? = nil, now: Date = Date(), conditionalCreate: Bool = false,
-        unsafeToleratesRewrittenFlags: Bool = false
+        unsafeToleratesRewrittenFlags: Bool = false, extensions: RegistrationExtensionInputs = RegistrationExtensionInputs()
     ) async throws(WebAuthnError) -> VerifiedRegistration {
         try await verifyRegistration(
             response: response, clientData: CollectedClientData(bytes: response.response.clientDataJSON.bytes),
             expectedChallenge: expectedChallenge, userVerification: userVerification ?? configuration.userVerification, now: now,
-            conditionalCreate: conditionalCreate, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags)
+            conditionalCreate: conditionalCreate, unsafeToleratesRewrittenFlags: unsafeToleratesRewrittenFlags, extensions: extensions)
     }
 
     private func verifyRegistration(
         response: RegistrationResponseJSON, clientData parsed: CollectedClientData, expectedChallenge: [UInt8],
-        userVerification: UserVerificationRequirement, now: Date, conditionalCreate: Bool, unsafeToleratesRewrittenFlags: Bool
+        userVerification: UserVerificationRequirement, now: Date, conditionalCreate: Bool, unsafeToleratesRewrittenFlags: Bool,
+        extensions requested: RegistrationExtensionInputs
     ) async throws(WebAuthnError) -> VerifiedRegistration {
         // §7.1 step 3: Let response be credential.response (an AuthenticatorAttestationResponse).
         guard response.type == "public-key" else {
             throw WebAuthnError(.malformedCredential, "credential.type is \"\(response.type)\", expected \"public-key\"")
         }
+        // §7.1 step 4: Let clientExtensionResults be the result of calling
+        // credential.getClientExtensionResults(). Read (strictly, bounded) before any costly check.
+        let clientExtensions = try ClientExtensionOutputs(response.clientExtensionResults)
         // credential.id is the base64url encoding of credential.rawId (§5.1).
         guard let idBytes = Base64.decode(response.id, flavor: .any), constantTimeEquals(idBytes, response.rawId.bytes) else {
             throw WebAuthnError(.credentialIDMismatch, "credential.id does not encode credential.rawId")
@@ -207,14 +225,45 @@ extension RelyingParty {
         guard constantTimeEquals(response.rawId.bytes, credential.credentialID) else {
             throw WebAuthnError(.credentialIDMismatch, "credential.rawId differs from the credential ID in authenticator data")
         }
-        var discoverable: Bool?
-        if case .object(let props)? = response.clientExtensionResults?["credProps"], case .bool(let rk)? = props["rk"] {
-            discoverable = rk
-        }
+        // §7.1 step 28 (editor's draft, reg-ceremony-verify-extension-outputs): process the client
+        // and authenticator extension outputs as the relying party requires. Outputs nobody asked
+        // for are ignored; what the options required is checked.
+        try Self.verifyRequestedOutputs(requested, client: clientExtensions, authData: authData)
         return VerifiedRegistration(
             credentialID: credential.credentialID, publicKey: credential.publicKey, signCount: authData.signCount,
             aaguid: credential.aaguid, transports: response.response.transports ?? [], userVerified: authData.userVerified,
             backupEligible: authData.backupEligible, backedUp: authData.backedUp, attestation: attestation,
-            authenticatorAttachment: response.authenticatorAttachment, origin: clientData.origin, discoverable: discoverable)
+            authenticatorAttachment: response.authenticatorAttachment, origin: clientData.origin,
+            discoverable: clientExtensions.discoverable, clientExtensions: clientExtensions,
+            authenticatorExtensions: authData.extensionOutputs)
+    }
+
+    /// The registration extension outputs checked against what the options required.
+    static func verifyRequestedOutputs(
+        _ requested: RegistrationExtensionInputs, client: ClientExtensionOutputs, authData: AuthenticatorData
+    ) throws(WebAuthnError) {
+        // credProtect (CTAP 2.1 §12.1): a credential the policy covers must report at least the
+        // level asked for. BE is a signed flag, so a client cannot talk its way out of the scope.
+        if let protection = requested.credentialProtection {
+            let covered: Bool
+            switch protection.requireFor {
+            case .none: covered = false
+            case .deviceBound: covered = !authData.backupEligible
+            case .all: covered = true
+            }
+            if covered {
+                let reported = authData.extensionOutputs.credProtect?.level ?? 0
+                guard reported >= protection.policy.level else {
+                    throw WebAuthnError(
+                        .credentialProtectionNotApplied,
+                        "credProtect level \(protection.policy.level) is required and the authenticator reported "
+                            + (reported == 0 ? "none" : "level \(reported)"))
+                }
+            }
+        }
+        // largeBlob (§10.1.5): with support "required", the client must report support.
+        if requested.largeBlob == .required, client.largeBlobSupported != true {
+            throw WebAuthnError(.largeBlobUnsupported, "largeBlob support is required and the client did not report largeBlob.supported")
+        }
     }
 }

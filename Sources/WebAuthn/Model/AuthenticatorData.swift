@@ -6,7 +6,8 @@
 ///   [ attestedCredentialData: aaguid (16) | credentialIdLength (2) | credentialId (L) | credentialPublicKey (COSE_Key, CBOR) ]  if AT
 ///   [ extensions (CBOR map) ]                                                                                          if ED
 /// ```
-/// Nothing may follow; a COSE key or extension map must be definite-length CBOR (CTAP2 §6).
+/// Nothing may follow; a COSE key or extension map must be definite-length CBOR (CTAP2 §6). The
+/// extension map's known outputs are checked too (``AuthenticatorExtensionOutputs``).
 public struct AuthenticatorData: Sendable {
     /// The flags byte (§6.1, "flags").
     public struct Flags: OptionSet, Sendable, Hashable {
@@ -40,8 +41,11 @@ public struct AuthenticatorData: Sendable {
     public let signCount: UInt32
     /// The attested credential data (§6.5.1), present exactly when the AT flag is set; `nil` in assertions.
     public let attestedCredentialData: AttestedCredentialData?
-    /// The authenticator extension outputs, when ED is set.
+    /// The authenticator extension outputs, when ED is set: the CBOR map as read.
     public let extensions: CBORValue?
+    /// The outputs of ``extensions`` this library knows, typed and checked while parsing (empty
+    /// when ED is clear).
+    public let extensionOutputs: AuthenticatorExtensionOutputs
     /// The exact bytes this was parsed from (signatures are over these bytes).
     public let bytes: [UInt8]
 
@@ -119,12 +123,14 @@ public struct AuthenticatorData: Sendable {
                 throw WebAuthnError(.malformedAuthenticatorData, "extensions are not a CBOR map")
             }
             extensions = value
+            extensionOutputs = try AuthenticatorExtensionOutputs(map: value, registration: attestedCredentialData != nil)
         case (true, false, _):
             throw WebAuthnError(.malformedAuthenticatorData, "ED flag set but no extension data follows")
         case (false, true, .strict):
             throw WebAuthnError(.malformedAuthenticatorData, "\(reader.remaining) bytes follow but neither AT nor ED explains them")
         case (false, false, _):
             extensions = nil
+            extensionOutputs = AuthenticatorExtensionOutputs()
         }
         try reader.finish("authenticator data")
     }
