@@ -13,38 +13,55 @@ extension PasskeyService {
     /// Request options. With a username: that account's passkeys in allowCredentials; for an
     /// unknown username, a stable made-up list that looks the same (no account enumeration).
     /// Without: empty allowCredentials (discoverable sign-in, AutoFill).
+    ///
+    /// With `credentialID` (and a username), the ceremony offers that one passkey of the
+    /// account; one that is not the account's gets the same decoy answer as an unknown username.
     public func authenticationOptions(
-        username: String?, profile: Profile = .native, hints: [String]? = nil, client: Client = Client()
+        username: String?, profile: Profile = .native, hints: [String]? = nil, client: Client = Client(),
+        extensions: SignInExtensionRequest = SignInExtensionRequest(), credentialID: [UInt8]? = nil
     ) async throws
         -> PublicKeyCredentialRequestOptionsJSON
     {
+        try checkSignInExtensions(extensions, username: username, credentialID: credentialID)
         try await checkCeremonyCapacity()
         metrics.ceremonyStarted("authentication", client: client.kind)
         let time = now()
         var allow: [CredentialDescriptor] = []
         var accountID: UUID?
         var unknown = false
+        var offered: [Passkey] = []
+        var decoy: (credentialID: [UInt8], username: String)?
         if let username, !username.trimmingCharacters(in: .whitespaces).isEmpty {
             let name = try Self.validUsername(username)
             let account = try await store.account(username: name)
             var passkeys: [Passkey] = []
             if let account { passkeys = try await store.passkeys(accountID: account.id) }
+            if let credentialID { passkeys = passkeys.filter { $0.credentialID == credentialID } }
             if let account, !account.disabled, !passkeys.isEmpty {
                 accountID = account.id
+                offered = passkeys
                 allow = passkeys.map { CredentialDescriptor(id: $0.credentialID, transports: $0.transports) }
+            } else if let credentialID {
+                // The one passkey asked for is not this account's (or there is no account): the
+                // same answer either way, with the ID the client named.
+                unknown = true
+                allow = [CredentialDescriptor(id: credentialID, transports: ["hybrid", "internal"])]
+                decoy = (credentialID, name)
             } else {
                 // Unknown, disabled and password-only accounts answer alike: one stable decoy
                 // credential, so the options reveal nothing sign-up does not (on every API: the
                 // reference apps' server answered 400 here, an oracle for which accounts have
                 // passkeys that its apps do not need).
                 unknown = true
-                allow = [CredentialDescriptor(id: try await decoyCredentialID(for: name), transports: ["hybrid", "internal"])]
+                let decoyID = try await decoyCredentialID(for: name)
+                allow = [CredentialDescriptor(id: decoyID, transports: ["hybrid", "internal"])]
+                decoy = (decoyID, name)
             }
         }
         let begin = relyingParty.beginAuthentication(
             allowCredentials: allow, userVerification: configuration.authenticationUserVerification, hints: hints ?? configuration.hints,
             challenge: profile.challenge ?? RelyingParty.makeChallenge(),
-            profile: profile.ceremony)
+            profile: profile.ceremony, extensions: try await signInExtensions(extensions, passkeys: offered, decoy: decoy))
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: begin.challenge, ceremony: .authentication, accountID: accountID, unknownUser: unknown, api: profile.api,

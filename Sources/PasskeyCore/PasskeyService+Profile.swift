@@ -89,13 +89,44 @@ package enum CeremonyStateCoding {
             let userVerification = UserVerificationRequirement(rawValue: requirement),
             let conditional = try? json.optionalBool("conditional"), let userHandle = try? json.bytes("userHandle"),
             let excluded = try? json.optionalStringArray("excludeCredentials"), let credentials = identifiers(excluded),
-            let hints = try? json.optionalStringArray("hints"), let profile = profile(json)
+            let hints = try? json.optionalStringArray("hints"), let profile = profile(json), let extensions = extensions(json)
         {
             return RegistrationState(
                 challenge: challenge.bytes, userVerification: userVerification, conditional: conditional, userHandle: userHandle.bytes,
-                excludeCredentials: credentials, hints: hints, profile: profile)
+                excludeCredentials: credentials, hints: hints, profile: profile, extensions: extensions)
         }
         return decoded(bytes)
+    }
+
+    /// The `extensions` member of a registration state (absent: credProps only); nil when it
+    /// does not read (then `JSONDecoder` has the last word).
+    private static func extensions(_ json: JSONObject) -> RegistrationExtensionInputs? {
+        guard json.has("extensions") else { return RegistrationExtensionInputs() }
+        do {
+            let object = try json.object("extensions")
+            var inputs = RegistrationExtensionInputs(
+                credProps: try object.optionalBool("credProps") ?? true, minPinLength: try object.optionalBool("minPinLength") ?? false)
+            if let text = try object.optionalString("largeBlob") {
+                guard let support = RegistrationExtensionInputs.LargeBlobSupport(rawValue: text) else { return nil }
+                inputs.largeBlob = support
+            }
+            if let prf = try object.optionalObject("prf") {
+                inputs.prf = .init(
+                    eval: try prf.optionalObject("eval").map { eval throws(WebAuthnError) in
+                        PRFValues(first: try eval.bytes("first").bytes, second: try eval.optionalBytes("second")?.bytes)
+                    })
+            }
+            if let protection = try object.optionalObject("credentialProtection") {
+                guard let policy = CredentialProtectionPolicy(rawValue: try protection.string("policy")),
+                    let scope = RegistrationExtensionInputs.CredentialProtection.Scope(rawValue: try protection.string("requireFor"))
+                else { return nil }
+                inputs.credentialProtection = .init(
+                    policy: policy, enforce: try protection.optionalBool("enforce") ?? false, requireFor: scope)
+            }
+            return inputs
+        } catch {
+            return nil
+        }
     }
 
     /// Credential IDs as base64url text, decoded; nil if one is not.
@@ -127,6 +158,39 @@ extension CeremonyProfile: JSONWritable {
     }
 }
 
+extension RegistrationExtensionInputs: JSONWritable {
+    package func write(to json: inout JSONWriter) {
+        json.object { members in
+            members.bool("credProps", credProps)
+            if let credentialProtection {
+                members.member("credentialProtection") {
+                    $0.object { protection in
+                        protection.bool("enforce", credentialProtection.enforce)
+                        protection.string("policy", credentialProtection.policy.rawValue)
+                        protection.string("requireFor", credentialProtection.requireFor.rawValue)
+                    }
+                }
+            }
+            if let largeBlob { members.string("largeBlob", largeBlob.rawValue) }
+            members.bool("minPinLength", minPinLength)
+            if let prf {
+                members.member("prf") {
+                    $0.object { request in
+                        if let eval = prf.eval {
+                            request.member("eval") {
+                                $0.object { values in
+                                    values.string("first", eval.first.base64URL)
+                                    if let second = eval.second { values.string("second", second.base64URL) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 extension AuthenticationState: JSONWritable {
     package func write(to json: inout JSONWriter) {
         json.object { members in
@@ -145,6 +209,8 @@ extension RegistrationState: JSONWritable {
             members.string("challenge", challenge.base64URL)
             members.bool("conditional", conditional)
             members.strings("excludeCredentials", excludeCredentials.map(\.base64URL))
+            // Absent when only credProps was asked: the state of a plain sign-up stays as it was.
+            if extensions != RegistrationExtensionInputs() { members.member("extensions") { extensions.write(to: &$0) } }
             members.strings("hints", hints)
             members.member("profile") { profile.write(to: &$0) }
             members.string("userHandle", userHandle.base64URL)

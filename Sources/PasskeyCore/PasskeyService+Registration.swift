@@ -15,13 +15,15 @@ extension PasskeyService {
     /// account the token was issued for.
     public func registrationOptions(
         username: String?, displayName: String?, signedIn: SignedIn?, profile: Profile = .native,
-        conditional: Bool = false, hints: [String]? = nil, registrationToken: String? = nil, client: Client = Client()
+        conditional: Bool = false, hints: [String]? = nil, registrationToken: String? = nil, client: Client = Client(),
+        extensions: RegistrationExtensionRequest = RegistrationExtensionRequest()
     ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
     {
         try await checkCeremonyCapacity()
         if signedIn == nil, let registrationToken {
-            return try await enrolmentOptions(token: registrationToken, hints: hints, profile: profile, client: client)
+            return try await enrolmentOptions(
+                token: registrationToken, hints: hints, profile: profile, client: client, extensions: extensions)
         }
         // Conditional create upgrades a signed-in (password) account; it never signs anyone up.
         if conditional && signedIn == nil { throw PasskeyServiceError.notSignedIn }
@@ -48,7 +50,8 @@ extension PasskeyService {
             let begin = relyingParty.beginRegistration(
                 user: user, excludeCredentials: exclude,
                 userVerification: conditional ? .preferred : configuration.registrationUserVerification,
-                hints: hints ?? configuration.hints, challenge: challenge, conditional: conditional, profile: profile.ceremony)
+                hints: hints ?? configuration.hints, challenge: challenge, conditional: conditional, profile: profile.ceremony,
+                extensions: registrationExtensions(extensions))
             try await store.saveChallenge(
                 ChallengeRecord(
                     challenge: challenge, ceremony: .registration, accountID: account.id, api: profile.api,
@@ -63,7 +66,7 @@ extension PasskeyService {
         let user = PublicKeyCredentialUserEntity(id: profile.userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
         let begin = relyingParty.beginRegistration(
             user: user, userVerification: configuration.registrationUserVerification, hints: hints ?? configuration.hints,
-            challenge: challenge, profile: profile.ceremony)
+            challenge: challenge, profile: profile.ceremony, extensions: registrationExtensions(extensions))
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
@@ -75,7 +78,9 @@ extension PasskeyService {
     }
 
     /// Options for the account a registration token names (single use: the token is spent here).
-    func enrolmentOptions(token: String, hints: [String]?, profile: Profile, client: Client) async throws
+    func enrolmentOptions(
+        token: String, hints: [String]?, profile: Profile, client: Client, extensions: RegistrationExtensionRequest
+    ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
     {
         let text = token.hasPrefix("prt_") ? String(token.dropFirst(4)) : token
@@ -92,7 +97,8 @@ extension PasskeyService {
         }
         let begin = relyingParty.beginRegistration(
             user: user, excludeCredentials: exclude, userVerification: configuration.registrationUserVerification,
-            hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony)
+            hints: hints ?? configuration.hints, challenge: challenge, profile: profile.ceremony,
+            extensions: registrationExtensions(extensions))
         // No `accountID` (nobody is signed in) and no pending username: the ceremony enrols
         // `pendingAccountID`, and finishing it signs its person in.
         try await store.saveChallenge(
@@ -144,10 +150,12 @@ extension PasskeyService {
             }
         }
         let verified: VerifiedRegistration
+        let state = registrationState(record)
+        // The PRF input the options carried becomes the passkey's.
+        let prfSalt = state.extensions.prf?.eval?.first.bytes
         do {
             verified = try await metadataState.relyingParty.finishRegistration(
-                response: credential, clientData: clientData,
-                state: registrationState(record), now: now())
+                response: credential, clientData: clientData, state: state, now: now())
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)
@@ -162,7 +170,7 @@ extension PasskeyService {
         if let accountID = record.accountID {
             guard let account = try await store.account(id: accountID) else { throw PasskeyServiceError.unknownChallenge }
             let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
-            var passkey = makePasskey(verified, accountID: accountID, name: passkeyName, at: time)
+            var passkey = makePasskey(verified, accountID: accountID, name: passkeyName, prfSalt: prfSalt, at: time)
             if passkeyName == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
             do {
                 try await store.addPasskey(passkey)
@@ -187,7 +195,7 @@ extension PasskeyService {
         }
 
         if record.pendingUsername == nil, let enrolled = record.pendingAccountID {
-            return try await finishEnrolment(verified, accountID: enrolled, name: passkeyName, client: client)
+            return try await finishEnrolment(verified, accountID: enrolled, name: passkeyName, prfSalt: prfSalt, client: client)
         }
         guard let username = record.pendingUsername, let handle = record.pendingUserHandle else {
             throw PasskeyServiceError.unknownChallenge
@@ -195,7 +203,7 @@ extension PasskeyService {
         let account = Account(
             id: record.pendingAccountID ?? .random(), username: username, displayName: record.pendingDisplayName ?? username,
             userHandle: handle, createdAt: time, lastSignInAt: time)
-        let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, at: time)
+        let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, prfSalt: prfSalt, at: time)
         let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
         do {
             try await store.createAccount(
@@ -213,13 +221,14 @@ extension PasskeyService {
 
     /// A passkey registered with a registration token: stored on its account, and its person
     /// signed in (a session made by that passkey).
-    func finishEnrolment(_ verified: VerifiedRegistration, accountID: UUID, name: String?, client: Client) async throws
+    func finishEnrolment(_ verified: VerifiedRegistration, accountID: UUID, name: String?, prfSalt: [UInt8]?, client: Client)
+        async throws
         -> Registered
     {
         guard let account = try await store.account(id: accountID), !account.disabled else { throw PasskeyServiceError.unknownChallenge }
         let time = now()
         let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
-        var passkey = makePasskey(verified, accountID: accountID, name: name, at: time)
+        var passkey = makePasskey(verified, accountID: accountID, name: name, prfSalt: prfSalt, at: time)
         if name == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
         do {
             try await store.addPasskey(passkey)
@@ -237,14 +246,15 @@ extension PasskeyService {
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
 
-    func makePasskey(_ verified: VerifiedRegistration, accountID: UUID, name: String?, at time: Date) -> Passkey {
+    func makePasskey(_ verified: VerifiedRegistration, accountID: UUID, name: String?, prfSalt: [UInt8]?, at time: Date) -> Passkey {
         Passkey(
             credentialID: verified.credentialID, accountID: accountID, publicKey: verified.publicKey.coseBytes,
             signCount: verified.signCount,
             aaguid: verified.aaguid.description, transports: Array(verified.transports.prefix(8).map { String($0.prefix(32)) }),
             backupEligible: verified.backupEligible, backedUp: verified.backedUp, userVerified: verified.userVerified,
             attestationFormat: verified.attestation.format, attestationTrusted: verified.attestation.trusted,
-            name: name ?? providerName(verified.aaguid) ?? "Passkey", createdAt: time)
+            name: name ?? providerName(verified.aaguid) ?? "Passkey", createdAt: time, extensions: Self.passkeyExtensions(verified),
+            prfSalt: prfSalt)
     }
 
     /// What a person is told when the authenticator policy refuses their passkey: the model and

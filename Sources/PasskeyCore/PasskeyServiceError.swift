@@ -122,6 +122,12 @@ extension PasskeyServiceError.Code {
     /// Server API and admin: no such webhook endpoint, OAuth client or API key (404, as for a
     /// path that names nothing).
     public static let notFound = Self(rawValue: "not_found")
+    /// An options request's `extensions` names an extension passkeyd does not ask for, has the
+    /// wrong type, or cannot be used as asked (PRF without a username, a large blob write
+    /// without its passkey).
+    public static let invalidExtension = Self(rawValue: "invalid_extension")
+    /// A `largeBlob.write` over the configured `extensions.largeBlobMaxBytes`.
+    public static let largeBlobTooLarge = Self(rawValue: "large_blob_too_large")
 
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
@@ -131,7 +137,8 @@ extension PasskeyServiceError.Code {
         .invalidDisplayName, .invalidName, .invalidMediation, .invalidCredentials, .invalidPassword, .noPassword, .noPasskey,
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
-        .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound,
+        .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound, .invalidExtension,
+        .largeBlobTooLarge,
     ]
 }
 

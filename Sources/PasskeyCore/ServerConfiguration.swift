@@ -68,6 +68,37 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// Connection limits of the HTTP listener (docs/security.md).
+    /// The WebAuthn extensions the server asks for on its own (a native API request can add PRF
+    /// and largeBlob per ceremony; see docs/extensions.md).
+    public struct Extensions: Sendable, Hashable {
+        /// Ask every registration for PRF support (`prf` with the new passkey's salt), so every
+        /// passkey's `prf` fact is known. A request's `extensions.prf` asks for one ceremony.
+        public var prf: Bool
+        /// The credProtect policy asked of every new passkey (`nil`: not asked).
+        public var credentialProtection: CredentialProtectionPolicy?
+        /// Which new passkeys must report at least ``credentialProtection``'s level
+        /// (`credential_protection_not_applied` otherwise): device-bound ones by default (BE
+        /// clear: security keys), since synced passkeys ignore credProtect.
+        public var credentialProtectionRequiredFor: RegistrationExtensionInputs.CredentialProtection.Scope
+        /// Ask every registration for the authenticator's minimum PIN length (`minPinLength`).
+        public var minPinLength: Bool
+        /// The largest `largeBlob.write` a sign-in request may carry, in bytes (CTAP 2.1 gives
+        /// an authenticator at least 1024 bytes for all its credentials' blobs).
+        public var largeBlobMaxBytes: Int
+
+        public init(
+            prf: Bool = false, credentialProtection: CredentialProtectionPolicy? = nil,
+            credentialProtectionRequiredFor: RegistrationExtensionInputs.CredentialProtection.Scope = .deviceBound,
+            minPinLength: Bool = false, largeBlobMaxBytes: Int = 1024
+        ) {
+            self.prf = prf
+            self.credentialProtection = credentialProtection
+            self.credentialProtectionRequiredFor = credentialProtectionRequiredFor
+            self.minPinLength = minPinLength
+            self.largeBlobMaxBytes = largeBlobMaxBytes
+        }
+    }
+
     public struct Connections: Sendable, Hashable, Codable {
         /// Connections open at once, in all.
         public var maxConnections: Int
@@ -238,6 +269,9 @@ public struct ServerConfiguration: Sendable {
     /// carry their own cost): still read, so configuration files that set it keep loading.
     public var passwordHashCost: Int
 
+    /// The WebAuthn extensions asked for by default, and their limits.
+    public var extensions = Extensions()
+
     /// The scrypt parameters of new password hashes.
     package var passwordScrypt: PasswordHash.Scrypt.Parameters { .init(logN: passwordScryptCost) }
 
@@ -384,6 +418,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard (10...20).contains(passwordScryptCost) else {
             throw ConfigurationError(setting: "passwordScryptCost", problem: "must be 10...20")
+        }
+        guard (1...65_536).contains(extensions.largeBlobMaxBytes) else {
+            throw ConfigurationError(setting: "extensions.largeBlobMaxBytes", problem: "must be 1...65536")
         }
         guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
             rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000,

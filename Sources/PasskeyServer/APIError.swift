@@ -64,18 +64,30 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .insufficientScope: .forbidden, .accountNotFound: .notFound,
         .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden, .signUpNotAllowed: .forbidden,
         .alreadySignedIn: .conflict, .invalidWebhookURL: .badRequest, .invalidValue: .badRequest, .notFound: .notFound,
+        .invalidExtension: .badRequest, .largeBlobTooLarge: .badRequest,
     ]
 
-    /// A service error as the API answers it. Ceremony failures: malformed input 400, a server
-    /// misconfiguration 500, the authenticator policy's refusal 403, any other refusal 401 for a
-    /// sign-in and 400 for a registration.
+    /// Ceremony codes the authenticator policy refuses with (403).
+    private static let policyRefusals: Set<String> = [
+        WebAuthnError.Code.authenticatorNotAllowed.rawValue, WebAuthnError.Code.credentialProtectionNotApplied.rawValue,
+    ]
+    /// Ceremony codes that say the client sent what it must not (400, on a sign-in too).
+    private static let clientMistakes: Set<String> = [
+        WebAuthnError.Code.prfOutputPosted.rawValue, WebAuthnError.Code.largeBlobUnsupported.rawValue,
+    ]
+
+    /// A service error as the API answers it. Ceremony failures: malformed input (and a client's
+    /// misuse of an extension) 400, a server misconfiguration 500, the authenticator policy's
+    /// refusal 403, any other refusal 401 for a sign-in and 400 for a registration.
     static func from(_ error: PasskeyServiceError) -> APIError {
         switch error.origin {
         case .ceremony(let signIn):
             if error.code.rawValue == WebAuthnError.Code.invalidConfiguration.rawValue { return internalError }
+            let code = error.code.rawValue
             let status: HTTPResponse.Status =
-                error.code.rawValue == WebAuthnError.Code.authenticatorNotAllowed.rawValue
-                ? .forbidden : error.code.rawValue.hasPrefix("malformed_") ? .badRequest : signIn ? .unauthorized : .badRequest
+                policyRefusals.contains(code)
+                ? .forbidden
+                : code.hasPrefix("malformed_") || clientMistakes.contains(code) ? .badRequest : signIn ? .unauthorized : .badRequest
             return APIError(status, error.code.rawValue, error.message)
         case .service:
             return APIError(statuses[error.code] ?? .badRequest, error.code.rawValue, error.message, retryAfter: error.retryAfter)

@@ -50,6 +50,17 @@ public struct PasskeyJSON: Encodable, Sendable {
     public let transports: [String]
     public let attestationFormat: String
     public let userVerified: Bool
+    /// `credProps.rk` at registration: usable without a username. Absent when not reported
+    /// (as for every extension fact below).
+    public let discoverable: Bool?
+    /// The passkey can derive secrets for the app (`prf.enabled`, or `hmac-secret`).
+    public let prf: Bool?
+    /// The credProtect level (1 to 3) the authenticator applied.
+    public let credProtect: Int?
+    /// `largeBlob.supported`.
+    public let largeBlob: Bool?
+    /// The authenticator's minimum PIN length.
+    public let minPinLength: Int?
 
     /// - Parameter metadata: FIDO metadata in force: its entry for the passkey's AAGUID names the
     ///   provider (and gives its icon) before the bundled AAGUID list does.
@@ -69,6 +80,11 @@ public struct PasskeyJSON: Encodable, Sendable {
         transports = passkey.transports
         attestationFormat = passkey.attestationFormat
         userVerified = passkey.userVerified
+        discoverable = passkey.extensions.discoverable
+        prf = passkey.extensions.prfEnabled
+        credProtect = passkey.extensions.credProtect
+        largeBlob = passkey.extensions.largeBlob
+        minPinLength = passkey.extensions.minPinLength
     }
 }
 

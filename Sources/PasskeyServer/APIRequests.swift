@@ -30,6 +30,34 @@ private func requestedHints(in json: JSONObject) throws -> [String]? {
     return hints
 }
 
+/// The `extensions` member of an options request: an object whose members are all among
+/// `known` (anything else is 400 `invalid_extension`: passkeyd asks only for what it handles).
+private func requestedExtensions(in json: JSONObject, known: Set<String>) throws -> [String: JSONValue] {
+    guard json.has("extensions") else { return [:] }
+    let object: JSONObject?
+    do {
+        object = try json.optionalObject("extensions")
+    } catch {
+        throw PasskeyServiceError(.invalidExtension, "extensions must be an object")
+    }
+    let members = object?.members ?? [:]
+    for key in members.keys where !known.contains(key) {
+        throw PasskeyServiceError(
+            .invalidExtension,
+            "extensions may name \(known.sorted().joined(separator: ", ")); \(String(key.prefix(64)).debugDescription) is not one")
+    }
+    return members
+}
+
+/// `extensions.prf`: `true` or `false`.
+private func requestedPRF(_ members: [String: JSONValue]) throws -> Bool {
+    switch members["prf"] {
+    case nil, .null?: return false
+    case .bool(let flag)?: return flag
+    default: throw PasskeyServiceError(.invalidExtension, "extensions.prf must be true or false")
+    }
+}
+
 /// `POST /api/auth/register/options`.
 struct RegisterOptionsBody: APIRequestBody {
     var username: String?
@@ -41,8 +69,18 @@ struct RegisterOptionsBody: APIRequestBody {
     /// From the app's server (`POST /api/admin/users/{id}/registration-token`): enrol a passkey
     /// for that account without a session.
     var registrationToken: String?
+    /// `extensions`: `{"prf": true, "largeBlob": "preferred" | "required"}`.
+    var extensions: PasskeyService.RegistrationExtensionRequest
 
     init(json: JSONObject) throws {
+        let members = try requestedExtensions(in: json, known: ["prf", "largeBlob"])
+        extensions = .init(prf: try requestedPRF(members))
+        switch members["largeBlob"] {
+        case nil, .null?: break
+        case .string(let text)? where RegistrationExtensionInputs.LargeBlobSupport(rawValue: text) != nil:
+            extensions.largeBlob = RegistrationExtensionInputs.LargeBlobSupport(rawValue: text)
+        default: throw PasskeyServiceError(.invalidExtension, "extensions.largeBlob must be \"preferred\" or \"required\"")
+        }
         registrationToken = try json.optionalString("registrationToken")
         username = try json.optionalString("username")
         displayName = try json.optionalString("displayName")
@@ -90,9 +128,36 @@ struct RegisterVerifyBody: APIRequestBody {
 struct AuthenticateOptionsBody: APIRequestBody {
     var username: String?
     var hints: [String]?
+    /// `extensions`: `{"prf": true, "largeBlob": {"read": true} | {"write": "<base64url>"}}`.
+    var extensions = PasskeyService.SignInExtensionRequest()
+    /// `credentialId`: offer only this passkey of the account (a large blob write names it).
+    var credentialID: [UInt8]?
+
     init(json: JSONObject) throws {
         username = try json.optionalString("username")
         hints = try requestedHints(in: json)
+        let members = try requestedExtensions(in: json, known: ["prf", "largeBlob"])
+        extensions.prf = try requestedPRF(members)
+        if let largeBlob = members["largeBlob"], largeBlob != .null {
+            if case .object(let request) = largeBlob, request.count == 1 {
+                if request["read"] == .bool(true) {
+                    extensions.largeBlob = .read
+                } else if case .string(let text)? = request["write"], let blob = Base64URLBytes(encoded: text) {
+                    extensions.largeBlob = .write(blob)
+                }
+            }
+            guard extensions.largeBlob != nil else {
+                throw PasskeyServiceError(
+                    .invalidExtension, "extensions.largeBlob must be {\"read\": true} or {\"write\": \"<base64url>\"}")
+            }
+        }
+        if let text = try json.optionalString("credentialId") {
+            guard let bytes = Base64URLBytes(encoded: text)?.bytes, (1...AuthenticatorData.maxCredentialIDLength).contains(bytes.count)
+            else {
+                throw PasskeyServiceError.invalid(.malformedJSON, "credentialId is not a base64url credential ID")
+            }
+            credentialID = bytes
+        }
     }
 }
 

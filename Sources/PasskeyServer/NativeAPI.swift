@@ -66,6 +66,7 @@ struct NativeAPI: Sendable {
         account.get("passkeys") { _, context in try await listPasskeys(context) }
         account.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
         account.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
+        account.post("passkeys/:id/prf-salt") { request, context in try await rotatePRFSalt(request, context) }
         // A password change costs a bcrypt hash: counted per address like the sign-ins.
         account.group().add(middleware: ClientRateLimitMiddleware(service: service))
             .post("password") { request, context in try await changePassword(request, context) }
@@ -156,7 +157,7 @@ struct NativeAPI: Sendable {
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
             hints: body.hints, registrationToken: body.registrationToken,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies), extensions: body.extensions)
         // A browser whose client showed it decodes with `window.atob` (see ``AtobForm``) gets the
         // options' binary members in standard base64: its passkeys' IDs, in excludeCredentials,
         // hold `-` and `_` in base64url about half the time, which `atob` refuses.
@@ -190,13 +191,18 @@ struct NativeAPI: Sendable {
     func authenticateOptions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         var username = request.uri.queryParameters.get("username")
         var hints: [String]?
+        var extensions = PasskeyService.SignInExtensionRequest()
+        var credentialID: [UInt8]?
         if request.method == .post {
             let body = try await request.decode(AuthenticateOptionsBody.self, limit: limit)
             username = body.username ?? username
             hints = body.hints
+            extensions = body.extensions
+            credentialID = body.credentialID
         }
         let options = try await service.authenticationOptions(
-            username: username, hints: hints, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            username: username, hints: hints, client: context.client(request, trustedProxies: service.configuration.trustedProxies),
+            extensions: extensions, credentialID: credentialID)
         // The GET form is what clients that decode with `window.atob` call (the widely copied
         // guide's `PasskeyWebManager`); Level 3 clients POST. The challenge is alphabet-neutral
         // already; credential IDs are the authenticator's choice, so this form writes them in
@@ -287,6 +293,15 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
         let passkey = try await service.renamePasskey(
             try Self.passkeyID(context), to: body.name, signedIn: signedIn,
+            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+        return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
+    }
+
+    /// `POST /api/auth/passkeys/{id}/prf-salt`: a new PRF input for one of the account's passkeys.
+    func rotatePRFSalt(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let signedIn = try Self.signedIn(context)
+        let passkey = try await service.rotatePRFSalt(
+            credentialID: try Self.passkeyID(context), signedIn: signedIn,
             client: context.client(request, trustedProxies: service.configuration.trustedProxies))
         return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
     }

@@ -58,11 +58,16 @@ public struct Passkey: Sendable, Hashable, Codable {
     public var lastUsedAt: Date?
     /// How many sign-ins reported a counter that did not increase (possible clone).
     public var counterAnomalies: Int
+    /// What the WebAuthn extensions told at registration; `nil` when nothing was reported.
+    public var extensions: PasskeyExtensions
+    /// The PRF input this passkey is evaluated with (32 random bytes, public); `nil` until made.
+    public var prfSalt: [UInt8]?
 
     public init(
         credentialID: [UInt8], accountID: UUID, publicKey: [UInt8], signCount: UInt32, aaguid: String, transports: [String],
         backupEligible: Bool, backedUp: Bool, userVerified: Bool, attestationFormat: String, attestationTrusted: Bool,
-        name: String, createdAt: Date, lastUsedAt: Date? = nil, counterAnomalies: Int = 0
+        name: String, createdAt: Date, lastUsedAt: Date? = nil, counterAnomalies: Int = 0,
+        extensions: PasskeyExtensions = PasskeyExtensions(), prfSalt: [UInt8]? = nil
     ) {
         self.credentialID = credentialID
         self.accountID = accountID
@@ -79,6 +84,33 @@ public struct Passkey: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
         self.counterAnomalies = counterAnomalies
+        self.extensions = extensions
+        self.prfSalt = prfSalt
+    }
+}
+
+/// What a passkey's registration reported through the WebAuthn extensions; each `nil` when not
+/// reported.
+public struct PasskeyExtensions: Sendable, Hashable, Codable {
+    /// `credProps.rk`: the passkey is discoverable (usable without a username).
+    public var discoverable: Bool?
+    /// `prf.enabled` (or `hmac-secret`): the passkey can derive secrets for the client.
+    public var prfEnabled: Bool?
+    /// The credProtect level (1 to 3) the authenticator applied.
+    public var credProtect: Int?
+    /// `largeBlob.supported`.
+    public var largeBlob: Bool?
+    /// The authenticator's minimum PIN length, when it reported one.
+    public var minPinLength: Int?
+
+    public init(
+        discoverable: Bool? = nil, prfEnabled: Bool? = nil, credProtect: Int? = nil, largeBlob: Bool? = nil, minPinLength: Int? = nil
+    ) {
+        self.discoverable = discoverable
+        self.prfEnabled = prfEnabled
+        self.credProtect = credProtect
+        self.largeBlob = largeBlob
+        self.minPinLength = minPinLength
     }
 }
 
@@ -208,6 +240,8 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         case oidcGrantReused = "oidc_grant_reused"
         case oauthClientAdded = "oauth_client_added"
         case oauthClientRemoved = "oauth_client_removed"
+        /// A passkey's PRF input was replaced: secrets derived with it change.
+        case passkeyPRFSaltRotated = "passkey_prf_salt_rotated"
     }
 
     /// The line's number (ascending in the order lines were written); nil before it is stored.

@@ -44,6 +44,11 @@ public protocol PasskeyStore: Sendable {
     ) async throws -> SignInCompletion
     /// Renames one of the account's passkeys; false when it has no such passkey.
     func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool
+    /// The passkey's PRF input: `salt` is stored when it has none yet (atomically: of concurrent
+    /// callers one writes, all read the same value). `nil` when the passkey does not exist.
+    func ensurePRFSalt(credentialID: [UInt8], salt: [UInt8]) async throws -> [UInt8]?
+    /// Replaces the PRF input of one of the account's passkeys; `false` when it has no such passkey.
+    func setPRFSalt(accountID: UUID, credentialID: [UInt8], salt: [UInt8]) async throws -> Bool
     /// Deletes one of the account's passkeys unless it is the last way in (the last passkey of an
     /// account without a password), with the sessions it made but `keepSession` (the one asking,
     /// which then stands on no passkey), in one transaction that holds the account (a concurrent

@@ -312,5 +312,18 @@ enum PostgresSchema {
                 // a passkey's sessions are found through its account's (sessions_account).
                 "DROP INDEX IF EXISTS sessions_credential"
             ]),
+        .init(
+            version: 12,
+            statements: [
+                // What registration learned from the WebAuthn extensions (NULL: not reported, or a
+                // passkey older than this version), and the per-passkey PRF input: public, made
+                // at registration or at the first PRF sign-in, rotatable.
+                "ALTER TABLE passkeys ADD COLUMN discoverable BOOLEAN",
+                "ALTER TABLE passkeys ADD COLUMN prf_enabled BOOLEAN",
+                "ALTER TABLE passkeys ADD COLUMN cred_protect BIGINT",
+                "ALTER TABLE passkeys ADD COLUMN large_blob BOOLEAN",
+                "ALTER TABLE passkeys ADD COLUMN min_pin_length BIGINT",
+                "ALTER TABLE passkeys ADD COLUMN prf_salt BYTEA",
+            ]),
     ]
 }

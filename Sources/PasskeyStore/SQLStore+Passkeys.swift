@@ -8,11 +8,14 @@ extension SQLStore {
     static func insert(_ passkey: Passkey) -> SQL {
         """
         INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
-                              user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+                              user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies,
+                              discoverable, prf_enabled, cred_protect, large_blob, min_pin_length, prf_salt)
         VALUES (\(passkey.credentialID), \(passkey.accountID), \(passkey.publicKey), \(Int64(passkey.signCount)), \(passkey.aaguid),
                 \(StoreValues.encodeList(passkey.transports)), \(passkey.backupEligible), \(passkey.backedUp), \(passkey.userVerified),
                 \(passkey.attestationFormat), \(passkey.attestationTrusted), \(passkey.name), \(passkey.createdAt), \(passkey.lastUsedAt),
-                \(passkey.counterAnomalies))
+                \(passkey.counterAnomalies), \(passkey.extensions.discoverable), \(passkey.extensions.prfEnabled),
+                \(passkey.extensions.credProtect.map(Int64.init)), \(passkey.extensions.largeBlob),
+                \(passkey.extensions.minPinLength.map(Int64.init)), \(passkey.prfSalt))
         """
     }
 
@@ -132,6 +135,18 @@ extension SQLStore {
     public func renamePasskey(accountID: UUID, credentialID: [UInt8], name: String) async throws -> Bool {
         try await writer.run(
             "UPDATE passkeys SET name = \(name) WHERE account_id = \(accountID) AND credential_id = \(credentialID) RETURNING 1") == 1
+    }
+
+    public func ensurePRFSalt(credentialID: [UInt8], salt: [UInt8]) async throws -> [UInt8]? {
+        // Of two requests making the first salt at once, one writes; both read the same salt back.
+        _ = try await writer.run(
+            "UPDATE passkeys SET prf_salt = \(salt) WHERE credential_id = \(credentialID) AND prf_salt IS NULL RETURNING 1")
+        return try await writer.first("SELECT prf_salt FROM passkeys WHERE credential_id = \(credentialID)")?.optionalBytes("prf_salt")
+    }
+
+    public func setPRFSalt(accountID: UUID, credentialID: [UInt8], salt: [UInt8]) async throws -> Bool {
+        try await writer.run(
+            "UPDATE passkeys SET prf_salt = \(salt) WHERE account_id = \(accountID) AND credential_id = \(credentialID) RETURNING 1") == 1
     }
 
     public func deletePasskey(accountID: UUID, credentialID: [UInt8], keepSession: [UInt8]?) async throws -> PasskeyDeletion {

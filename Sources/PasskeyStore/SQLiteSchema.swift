@@ -366,5 +366,18 @@ enum SQLiteSchema {
                 // a passkey's sessions are found through its account's (sessions_account).
                 "DROP INDEX IF EXISTS sessions_credential"
             ]),
+        .init(
+            version: 12,
+            statements: [
+                // What registration learned from the WebAuthn extensions (NULL: not reported, or a
+                // passkey older than this version), and the per-passkey PRF input: public, made
+                // at registration or at the first PRF sign-in, rotatable.
+                "ALTER TABLE passkeys ADD COLUMN discoverable INTEGER",
+                "ALTER TABLE passkeys ADD COLUMN prf_enabled INTEGER",
+                "ALTER TABLE passkeys ADD COLUMN cred_protect INTEGER",
+                "ALTER TABLE passkeys ADD COLUMN large_blob INTEGER",
+                "ALTER TABLE passkeys ADD COLUMN min_pin_length INTEGER",
+                "ALTER TABLE passkeys ADD COLUMN prf_salt BLOB",
+            ]),
     ]
 }

@@ -115,6 +115,7 @@ extension Passkey {
     static let columns = [
         "credential_id", "account_id", "public_key", "sign_count", "aaguid", "transports", "backup_eligible", "backed_up",
         "user_verified", "attestation_format", "attestation_trusted", "name", "created_at", "last_used_at", "counter_anomalies",
+        "discoverable", "prf_enabled", "cred_protect", "large_blob", "min_pin_length", "prf_salt",
     ]
 
     init(row: some StoreRow) throws {
@@ -125,7 +126,13 @@ extension Passkey {
             backedUp: try row.flag("backed_up"), userVerified: try row.flag("user_verified"),
             attestationFormat: try row.text("attestation_format"), attestationTrusted: try row.flag("attestation_trusted"),
             name: try row.text("name"), createdAt: try row.date("created_at"), lastUsedAt: try row.optionalDate("last_used_at"),
-            counterAnomalies: Int(try row.integer("counter_anomalies")))
+            counterAnomalies: Int(try row.integer("counter_anomalies")),
+            extensions: PasskeyExtensions(
+                discoverable: try row.optionalFlag("discoverable"), prfEnabled: try row.optionalFlag("prf_enabled"),
+                credProtect: try row.optionalInteger("cred_protect").map { Int(clamping: $0) },
+                largeBlob: try row.optionalFlag("large_blob"),
+                minPinLength: try row.optionalInteger("min_pin_length").map { Int(clamping: $0) }),
+            prfSalt: try row.optionalBytes("prf_salt"))
     }
 }
 

@@ -58,6 +58,15 @@ struct ConfigurationLoader {
         var apiKeyRequestsPerWindow: Int?
         var oidcRefreshTokenSeconds: Int?
         var mdsRootCertificate: String?
+        var extensions: ExtensionsFile?
+    }
+
+    struct ExtensionsFile: Decodable {
+        var prf: Bool?
+        var credentialProtection: String?
+        var credentialProtectionRequiredFor: String?
+        var minPinLength: Bool?
+        var largeBlobMaxBytes: Int?
     }
 
     struct TokensFile: Decodable {
@@ -285,6 +294,7 @@ struct ConfigurationLoader {
             hints: list("PASSKEYD_HINTS", file.hints) ?? [],
             passwordScryptCost: try int(
                 "PASSKEYD_PASSWORD_SCRYPT_COST", file.passwordScryptCost, range: 10...20, setting: "passwordScryptCost") ?? 17)
+        configuration.extensions = try extensions(file.extensions ?? ExtensionsFile())
         let tokens = file.tokens ?? TokensFile()
         let defaults = ServerConfiguration.Tokens()
         configuration.tokens = ServerConfiguration.Tokens(
@@ -362,6 +372,42 @@ struct ConfigurationLoader {
                 ?? defaults.slowdownSeconds,
             maxKeys: try int("PASSKEYD_RATE_LIMIT_MAX_KEYS", file.maxKeys, range: 1000...100_000_000, setting: "rateLimits.maxKeys")
                 ?? defaults.maxKeys)
+    }
+
+    /// `extensions` (file) and `PASSKEYD_PRF`, `PASSKEYD_CREDENTIAL_PROTECTION`,
+    /// `PASSKEYD_CREDENTIAL_PROTECTION_REQUIRED_FOR`, `PASSKEYD_MIN_PIN_LENGTH`,
+    /// `PASSKEYD_LARGE_BLOB_MAX_BYTES` (environment).
+    private func extensions(_ file: ExtensionsFile) throws(ConfigurationError) -> ServerConfiguration.Extensions {
+        let defaults = ServerConfiguration.Extensions()
+        // credProtect by level (1, 2, 3), by policy name, or `none`.
+        var protection: CredentialProtectionPolicy?
+        if let raw = string("PASSKEYD_CREDENTIAL_PROTECTION", file.credentialProtection), raw != "none" {
+            guard let policy = Int(raw).flatMap(CredentialProtectionPolicy.init(level:)) ?? CredentialProtectionPolicy(rawValue: raw) else {
+                throw ConfigurationError(
+                    setting: "extensions.credentialProtection",
+                    problem:
+                        "\"\(raw)\" is not none, 1, 2, 3, userVerificationOptional, userVerificationOptionalWithCredentialIDList or userVerificationRequired"
+                )
+            }
+            protection = policy
+        }
+        var scope = defaults.credentialProtectionRequiredFor
+        switch string("PASSKEYD_CREDENTIAL_PROTECTION_REQUIRED_FOR", file.credentialProtectionRequiredFor) {
+        case nil: break
+        case "none"?: scope = .none
+        case "device-bound"?, "deviceBound"?: scope = .deviceBound
+        case "all"?: scope = .all
+        case let other?:
+            throw ConfigurationError(
+                setting: "extensions.credentialProtectionRequiredFor", problem: "\"\(other)\" is not none, device-bound or all")
+        }
+        return ServerConfiguration.Extensions(
+            prf: try bool("PASSKEYD_PRF", file.prf) ?? defaults.prf, credentialProtection: protection,
+            credentialProtectionRequiredFor: scope,
+            minPinLength: try bool("PASSKEYD_MIN_PIN_LENGTH", file.minPinLength) ?? defaults.minPinLength,
+            largeBlobMaxBytes: try int(
+                "PASSKEYD_LARGE_BLOB_MAX_BYTES", file.largeBlobMaxBytes, range: 1...65_536, setting: "extensions.largeBlobMaxBytes")
+                ?? defaults.largeBlobMaxBytes)
     }
 
     /// `connections` (file) and `PASSKEYD_*CONNECTIONS*` / `*_TIMEOUT` (environment).

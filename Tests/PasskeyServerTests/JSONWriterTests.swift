@@ -158,9 +158,22 @@ struct JSONWriterTests {
             let authentication = AuthenticationState(
                 challenge: Self.random(round % 7 == 0 ? 16 : 32), userVerification: requirement,
                 allowCredentials: (0..<(round % 4)).map { _ in Self.random(Int.random(in: 1...255)) }, hints: hints, profile: profile)
+            // Extensions: none but credProps, then each kind alone and together.
+            var extensions = RegistrationExtensionInputs(credProps: round % 9 != 1, minPinLength: round % 6 == 2)
+            if round % 4 == 1 {
+                extensions.prf = .init(eval: PRFValues(first: Self.random(32), second: round % 8 == 1 ? Self.random(32) : nil))
+            }
+            if round % 4 == 3 { extensions.prf = .init() }
+            if round % 3 == 2 { extensions.largeBlob = round % 2 == 0 ? .required : .preferred }
+            if round % 5 == 3 {
+                extensions.credentialProtection = .init(
+                    policy: CredentialProtectionPolicy.allCases[round % 3], enforce: round % 2 == 0,
+                    requireFor: round % 10 == 3 ? .all : .deviceBound)
+            }
             let registration = RegistrationState(
                 challenge: Self.random(32), userVerification: requirement, conditional: round % 2 == 0, userHandle: Self.random(64),
-                excludeCredentials: (0..<(round % 3)).map { _ in Self.random(Int.random(in: 16...64)) }, hints: hints, profile: profile)
+                excludeCredentials: (0..<(round % 3)).map { _ in Self.random(Int.random(in: 16...64)) }, hints: hints, profile: profile,
+                extensions: extensions)
 
             let written = PasskeyService.encoded(authentication)
             #expect(try JSONDecoder().decode(AuthenticationState.self, from: Data(written)) == authentication)
