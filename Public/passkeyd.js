@@ -117,22 +117,57 @@ export function creationOptionsFromJSON(answer) {
   if (answer.user) json.user = { ...answer.user, id: urlAlphabet(answer.user.id) };
   if (answer.excludeCredentials) json.excludeCredentials = answer.excludeCredentials.map(urlDescriptor);
   if (typeof PublicKeyCredential.parseCreationOptionsFromJSON === 'function') {
-    return PublicKeyCredential.parseCreationOptionsFromJSON(json);
+    return withExtensions(PublicKeyCredential.parseCreationOptionsFromJSON(json), json);
   }
   const options = { ...json, challenge: fromBase64url(json.challenge), user: { ...json.user, id: fromBase64url(json.user.id) } };
   if (json.excludeCredentials) options.excludeCredentials = json.excludeCredentials.map(descriptor);
+  if (json.extensions) options.extensions = extensionsFromJSON(json.extensions);
   return options;
 }
 
 /** PublicKeyCredentialRequestOptionsJSON → options for navigator.credentials.get. */
 export function requestOptionsFromJSON(json) {
   if (typeof PublicKeyCredential.parseRequestOptionsFromJSON === 'function') {
-    return PublicKeyCredential.parseRequestOptionsFromJSON(json);
+    return withExtensions(PublicKeyCredential.parseRequestOptionsFromJSON(json), json);
   }
   const options = { ...json, challenge: fromBase64url(json.challenge) };
   if (json.allowCredentials) options.allowCredentials = json.allowCredentials.map(descriptor);
+  if (json.extensions) options.extensions = extensionsFromJSON(json.extensions);
   return options;
 }
+
+// Extension inputs in the Level 3 JSON encodings (AuthenticationExtensionsClientInputsJSON):
+// the byte members are base64url there and BufferSources for the browser.
+const prfValuesFromJSON = (values) => {
+  const out = { first: fromBase64url(values.first) };
+  if (values.second !== undefined) out.second = fromBase64url(values.second);
+  return out;
+};
+
+/** AuthenticationExtensionsClientInputsJSON → the `extensions` of create()/get(): `prf.eval`,
+ *  every `prf.evalByCredential` entry and `largeBlob.write` become bytes; the rest is copied. */
+export function extensionsFromJSON(json) {
+  const extensions = { ...json };
+  if (json.prf && typeof json.prf === 'object') {
+    const prf = { ...json.prf };
+    if (prf.eval) prf.eval = prfValuesFromJSON(prf.eval);
+    if (prf.evalByCredential) {
+      prf.evalByCredential = Object.fromEntries(Object.entries(prf.evalByCredential).map(([id, values]) => [id, prfValuesFromJSON(values)]));
+    }
+    extensions.prf = prf;
+  }
+  if (json.largeBlob && typeof json.largeBlob === 'object' && typeof json.largeBlob.write === 'string') {
+    extensions.largeBlob = { ...json.largeBlob, write: fromBase64url(json.largeBlob.write) };
+  }
+  return extensions;
+}
+
+// A browser whose parse…FromJSON predates an extension's JSON encoding drops that member (or
+// leaves it a string): the extensions are always converted here, the same way on every browser.
+const withExtensions = (options, json) => {
+  if (json.extensions) options.extensions = extensionsFromJSON(json.extensions);
+  return options;
+};
 
 // Client extension results may hold bytes (prf): base64url them, as toJSON() does.
 const jsonValue = (value) => {
@@ -141,6 +176,27 @@ const jsonValue = (value) => {
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonValue(v)]));
   return value;
 };
+
+/**
+ * `json` (RegistrationResponseJSON or AuthenticationResponseJSON) without what must never
+ * reach the server: `prf.results` (the PRF output is the key material of the app's encryption;
+ * passkeyd refuses it with 400 `prf_output_posted`) and `largeBlob.blob` (the app's data on
+ * the passkey). `prf.enabled` and `largeBlob.supported` / `written` stay. Returns a copy.
+ */
+export function withoutSecrets(json) {
+  const results = json && json.clientExtensionResults;
+  if (!results || typeof results !== 'object') return json;
+  const cleaned = { ...results };
+  if (cleaned.prf && typeof cleaned.prf === 'object') {
+    cleaned.prf = { ...cleaned.prf };
+    delete cleaned.prf.results;
+  }
+  if (cleaned.largeBlob && typeof cleaned.largeBlob === 'object') {
+    cleaned.largeBlob = { ...cleaned.largeBlob };
+    delete cleaned.largeBlob.blob;
+  }
+  return { ...json, clientExtensionResults: cleaned };
+}
 
 /** A PublicKeyCredential → RegistrationResponseJSON or AuthenticationResponseJSON. */
 export function credentialToJSON(credential) {
@@ -174,6 +230,155 @@ export function credentialToJSON(credential) {
   return json;
 }
 
+// MARK: Keys from a passkey (the PRF extension) and the encryption helper
+
+/** HKDF's salt for every key passkeyd.js and PasskeyClient derive: version 1 of the scheme. */
+export const PRF_KEY_SALT = 'passkeyd-prf-v1';
+/** The context of `prf: true` (an app with several kinds of data names each: `{context: 'notes'}`). */
+export const DEFAULT_PRF_CONTEXT = 'default';
+
+const utf8 = new TextEncoder();
+const bytesOf = (data) => {
+  if (typeof data === 'string') return utf8.encode(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError('expected a string, an ArrayBuffer or a typed array');
+};
+
+const clientExtensionResults = (credential) => {
+  try { return (credential.getClientExtensionResults && credential.getClientExtensionResults()) || {}; } catch { return {}; }
+};
+
+const subtle = () => (typeof crypto !== 'undefined' && crypto.subtle ? crypto.subtle : null);
+
+function checkContext(context) {
+  const length = typeof context === 'string' ? utf8.encode(context).length : 0;
+  if (length < 1 || length > 256) throw new TypeError('the key context is a string of 1 to 256 UTF-8 bytes');
+}
+
+/**
+ * The AES-256-GCM key of a PRF output for `context`:
+ * HKDF-SHA256(ikm = `prfOutput`, salt = "passkeyd-prf-v1", info = `context`), 32 bytes. The
+ * Swift PasskeyClient derives the same bytes. The key is non-extractable unless a test asks
+ * (`extractable: true`); it encrypts, decrypts, wraps and unwraps.
+ * @param {ArrayBuffer|ArrayBufferView} prfOutput `results.first` of the prf extension
+ * @param {string} context the app's name for what the key protects (1 to 256 UTF-8 bytes)
+ * @returns {Promise<CryptoKey>}
+ */
+export async function deriveKey(prfOutput, context, { extractable = false } = {}) {
+  checkContext(context);
+  const webCrypto = subtle();
+  if (!webCrypto) throw new PasskeydError('unsupported', 'Web Crypto is not available here (it needs a secure context).');
+  const material = await webCrypto.importKey('raw', bytesOf(prfOutput), 'HKDF', false, ['deriveKey']);
+  return webCrypto.deriveKey(
+    { name: 'HKDF', hash: 'SHA-256', salt: utf8.encode(PRF_KEY_SALT), info: utf8.encode(context) },
+    material,
+    { name: 'AES-GCM', length: 256 },
+    extractable,
+    ['encrypt', 'decrypt', 'wrapKey', 'unwrapKey'],
+  );
+}
+
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+const gcm = (nonce, additionalData) => {
+  const algorithm = { name: 'AES-GCM', iv: nonce, tagLength: TAG_BYTES * 8 };
+  if (additionalData !== undefined && additionalData !== null) algorithm.additionalData = bytesOf(additionalData);
+  return algorithm;
+};
+const sealed = (nonce, body) => {
+  const out = new Uint8Array(NONCE_BYTES + body.byteLength);
+  out.set(nonce, 0);
+  out.set(new Uint8Array(body), NONCE_BYTES);
+  return toBase64url(out);
+};
+const opened = (box) => {
+  let bytes;
+  try { bytes = typeof box === 'string' ? new Uint8Array(fromBase64url(box)) : bytesOf(box); } catch { bytes = new Uint8Array(0); }
+  if (bytes.length < NONCE_BYTES + TAG_BYTES) throw decryptionFailed();
+  return { nonce: bytes.subarray(0, NONCE_BYTES), body: bytes.subarray(NONCE_BYTES) };
+};
+const decryptionFailed = (cause) => new PasskeydError('decryption_failed',
+  'The data could not be decrypted: another key, other additional data, or it was changed.', cause === undefined ? {} : { cause });
+
+/**
+ * Encrypts with AES-256-GCM: a fresh random 12-byte nonce, then the ciphertext and its 16-byte
+ * tag, as unpadded base64url (the format PasskeyClient reads too).
+ * @param {CryptoKey} key from a `prf` answer or deriveKey()
+ * @param {string|ArrayBuffer|ArrayBufferView} data a string is encrypted as UTF-8
+ * @param {{additionalData?: string|ArrayBuffer|ArrayBufferView}} [options] bound to the
+ *   ciphertext, not in it (e.g. the record's id, so it cannot be swapped for another's)
+ * @returns {Promise<string>} base64url of nonce ‖ ciphertext ‖ tag
+ */
+export async function encrypt(key, data, { additionalData } = {}) {
+  const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
+  return sealed(nonce, await crypto.subtle.encrypt(gcm(nonce, additionalData), key, bytesOf(data)));
+}
+
+/**
+ * Decrypts what encrypt() made. Rejects with PasskeydError `decryption_failed` for another key,
+ * other additional data, or changed bytes (GCM's tag), never with garbage.
+ * @param {CryptoKey} key
+ * @param {string|ArrayBuffer|ArrayBufferView} box base64url text or the bytes
+ * @param {{additionalData?: string|ArrayBuffer|ArrayBufferView, text?: boolean}} [options]
+ *   `text: true`: resolve with the UTF-8 string
+ * @returns {Promise<Uint8Array|string>}
+ */
+export async function decrypt(key, box, { additionalData, text = false } = {}) {
+  const { nonce, body } = opened(box);
+  let plain;
+  try { plain = new Uint8Array(await crypto.subtle.decrypt(gcm(nonce, additionalData), key, body)); } catch (error) { throw decryptionFailed(error); }
+  return text ? new TextDecoder('utf-8', { fatal: true }).decode(plain) : plain;
+}
+
+/**
+ * Wraps an AES key (e.g. one data key per account, see docs/extensions.md) with `key`: the same
+ * format as encrypt() over the data key's raw bytes. `dataKey` must be extractable.
+ * @returns {Promise<string>}
+ */
+export async function wrapKey(key, dataKey, { additionalData } = {}) {
+  const nonce = crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
+  return sealed(nonce, await crypto.subtle.wrapKey('raw', dataKey, key, gcm(nonce, additionalData)));
+}
+
+/**
+ * The AES-GCM key wrapKey() wrapped. Non-extractable unless `extractable: true` (needed only to
+ * wrap it again, for another passkey). Rejects with `decryption_failed` like decrypt().
+ * @returns {Promise<CryptoKey>}
+ */
+export async function unwrapKey(key, wrapped, { additionalData, extractable = false } = {}) {
+  const { nonce, body } = opened(wrapped);
+  try {
+    return await crypto.subtle.unwrapKey('raw', body, key, gcm(nonce, additionalData), { name: 'AES-GCM' }, extractable, ['encrypt', 'decrypt']);
+  } catch (error) {
+    throw decryptionFailed(error);
+  }
+}
+
+/**
+ * The `prf` member of an answer: `{key, context}` from a credential's extension results, or
+ * `{key: null, reason}`:
+ * - `not-offered`: the server put no PRF input in the options (its configuration turns PRF off);
+ * - `unsupported`: the browser does not know the extension, the passkey has no PRF (`enabled:
+ *   false`, or the server's passkey says `prf: false`), or there is no Web Crypto;
+ * - `not-evaluated`: the passkey has PRF but the browser gave no output this time;
+ * - `invalid-output`: an output that is not 32 bytes.
+ * `requested`: whether the options asked for PRF; `passkey`: the server's passkey JSON, if any.
+ */
+async function prfOutcome(credential, context, requested, passkey) {
+  if (!requested) return { key: null, reason: 'not-offered' };
+  if (!subtle()) return { key: null, reason: 'unsupported' };
+  const prf = clientExtensionResults(credential).prf;
+  const first = prf && prf.results && prf.results.first;
+  if (!first) {
+    const unsupported = !prf || prf.enabled === false || (passkey && passkey.prf === false);
+    return { key: null, reason: unsupported ? 'unsupported' : 'not-evaluated' };
+  }
+  const output = bytesOf(first);
+  if (output.length !== 32) return { key: null, reason: 'invalid-output' };
+  return { key: await deriveKey(output, context), context };
+}
+
 // MARK: Signals (WebAuthn L3 §5.1.10): where the browser has them; they never fail a flow
 
 /** Calls `PublicKeyCredential[name](details)` when the browser has it; true when it did.
@@ -201,6 +406,15 @@ export function pickLanguage(preferred) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const compact = (object) => Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+
+/** The key context of a `prf` option (`true`: the default one), or null without one. */
+function prfContext(prf) {
+  if (prf === undefined || prf === null || prf === false) return null;
+  const context = prf === true ? DEFAULT_PRF_CONTEXT : prf && prf.context;
+  checkContext(context);
+  return context;
+}
+
 
 // MARK: The client
 
@@ -434,7 +648,7 @@ export class Passkeyd {
   }
 
   async #finishSignIn(credential, options) {
-    const json = credentialToJSON(credential);
+    const json = withoutSecrets(credentialToJSON(credential));
     const verifying = (async () => {
       try {
         return this.#signedIn(await this.#request('POST', '/api/auth/authenticate/verify', { credential: json }), options.rpId);
@@ -450,18 +664,61 @@ export class Passkeyd {
 
   /**
    * Creates an account and its first passkey (the browser's create-passkey sheet), and signs in.
-   * @param {{username: string, displayName?: string, name?: string, hints?: string[]}} details
-   *   `name`: the passkey's name (default: its provider's name)
-   * @returns {Promise<{verified: true, user: object, passkey: object, token: string, accessToken: string, accessTokenExpiresAt: string}>}
+   * @param {{username: string, displayName?: string, name?: string, hints?: string[],
+   *   prf?: boolean|{context: string}, largeBlob?: 'preferred'|'required'}} details
+   *   `name`: the passkey's name (default: its provider's name).
+   *   `prf`: also derive the passkey's encryption key for `context` (`true`: "default"). The
+   *   answer's `prf` is `{key, context}` or `{key: null, reason}` (see docs/extensions.md). A
+   *   browser or passkey that can make the key only at sign-in (it reports `prf.enabled` but no
+   *   output at creation) gets a second prompt: one sign-in with the new passkey.
+   *   `largeBlob`: ask for a passkey that can store data (`required`: refuse one that cannot).
+   * @returns {Promise<{verified: true, user: object, passkey: object, token: string, accessToken: string, accessTokenExpiresAt: string, prf?: object}>}
    */
-  async signUp({ username, displayName, name, hints } = {}) {
+  async signUp({ username, displayName, name, hints, prf, largeBlob } = {}) {
+    const context = prfContext(prf);
     return this.#modal(true, async () => {
-      const options = await this.#request('POST', '/api/auth/register/options', compact({ username, displayName, hints }));
+      const body = compact({ username, displayName, hints });
+      const extensions = compact({ prf: context ? true : undefined, largeBlob });
+      if (Object.keys(extensions).length) body.extensions = extensions;
+      const options = await this.#request('POST', '/api/auth/register/options', body);
       const publicKey = await this.#parse(creationOptionsFromJSON, options);
       const credential = await this.#ceremony('create', options, { publicKey });
-      const answer = await this.#request('POST', '/api/auth/register/verify', compact({ credential: credentialToJSON(credential), name }));
-      return this.#signedIn(answer, options.rp && options.rp.id);
+      const answer = this.#signedIn(
+        await this.#request('POST', '/api/auth/register/verify', compact({ credential: withoutSecrets(credentialToJSON(credential)), name })),
+        options.rp && options.rp.id);
+      if (!context) return answer;
+      const { outcome, session } = await this.#prfAfterCreation(credential, options, context, answer);
+      return { ...answer, ...session, prf: outcome };
     });
+  }
+
+  /** The `prf` member of a sign-up or added passkey, with one sign-in of the new passkey when
+   *  the browser reported PRF support but could not evaluate it at creation. `session`: the
+   *  fields of that sign-in's session (the client now uses it), else {}. */
+  async #prfAfterCreation(credential, options, context, answer) {
+    const requested = !!(options.extensions && options.extensions.prf);
+    const outcome = await prfOutcome(credential, context, requested, answer.passkey);
+    if (outcome.reason !== 'not-evaluated' || !answer.user || !answer.passkey) return { outcome, session: {} };
+    try {
+      const signedIn = await this.#signInForExtension({ username: answer.user.username, credentialId: answer.passkey.id, extensions: { prf: true } });
+      const second = await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.passkey);
+      const { token, expiresAt, accessToken, accessTokenExpiresAt } = signedIn.answer;
+      return { outcome: second, session: compact({ token, expiresAt, accessToken, accessTokenExpiresAt }) };
+    } catch (error) {
+      return { outcome: { key: null, reason: 'not-evaluated', error }, session: {} };
+    }
+  }
+
+  /** A sign-in ceremony (inside a modal one) that asks for extensions: its answer, the
+   *  credential (for its extension results) and which extensions the server put in the options. */
+  async #signInForExtension({ username, credentialId, extensions, hints }) {
+    const options = await this.#request('POST', '/api/auth/authenticate/options',
+      compact({ username: username && username.trim(), credentialId, hints, extensions }));
+    const publicKey = await this.#parse(requestOptionsFromJSON, options);
+    const credential = await this.#ceremony('get', options, { publicKey });
+    const answer = await this.#finishSignIn(credential, options);
+    const asked = options.extensions || {};
+    return { answer, credential, requested: { prf: !!asked.prf, largeBlob: asked.largeBlob } };
   }
 
   /**
@@ -469,13 +726,26 @@ export class Passkeyd {
    * are offered (allowCredentials); without, any passkey of this site (discoverable).
    * Started while an AutoFill choice is being verified, it waits for that one, and if it
    * signed in, rejects with `cancelled` (autoFill has the answer).
-   * @param {{username?: string, hints?: string[]}} [details]
-   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string}>}
+   *
+   * `prf` (needs `username`: the server names each passkey's salt, which needs the list):
+   * the answer's `prf` is `{key, context}`, the key of the passkey that signed in for `context`
+   * (`true`: "default"), or `{key: null, reason}`. `credentialId` offers only that passkey of
+   * the account.
+   * @param {{username?: string, hints?: string[], prf?: boolean|{context: string}, credentialId?: string}} [details]
+   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string, passkey?: object, prf?: object}>}
    */
-  async signIn({ username, hints } = {}) {
+  async signIn({ username, hints, prf, credentialId } = {}) {
+    const context = prfContext(prf);
     if (this.#verifying) {
       const won = await this.#verifying.then(() => true, () => false);
       if (won) throw await this.#error('cancelled');
+    }
+    if (context || credentialId) {
+      return this.#modal(true, async () => {
+        const signedIn = await this.#signInForExtension({ username, credentialId, hints, extensions: context ? { prf: true } : undefined });
+        if (!context) return signedIn.answer;
+        return { ...signedIn.answer, prf: await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.passkey) };
+      });
     }
     return this.#modal(true, async () => {
       const options = await this.#request('POST', '/api/auth/authenticate/options', compact({ username: username && username.trim(), hints }));
@@ -554,18 +824,63 @@ export class Passkeyd {
   /**
    * Adds a passkey to the signed-in account (the create-passkey sheet). Needs a recent sign-in
    * (see `onReauthenticate`).
-   * @param {{name?: string, replaces?: string|{id: string}, hints?: string[]}} [details]
-   *   `replaces`: a passkey of the account the new one takes the place of (removed once stored)
-   * @returns {Promise<{verified: true, user: object, passkey: object}>}
+   * @param {{name?: string, replaces?: string|{id: string}, hints?: string[],
+   *   prf?: boolean|{context: string}, largeBlob?: 'preferred'|'required'}} [details]
+   *   `replaces`: a passkey of the account the new one takes the place of (removed once stored).
+   *   `prf`, `largeBlob`: as in signUp() (the new passkey's key in the answer's `prf`).
+   * @returns {Promise<{verified: true, user: object, passkey: object, prf?: object}>}
    */
-  async addPasskey({ name, replaces, hints } = {}) {
+  async addPasskey({ name, replaces, hints, prf, largeBlob } = {}) {
+    const context = prfContext(prf);
     this.#stopAutoCreate();
     return this.#modal(false, async () => {
-      const options = await this.#request('POST', '/api/auth/register/options', compact({ hints }));
+      const body = compact({ hints });
+      const extensions = compact({ prf: context ? true : undefined, largeBlob });
+      if (Object.keys(extensions).length) body.extensions = extensions;
+      const options = await this.#request('POST', '/api/auth/register/options', body);
       const publicKey = await this.#parse(creationOptionsFromJSON, options);
       const credential = await this.#ceremony('create', options, { publicKey });
       const replaced = replaces && typeof replaces === 'object' ? replaces.id : replaces;
-      return this.#request('POST', '/api/auth/register/verify', compact({ credential: credentialToJSON(credential), name, replaces: replaced }));
+      const answer = await this.#request('POST', '/api/auth/register/verify',
+        compact({ credential: withoutSecrets(credentialToJSON(credential)), name, replaces: replaced }));
+      if (!context) return answer;
+      const { outcome } = await this.#prfAfterCreation(credential, options, context, answer);
+      return { ...answer, prf: outcome };
+    });
+  }
+
+  // MARK: largeBlob: data kept on the passkey itself
+
+  /**
+   * Reads the data stored on a passkey (largeBlob) in a sign-in ceremony with it, which also
+   * signs in. `credentialId` names the passkey (needed when the account has several).
+   * @param {{username: string, credentialId?: string}} details
+   * @returns {Promise<{verified: true, user: object, token: string, passkey?: object, blob: Uint8Array|null}>}
+   *   `blob`: null when the passkey holds nothing for this site or cannot store data
+   */
+  async readLargeBlob({ username, credentialId } = {}) {
+    return this.#modal(true, async () => {
+      const signedIn = await this.#signInForExtension({ username, credentialId, extensions: { largeBlob: { read: true } } });
+      const results = clientExtensionResults(signedIn.credential);
+      const blob = results.largeBlob && results.largeBlob.blob ? bytesOf(results.largeBlob.blob).slice() : null;
+      return { ...signedIn.answer, blob };
+    });
+  }
+
+  /**
+   * Stores `data` on a passkey (largeBlob; it replaces what was there) in a sign-in ceremony
+   * with it, which also signs in. At most the server's `largeBlobMaxBytes` (400
+   * `large_blob_too_large`). Put nothing secret there unencrypted: anyone holding the
+   * authenticator and passing its user verification can read it.
+   * @param {{username: string, credentialId?: string, data: string|ArrayBuffer|ArrayBufferView}} details
+   * @returns {Promise<{verified: true, user: object, token: string, passkey?: object, written: boolean}>}
+   */
+  async writeLargeBlob({ username, credentialId, data } = {}) {
+    const bytes = bytesOf(data);
+    return this.#modal(true, async () => {
+      const signedIn = await this.#signInForExtension({ username, credentialId, extensions: { largeBlob: { write: toBase64url(bytes) } } });
+      const results = clientExtensionResults(signedIn.credential);
+      return { ...signedIn.answer, written: !!(results.largeBlob && results.largeBlob.written) };
     });
   }
 
@@ -597,7 +912,7 @@ export class Passkeyd {
       const publicKey = await this.#parse(creationOptionsFromJSON, options);
       const credential = await this.#ceremony('create', options, { mediation: 'conditional', signal: controller.signal, publicKey });
       if (controller.signal.aborted) throw await this.#error('cancelled');
-      return await this.#request('POST', '/api/auth/register/verify', { credential: credentialToJSON(credential) });
+      return await this.#request('POST', '/api/auth/register/verify', { credential: withoutSecrets(credentialToJSON(credential)) });
     } finally {
       if (outer) outer.removeEventListener('abort', abort);
       if (this.#autoCreate === controller) this.#autoCreate = null;
