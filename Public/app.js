@@ -376,6 +376,7 @@ function renderPasskeys(passkeys, hasPassword) {
     item.querySelector('.passkey-sync').textContent = t(passkey.backedUp ? 'passkey.synced' : passkey.backupEligible ? 'passkey.not_synced_yet' : 'passkey.device_only');
     item.querySelector('.passkey-created').textContent = when(passkey.createdAt);
     item.querySelector('.passkey-used').textContent = when(passkey.lastUsedAt);
+    renderExtensions(item, passkey);
 
     const form = item.querySelector('.rename-form');
     const input = item.querySelector('.rename-input');
@@ -402,6 +403,23 @@ function renderPasskeys(passkeys, hasPassword) {
     remove.addEventListener('click', () => confirmDelete(passkey));
     list.append(item);
   }
+}
+
+/** What the passkey's extensions told the server at registration (null: not reported). */
+function renderExtensions(item, passkey) {
+  // credProps' rk: a discoverable passkey signs in without the username typed first.
+  const discoverable = item.querySelector('.passkey-discoverable');
+  discoverable.hidden = typeof passkey.discoverable !== 'boolean';
+  if (!discoverable.hidden) discoverable.textContent = t(passkey.discoverable ? 'passkey.discoverable' : 'passkey.not_discoverable');
+  const capabilities = [];
+  if (passkey.prf === true) capabilities.push(t('passkey.prf'));
+  if (passkey.largeBlob === true) capabilities.push(t('passkey.large_blob'));
+  // credProtect 1 is every passkey's default: only the stronger levels are worth a line.
+  if (passkey.credProtect === 2 || passkey.credProtect === 3) capabilities.push(t('passkey.cred_protect.' + passkey.credProtect));
+  if (Number.isInteger(passkey.minPinLength)) capabilities.push(t('passkey.min_pin_length', { length: passkey.minPinLength }));
+  item.querySelector('.passkey-capabilities').textContent = capabilities.join(' · ');
+  item.querySelector('.passkey-capabilities').hidden = capabilities.length === 0;
+  item.querySelector('.passkey-capabilities-label').hidden = capabilities.length === 0;
 }
 
 async function renamePasskey(event, passkey, name) {
