@@ -38,6 +38,15 @@ public struct SoftwareAuthenticator: Sendable {
     public var credentialIDLength: Int?
     /// Deterministic keys and credential IDs derived from this seed (`nil`: random).
     public var seed: [UInt8]?
+    /// Which extensions it implements (all by default; see `SoftwareAuthenticator+Extensions`).
+    /// Turn one off to model a client or authenticator without it.
+    public var supportsCredProps = true
+    /// PRF through CTAP2 hmac-secret: credentials get a CredRandom, `prf` inputs get outputs.
+    public var supportsPRF = true
+    public var supportsLargeBlob = true
+    public var supportsCredProtect = true
+    /// The minimum PIN length reported to `minPinLength` (CTAP2 §12.4); `nil`: not supported.
+    public var minPinLength: UInt8? = 6
     private var created = 0
 
     public init(seed: [UInt8]? = nil) { self.seed = seed }
@@ -87,7 +96,9 @@ public struct SoftwareAuthenticator: Sendable {
     }
 
     /// Creates a passkey for `options` (as a browser's `navigator.credentials.create` would) and
-    /// returns the response JSON and the new credential.
+    /// returns the response JSON and the new credential. The options' `extensions` are processed
+    /// (``SoftwareAuthenticator/ClientError`` when a browser would refuse them); `extensions`, when
+    /// given, replaces the authenticator extension map with exactly that CBOR.
     public mutating func register(
         options: PublicKeyCredentialCreationOptionsJSON, origin: String,
         overrides: ClientDataOverrides = ClientDataOverrides(), rpID: String? = nil,
@@ -101,14 +112,18 @@ public struct SoftwareAuthenticator: Sendable {
         }
         var credential = SoftwareCredential(
             id: credentialID, keyType: keyType, privateKey: try SoftwareCredential.makePrivateKey(keyType, seed: nextSeed("key")),
-            rpID: rp, userHandle: options.user.id.bytes, userName: options.user.name, signCount: signCount)
+            rpID: rp, userHandle: options.user.id.bytes, userName: options.user.name, signCount: signCount,
+            prfSecret: makePRFSecret(credentialID: credentialID))
+        let outputs = try registrationExtensions(options.extensions, credential: credential)
+        credential.credProtect = outputs.credProtect
+        let extensionBytes = extensions.map { CBORWriter.encode($0) } ?? outputs.authenticatorDataBytes
         let cose = try credential.cosePublicKey()
         var authData = Array(SHA256.hash(data: Array(rp.utf8)))
-        authData.append(flagsByte(attested: true, extensions: extensions != nil))
+        authData.append(flagsByte(attested: true, extensions: extensionBytes != nil))
         authData += withUnsafeBytes(of: signCount.bigEndian) { Array($0) }
         authData += aaguid.bytes
         authData += [UInt8(credentialID.count >> 8), UInt8(credentialID.count & 0xff)] + credentialID + cose
-        if let extensions { authData += CBORWriter.encode(extensions) }
+        if let extensionBytes { authData += extensionBytes }
 
         let clientData = Self.clientDataJSON(
             type: "webauthn.create", challenge: options.challenge.bytes, origin: origin, overrides: overrides)
@@ -126,7 +141,7 @@ public struct SoftwareAuthenticator: Sendable {
                 clientDataJSON: Base64URLBytes(clientData), attestationObject: Base64URLBytes(attestationObject),
                 authenticatorData: Base64URLBytes(authData), transports: transports,
                 publicKey: nil, publicKeyAlgorithm: keyType.algorithm.rawValue),
-            authenticatorAttachment: "platform", clientExtensionResults: ["credProps": .object(["rk": .bool(true)])])
+            authenticatorAttachment: "platform", clientExtensionResults: outputs.client)
         return (response, credential)
     }
 
@@ -161,15 +176,22 @@ public struct SoftwareAuthenticator: Sendable {
 
     /// Signs an assertion for `options` with `credential` (as `navigator.credentials.get`
     /// would), advancing the credential's counter by `counterStep` (0 models a synced passkey).
+    /// The options' `extensions` are processed; a `largeBlob.write` is kept in `credential`.
     public func authenticate(
         options: PublicKeyCredentialRequestOptionsJSON, origin: String, credential: inout SoftwareCredential,
         overrides: ClientDataOverrides = ClientDataOverrides(), counterStep: UInt32 = 1,
         includeUserHandle: Bool = true
     ) throws -> AuthenticationResponseJSON {
-        credential.signCount &+= counterStep
+        try checkCredentialProtection(credential, allowCredentials: options.allowCredentials)
+        var updated = credential
+        let outputs = try authenticationExtensions(options.extensions, allowCredentials: options.allowCredentials, credential: &updated)
+        let extensionBytes = outputs.authenticatorDataBytes
+        updated.signCount &+= counterStep
+        credential = updated
         var authData = Array(SHA256.hash(data: Array(credential.rpID.utf8)))
-        authData.append(flagsByte(attested: false))
+        authData.append(flagsByte(attested: false, extensions: extensionBytes != nil))
         authData += withUnsafeBytes(of: credential.signCount.bigEndian) { Array($0) }
+        if let extensionBytes { authData += extensionBytes }
         let clientData = Self.clientDataJSON(type: "webauthn.get", challenge: options.challenge.bytes, origin: origin, overrides: overrides)
         let signature = try credential.sign(authData + Array(SHA256.hash(data: clientData)))
         return AuthenticationResponseJSON(
@@ -177,6 +199,6 @@ public struct SoftwareAuthenticator: Sendable {
             response: AuthenticatorAssertionResponseJSON(
                 clientDataJSON: Base64URLBytes(clientData), authenticatorData: Base64URLBytes(authData),
                 signature: Base64URLBytes(signature), userHandle: includeUserHandle ? Base64URLBytes(credential.userHandle) : nil),
-            authenticatorAttachment: "platform", clientExtensionResults: [:])
+            authenticatorAttachment: "platform", clientExtensionResults: outputs.client)
     }
 }

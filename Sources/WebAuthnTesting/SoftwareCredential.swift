@@ -26,9 +26,20 @@ public struct SoftwareCredential: Codable, Sendable, Hashable {
     public var userHandle: [UInt8]
     public var userName: String
     public var signCount: UInt32
+    /// CTAP2 hmac-secret's CredRandom: 32 random bytes the PRF outputs are HMACs under (the
+    /// "with user verification" one; CTAP keeps a second for assertions without UV). `nil`: made
+    /// by an authenticator without PRF, so it never gives PRF outputs. Absent from older files.
+    public var prfSecret: [UInt8]?
+    /// The credential's largeBlob (CTAP2 §6.10: the authenticator's large-blob array holds it,
+    /// keyed by the credential); `nil` until a `largeBlob.write`. Absent from older files.
+    public var largeBlob: [UInt8]?
+    /// The credProtect level it was made with (1, 2 or 3; CTAP2 §12.1); `nil`: none asked, which
+    /// behaves as 1. Absent from older files.
+    public var credProtect: UInt8?
 
     public init(
-        id: [UInt8], keyType: KeyType, privateKey: [UInt8], rpID: String, userHandle: [UInt8], userName: String, signCount: UInt32 = 0
+        id: [UInt8], keyType: KeyType, privateKey: [UInt8], rpID: String, userHandle: [UInt8], userName: String, signCount: UInt32 = 0,
+        prfSecret: [UInt8]? = nil, largeBlob: [UInt8]? = nil, credProtect: UInt8? = nil
     ) {
         self.id = id
         self.keyType = keyType
@@ -37,6 +48,33 @@ public struct SoftwareCredential: Codable, Sendable, Hashable {
         self.userHandle = userHandle
         self.userName = userName
         self.signCount = signCount
+        self.prfSecret = prfSecret
+        self.largeBlob = largeBlob
+        self.credProtect = credProtect
+    }
+
+    /// The PRF output for `input` (WebAuthn L3 §10.1.4 mapped onto CTAP2 hmac-secret): the salt is
+    /// SHA-256("WebAuthn PRF" || 0x00 || input), the output HMAC-SHA256(CredRandom, salt), 32
+    /// bytes. `nil` when the credential has no CredRandom.
+    public func prfOutput(_ input: [UInt8]) -> [UInt8]? {
+        guard let prfSecret else { return nil }
+        let salt = Self.hmacSecretSalt(input)
+        return Array(HMAC<SHA256>.authenticationCode(for: salt, using: SymmetricKey(data: prfSecret)))
+    }
+
+    /// The 32 bytes standing for what CTAP2 writes in the `hmac-secret` authenticator output for
+    /// `input`: there the PRF output encrypted to the client's shared secret, here an HMAC of the
+    /// salt under a key derived from CredRandom (same length, never equal to the PRF output).
+    public func hmacSecretTransportOutput(_ input: [UInt8]) -> [UInt8]? {
+        guard let prfSecret else { return nil }
+        let transportKey = HMAC<SHA256>.authenticationCode(
+            for: Array("passkeyd software hmac-secret transport".utf8), using: SymmetricKey(data: prfSecret))
+        return Array(HMAC<SHA256>.authenticationCode(for: Self.hmacSecretSalt(input), using: SymmetricKey(data: Array(transportKey))))
+    }
+
+    /// WebAuthn L3 §10.1.4: the hmac-secret salt a PRF input maps to.
+    public static func hmacSecretSalt(_ input: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: Array("WebAuthn PRF".utf8) + [0x00] + input))
     }
 
     /// The credential public key as a COSE_Key (canonical CTAP2 encoding).
