@@ -364,19 +364,21 @@ export async function unwrapKey(key, wrapped, { additionalData, extractable = fa
  * - `not-evaluated`: the passkey has PRF but the browser gave no output this time;
  * - `invalid-output`: an output that is not 32 bytes.
  * `requested`: whether the options asked for PRF; `passkey`: the server's passkey JSON, if any.
+ * `passkeyId` (the credential ID, base64url) names the passkey the answer is about.
  */
 async function prfOutcome(credential, context, requested, passkey) {
-  if (!requested) return { key: null, reason: 'not-offered' };
-  if (!subtle()) return { key: null, reason: 'unsupported' };
+  const passkeyId = credential.id;
+  if (!requested) return { key: null, reason: 'not-offered', passkeyId };
+  if (!subtle()) return { key: null, reason: 'unsupported', passkeyId };
   const prf = clientExtensionResults(credential).prf;
   const first = prf && prf.results && prf.results.first;
   if (!first) {
     const unsupported = !prf || prf.enabled === false || (passkey && passkey.prf === false);
-    return { key: null, reason: unsupported ? 'unsupported' : 'not-evaluated' };
+    return { key: null, reason: unsupported ? 'unsupported' : 'not-evaluated', passkeyId };
   }
   const output = bytesOf(first);
-  if (output.length !== 32) return { key: null, reason: 'invalid-output' };
-  return { key: await deriveKey(output, context), context };
+  if (output.length !== 32) return { key: null, reason: 'invalid-output', passkeyId };
+  return { key: await deriveKey(output, context), context, passkeyId };
 }
 
 // MARK: Signals (WebAuthn L3 §5.1.10): where the browser has them; they never fail a flow
@@ -705,7 +707,7 @@ export class Passkeyd {
       const { token, expiresAt, accessToken, accessTokenExpiresAt } = signedIn.answer;
       return { outcome: second, session: compact({ token, expiresAt, accessToken, accessTokenExpiresAt }) };
     } catch (error) {
-      return { outcome: { key: null, reason: 'not-evaluated', error }, session: {} };
+      return { outcome: { key: null, reason: 'not-evaluated', passkeyId: credential.id, error }, session: {} };
     }
   }
 
@@ -869,10 +871,11 @@ export class Passkeyd {
 
   /**
    * Stores `data` on a passkey (largeBlob; it replaces what was there) in a sign-in ceremony
-   * with it, which also signs in. At most the server's `largeBlobMaxBytes` (400
+   * with it, which also signs in. `credentialId` names the passkey (required: 400
+   * `invalid_extension` without it). At most the server's `largeBlobMaxBytes` (400
    * `large_blob_too_large`). Put nothing secret there unencrypted: anyone holding the
    * authenticator and passing its user verification can read it.
-   * @param {{username: string, credentialId?: string, data: string|ArrayBuffer|ArrayBufferView}} details
+   * @param {{username: string, credentialId: string, data: string|ArrayBuffer|ArrayBufferView}} details
    * @returns {Promise<{verified: true, user: object, token: string, passkey?: object, written: boolean}>}
    */
   async writeLargeBlob({ username, credentialId, data } = {}) {
