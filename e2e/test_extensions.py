@@ -1,0 +1,422 @@
+"""WebAuthn extensions end to end in Chromium (issue 37): PRF keys from passkeyd.js, largeBlob,
+credProps in the web UI, and the end-to-end-encrypted notes example.
+
+Selenium's VirtualAuthenticatorOptions has no PRF, largeBlob, credBlob or minPinLength, so the
+authenticator is made through the DevTools protocol (WebAuthn.addVirtualAuthenticator, reached
+with execute_cdp_cmd). The page the scripts run in is passkeyd's own /passkeyd.js (the server's
+origin, no app.js, so no AutoFill request competes with the ceremonies)."""
+import base64
+import json
+import os
+import pathlib
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from selenium.webdriver.common.by import By
+
+from conftest import ROOT, Server, free_port
+from test_web import sign_up, visible, wait
+
+# HKDF-SHA256(ikm = 0x01..0x20, salt = "passkeyd-prf-v1", info = "notes"), 32 bytes: the key
+# passkeyd.js derives from that PRF output for the context "notes". PasskeyClient (Swift) pins
+# the same hex; the contract is /tmp/ext-contract.md, docs/extensions.md.
+KNOWN_KEY_HEX = "908aa31e3ad21ef2caacfcb8584cdb5be7974555bb3b27991b5dfa3f00d1b665"
+KNOWN_IKM = bytes(range(1, 33))
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def from_b64url(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def add_authenticator(driver, **overrides):
+    """A CTAP2.1 platform authenticator with every extension Chromium can emulate; returns its id."""
+    driver.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
+    options = {"protocol": "ctap2", "ctap2Version": "ctap2_1", "transport": "internal", "hasResidentKey": True,
+               "hasUserVerification": True, "isUserVerified": True, "automaticPresenceSimulation": True,
+               "hasPrf": True, "hasLargeBlob": True, "hasCredBlob": True, "hasMinPinLength": True}
+    options.update(overrides)
+    return driver.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": options})["authenticatorId"]
+
+
+def presence(driver, authenticator, on):
+    """Whether `authenticator` answers at once (off: it waits for a touch that never comes, so
+    the browser takes another authenticator's answer)."""
+    driver.execute_cdp_cmd("WebAuthn.setAutomaticPresenceSimulation", {"authenticatorId": authenticator, "enabled": on})
+
+
+def run(driver, body, *args):
+    """Runs `body` (async JavaScript; `m` is the passkeyd.js module, `args` the arguments) in the
+    page and returns its value, or {error, code, status} when it throws."""
+    driver.set_script_timeout(60)
+    script = """const done = arguments[arguments.length - 1];
+        const args = Array.from(arguments).slice(0, -1);
+        (async () => { const m = await import('/passkeyd.js'); %s })()
+          .then(done, (e) => done({ error: String(e && e.message || e), code: e && e.code, status: e && e.status }));""" % body
+    return driver.execute_async_script(script, *args)
+
+
+def open_module_page(driver, origin):
+    driver.get(origin + "/passkeyd.js")
+
+
+@pytest.fixture(scope="module")
+def ext_server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def page(ext_server, browser):
+    """The server's origin in the browser with a PRF authenticator: (driver, server, authenticator)."""
+    open_module_page(browser, ext_server.origin)
+    authenticator = add_authenticator(browser)
+    yield browser, ext_server, authenticator
+
+
+# What the tests keep in the page between script calls: window.t (keys, ciphertexts, answers).
+SIGN_UP = """window.t = window.t || {};
+    window.client = window.client || new m.Passkeyd();
+    const answer = await window.client.signUp({ username: args[0], prf: { context: 'notes' } });
+    window.t.up = answer;
+    return { passkey: answer.passkey, passkeyId: answer.prf.passkeyId, prf: { hasKey: !!answer.prf.key, reason: answer.prf.reason || null,
+             context: answer.prf.context || null, extractable: answer.prf.key ? answer.prf.key.extractable : null,
+             algorithm: answer.prf.key ? answer.prf.key.algorithm : null } };"""
+
+SIGN_IN = """window.client = window.client || new m.Passkeyd();
+    const answer = await window.client.signIn({ username: args[0], prf: { context: 'notes' }, credentialId: args[1] || undefined });
+    window.t[args[2] || 'in'] = answer;
+    return { passkey: answer.passkey || null, passkeyId: answer.prf.passkeyId, user: answer.user,
+             prf: { hasKey: !!answer.prf.key, reason: answer.prf.reason || null } };"""
+
+
+def test_the_hkdf_key_is_the_known_answer_and_the_box_format_is_the_contracts(page):
+    driver, _, _ = page
+    python = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"passkeyd-prf-v1", info=b"notes").derive(KNOWN_IKM)
+    assert python.hex() == KNOWN_KEY_HEX
+    result = run(driver, """
+        const ikm = new Uint8Array(32).map((_, i) => i + 1);
+        const key = await m.deriveKey(ikm, 'notes', { extractable: true });
+        const raw = new Uint8Array(await crypto.subtle.exportKey('raw', key));
+        const usual = await m.deriveKey(ikm, 'notes');
+        const other = await m.deriveKey(ikm, 'photos', { extractable: true });
+        const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+        return { hex: hex(raw), other: hex(new Uint8Array(await crypto.subtle.exportKey('raw', other))),
+                 usualExtractable: usual.extractable,
+                 box: await m.encrypt(usual, 'ciphertext only, please', { additionalData: 'user-1' }),
+                 opened: await m.decrypt(usual, args[0], { additionalData: 'user-1', text: true }),
+                 wrongData: await m.decrypt(usual, args[0], { additionalData: 'user-2' }).then(() => 'opened', (e) => e.code),
+                 badContext: await m.deriveKey(ikm, '').then(() => 'derived', (e) => e.name) };
+    """, b64url(bytes(12) + AESGCM(python).encrypt(bytes(12), "from Python".encode(), b"user-1")))
+    assert result["hex"] == KNOWN_KEY_HEX
+    assert result["other"] != KNOWN_KEY_HEX  # the context is in the key
+    assert result["usualExtractable"] is False
+    assert result["opened"] == "from Python"
+    assert result["wrongData"] == "decryption_failed"
+    assert result["badContext"] == "TypeError"
+    # nonce (12) || ciphertext || tag (16), base64url: Python opens what the browser sealed.
+    box = from_b64url(result["box"])
+    assert len(box) == 12 + len("ciphertext only, please") + 16
+    assert AESGCM(python).decrypt(box[:12], box[12:], b"user-1") == b"ciphertext only, please"
+
+
+def test_sign_up_with_prf_gives_a_key_and_every_sign_in_the_same_key(page):
+    driver, _, _ = page
+    up = run(driver, SIGN_UP, "prf-ada")
+    assert up["prf"] == {"hasKey": True, "reason": None, "context": "notes", "extractable": False,
+                         "algorithm": {"name": "AES-GCM", "length": 256}}, up
+    assert up["passkeyId"] == up["passkey"]["id"]
+    sealed = run(driver, "window.t.box = await m.encrypt(window.t.up.prf.key, 'a note'); return window.t.box;")
+
+    for attempt in ("first", "second"):
+        assert run(driver, "await window.client.signOut(); return true;") is True
+        signed_in = run(driver, SIGN_IN, "prf-ada", None, attempt)
+        assert signed_in["prf"] == {"hasKey": True, "reason": None}, signed_in
+        assert signed_in["passkeyId"] == up["passkeyId"]
+        # The same key: what the sign-up's key sealed, this sign-in's key opens, and back.
+        opened = run(driver, "return await m.decrypt(window.t[args[0]].prf.key, window.t.box, { text: true });", attempt)
+        assert opened == "a note"
+    back = run(driver, """const box = await m.encrypt(window.t.second.prf.key, 'and back');
+        return await m.decrypt(window.t.up.prf.key, box, { text: true });""")
+    assert back == "and back"
+    assert sealed  # nonce and tag at least
+    # The server stored the PRF support, never an output: the passkey list says prf true.
+    passkeys = run(driver, "return await window.client.passkeys();")
+    assert [p["prf"] for p in passkeys] == [True]
+
+
+def test_a_second_passkey_on_the_account_gets_a_different_key(page):
+    driver, _, first = page
+    up = run(driver, SIGN_UP, "prf-bea")
+    assert up["prf"]["hasKey"], up
+    # The first authenticator holds an excluded passkey: it stops answering, the second one creates.
+    # Chromium allows one internal authenticator per page: the second is a security key (USB).
+    second = add_authenticator(driver, transport="usb")
+    presence(driver, first, False)
+    added = run(driver, """const answer = await window.client.addPasskey({ prf: { context: 'notes' } });
+        window.t.added = answer;
+        return { id: answer.prf.passkeyId, hasKey: !!answer.prf.key, reason: answer.prf.reason || null };""")
+    assert added["hasKey"], added
+    assert added["id"] != up["passkeyId"]
+    presence(driver, first, True)
+    result = run(driver, """const box = await m.encrypt(window.t.up.prf.key, 'for the first passkey only');
+        return await m.decrypt(window.t.added.prf.key, box).then(() => 'opened', (e) => e.code);""")
+    assert result == "decryption_failed"
+
+    # Each passkey keeps its own key across sign-ins (credentialId picks the passkey).
+    presence(driver, first, False)
+    signed_in = run(driver, SIGN_IN, "prf-bea", added["id"], "second")
+    presence(driver, first, True)
+    assert signed_in["passkeyId"] == added["id"] and signed_in["prf"]["hasKey"]
+    same = run(driver, """const box = await m.encrypt(window.t.added.prf.key, 'second passkey');
+        return await m.decrypt(window.t.second.prf.key, box, { text: true });""")
+    assert same == "second passkey"
+    assert second
+
+
+def test_without_results_at_creation_sign_up_signs_in_once_more_for_the_key(page):
+    """A platform that reports prf.enabled but cannot evaluate at creation: signUp runs one
+    sign-in with the new passkey (a second prompt) and its key is the passkey's usual key."""
+    driver, _, _ = page
+    run(driver, """window.gets = 0;
+        const create = navigator.credentials.create.bind(navigator.credentials);
+        navigator.credentials.create = async (options) => {
+          const credential = await create(options);
+          const results = credential.getClientExtensionResults();
+          const withoutOutput = { ...results, prf: { enabled: true } };
+          credential.getClientExtensionResults = () => withoutOutput;
+          return credential;
+        };
+        const get = navigator.credentials.get.bind(navigator.credentials);
+        navigator.credentials.get = (options) => { window.gets += 1; return get(options); };
+        return true;""")
+    up = run(driver, SIGN_UP, "prf-cid")
+    assert up["prf"]["hasKey"], up
+    assert run(driver, "return window.gets;") == 1
+    run(driver, "await window.client.signOut(); return true;")
+    run(driver, SIGN_IN, "prf-cid", None, "later")
+    assert run(driver, """const box = await m.encrypt(window.t.up.prf.key, 'same key');
+        return await m.decrypt(window.t.later.prf.key, box, { text: true });""") == "same key"
+
+
+def test_the_extensions_reach_the_authenticator_without_the_browsers_json_parsers(page):
+    """The manual path (browsers without parse…FromJSON) turns prf.eval, evalByCredential and
+    largeBlob.write into bytes itself."""
+    driver, _, _ = page
+    run(driver, """delete PublicKeyCredential.parseCreationOptionsFromJSON;
+        delete PublicKeyCredential.parseRequestOptionsFromJSON;
+        PublicKeyCredential.parseCreationOptionsFromJSON = undefined;
+        PublicKeyCredential.parseRequestOptionsFromJSON = undefined;
+        return true;""")
+    up = run(driver, SIGN_UP, "prf-dan")
+    assert up["prf"]["hasKey"], up
+    run(driver, "await window.client.signOut(); return true;")
+    signed_in = run(driver, SIGN_IN, "prf-dan", None, "manual")
+    assert signed_in["prf"]["hasKey"], signed_in
+    assert run(driver, """const box = await m.encrypt(window.t.up.prf.key, 'manual');
+        return await m.decrypt(window.t.manual.prf.key, box, { text: true });""") == "manual"
+
+
+def test_the_answers_name_the_passkey_and_what_its_extensions_reported(page):
+    """The contract's members: the sign-up answer's passkey carries discoverable, prf,
+    credProtect, largeBlob and minPinLength (as the passkey list does), and a sign-in answer
+    names the passkey that signed."""
+    driver, _, _ = page
+    up = run(driver, SIGN_UP, "facts-ivy")
+    listed = run(driver, "return await window.client.passkeys();")
+    facts = ("discoverable", "prf", "credProtect", "largeBlob", "minPinLength")
+    assert listed[0]["discoverable"] is True and listed[0]["prf"] is True
+    assert {name: up["passkey"].get(name) for name in facts} == {name: listed[0].get(name) for name in facts}
+    run(driver, "await window.client.signOut(); return true;")
+    signed_in = run(driver, SIGN_IN, "facts-ivy", None, "in")
+    assert signed_in["passkey"] is not None and signed_in["passkey"]["id"] == up["passkeyId"]
+    assert signed_in["passkey"]["prf"] is True
+
+
+def test_a_posted_prf_output_is_refused(page):
+    """A client that posts the PRF output (here: the browser's toJSON() as it is) gets 400
+    prf_output_posted, and no session."""
+    driver, server, _ = page
+    run(driver, SIGN_UP, "prf-eve")
+    run(driver, "await window.client.signOut(); return true;")
+    answer = run(driver, """
+        const post = async (path, body) => {
+          const response = await fetch(path, { method: 'POST', credentials: 'include',
+            headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+          return { status: response.status, json: await response.json() };
+        };
+        const options = await post('/api/auth/authenticate/options', { username: 'prf-eve', extensions: { prf: true } });
+        const credential = await navigator.credentials.get({ publicKey: m.requestOptionsFromJSON(options.json) });
+        const json = m.credentialToJSON(credential);
+        const posted = await post('/api/auth/authenticate/verify', { credential: json });
+        const session = await fetch('/api/auth/session', { credentials: 'include' });
+        return { hadOutput: !!(json.clientExtensionResults.prf && json.clientExtensionResults.prf.results),
+                 status: posted.status, code: posted.json.error && posted.json.error.code, session: session.status };""")
+    assert answer["hadOutput"] is True
+    assert (answer["status"], answer["code"]) == (400, "prf_output_posted")
+    assert answer["session"] == 401
+
+
+def test_large_blob_write_then_read_and_the_cap(page):
+    driver, _, _ = page
+    up = run(driver, """window.client = new m.Passkeyd(); window.t = {};
+        await window.client.signUp({ username: 'blob-fay', largeBlob: 'required' });
+        return (await window.client.passkeys())[0];""")
+    assert up["largeBlob"] is True, up
+    written = run(driver, """return (await window.client.writeLargeBlob({ username: 'blob-fay', credentialId: args[0],
+        data: 'kept on the passkey' })).written;""", up["id"])
+    assert written is True
+    read = run(driver, """const { blob } = await window.client.readLargeBlob({ username: 'blob-fay' });
+        return blob === null ? null : new TextDecoder().decode(blob);""")
+    assert read == "kept on the passkey"
+    # Above the cap (1024 by default): refused before any ceremony; a write names its passkey.
+    too_large = run(driver, "return await window.client.writeLargeBlob({ username: 'blob-fay', credentialId: args[0], data: new Uint8Array(1025) });", up["id"])
+    assert (too_large.get("status"), too_large.get("code")) == (400, "large_blob_too_large")
+    unnamed = run(driver, "return await window.client.writeLargeBlob({ username: 'blob-fay', data: 'x' });")
+    assert (unnamed.get("status"), unnamed.get("code")) == (400, "invalid_extension")
+
+
+def test_the_passkey_list_shows_discoverable_and_prf(ext_server, browser):
+    """credProps' rk, as the authenticator reported it, in the UI's passkey list."""
+    browser.get(ext_server.origin + "/#signup")
+    add_authenticator(browser)
+    sign_up(browser, ext_server, "rk-gus")
+    item = wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, "#passkey-list .passkey"))
+    badge = item.find_element(By.CSS_SELECTOR, ".passkey-discoverable")
+    assert badge.is_displayed() and badge.text == "Discoverable"
+    passkeys = browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        fetch('/api/auth/passkeys', { credentials: 'include' }).then((r) => r.json()).then((j) => done(j.passkeys));""")
+    assert passkeys[0]["discoverable"] is True
+    # passkeyd asks for residentKey "required", so a browser's passkey is always discoverable;
+    # rk false (a credential the server must name) comes from native clients only.
+
+
+# MARK: the E2EE notes example
+
+class NotesApp:
+    """Examples/E2EENotes/server.py on a free port, next to a passkeyd that lists its origin."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.origin = f"http://localhost:{self.port}"
+        self.passkeyd = Server(extra_origins=[self.origin])
+        self.directory = tempfile.mkdtemp(prefix="e2ee-notes-")
+        self.database = os.path.join(self.directory, "notes.sqlite")
+        self.log = open(os.path.join(self.directory, "notes.log"), "w")
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "Examples" / "E2EENotes" / "server.py"),
+                                         "--passkeyd", f"http://127.0.0.1:{self.passkeyd.port}",
+                                         "--listen", f"127.0.0.1:{self.port}", "--database", self.database],
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the notes example did not start")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.log.close()
+        self.passkeyd.stop()
+
+
+@pytest.fixture(scope="module")
+def notes_app():
+    app = NotesApp()
+    yield app
+    app.stop()
+
+
+def status(driver):
+    return driver.find_element(By.ID, "status").text
+
+
+def notes_page(driver, app):
+    driver.get(app.origin + "/")
+    wait(driver).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+
+
+def account_form(driver, username, button):
+    field = driver.find_element(By.ID, "username")
+    field.clear()
+    field.send_keys(username)
+    driver.find_element(By.ID, button).click()
+
+
+def test_the_notes_example_stores_only_ciphertext_and_a_fresh_sign_in_decrypts(notes_app, browser):
+    driver = browser
+    notes_page(driver, notes_app)
+    first = add_authenticator(driver)
+    secret = "Meet at the lighthouse at 6, bring the blue notebook"
+    account_form(driver, "notes-hal", "sign-up")
+    visible(driver, "unlocked")
+    driver.find_element(By.ID, "note").send_keys(secret)
+    driver.find_element(By.ID, "save").click()
+    wait(driver).until(lambda d: status(d).startswith("Saved"))
+
+    # The database holds ciphertext and one wrapped key: neither the note nor any key.
+    raw = pathlib.Path(notes_app.database).read_bytes()
+    for suffix in ("-wal", "-journal"):
+        extra = pathlib.Path(notes_app.database + suffix)
+        if extra.exists():
+            raw += extra.read_bytes()
+    assert secret.encode() not in raw and b"lighthouse" not in raw
+    with sqlite3.connect(notes_app.database) as db:
+        (ciphertext,) = db.execute("SELECT ciphertext FROM notes").fetchone()
+        keys = db.execute("SELECT passkey_id, wrapped FROM wrapped_keys").fetchall()
+    assert len(ciphertext) == 12 + len(secret.encode()) + 16
+    assert len(keys) == 1 and len(keys[0][1]) == 60
+
+    # A reload forgets every key: the page is signed in but locked; a passkey sign-in unlocks.
+    notes_page(driver, notes_app)
+    visible(driver, "locked")
+    driver.find_element(By.ID, "unlock").click()
+    visible(driver, "unlocked")
+    assert driver.find_element(By.ID, "note").get_attribute("value") == secret
+
+    # A second passkey enrolled on the same account opens the same note with its own key.
+    add_authenticator(driver, transport="usb")
+    presence(driver, first, False)
+    driver.find_element(By.ID, "enroll").click()
+    wait(driver, 30).until(lambda d: status(d).startswith("Added passkey"))
+    with sqlite3.connect(notes_app.database) as db:
+        wrapped = dict(db.execute("SELECT passkey_id, wrapped FROM wrapped_keys").fetchall())
+    assert len(wrapped) == 2 and len(set(wrapped.values())) == 2
+    second_id = next(pid for pid in wrapped if pid != keys[0][0])
+
+    # Signed out and in again (a fresh page), only the second passkey answering: the note opens.
+    driver.find_elements(By.CSS_SELECTOR, "#unlocked .sign-out")[0].click()
+    visible(driver, "signed-out")
+    notes_page(driver, notes_app)
+    account_form(driver, "notes-hal", "sign-in")
+    visible(driver, "unlocked")
+    assert driver.find_element(By.ID, "passkey-id").text == second_id
+    assert driver.find_element(By.ID, "note").get_attribute("value") == secret
+
+
+def test_the_notes_api_refuses_without_a_session_and_from_another_origin(notes_app):
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(notes_app.origin.replace("localhost", "127.0.0.1") + "/notes", timeout=5)
+    assert refused.value.code == 401
+    request = urllib.request.Request(notes_app.origin.replace("localhost", "127.0.0.1") + "/notes", method="PUT",
+                                     data=json.dumps({"note": b64url(bytes(40))}).encode(),
+                                     headers={"Content-Type": "application/json", "Origin": "http://localhost:1"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)
+    assert refused.value.code == 403
