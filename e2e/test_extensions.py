@@ -268,6 +268,43 @@ def test_a_posted_prf_output_is_refused(page):
     assert (answer["status"], answer["code"]) == (400, "prf_output_posted")
     assert answer["session"] == 401
 
+    # The same at sign-up (Chromium evaluates PRF at creation): refused, and no account made.
+    answer = run(driver, """
+        const post = async (path, body) => {
+          const response = await fetch(path, { method: 'POST', credentials: 'include',
+            headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+          return { status: response.status, json: await response.json() };
+        };
+        const options = await post('/api/auth/register/options', { username: 'prf-eve-2', extensions: { prf: true } });
+        const credential = await navigator.credentials.create({ publicKey: m.creationOptionsFromJSON(options.json) });
+        const json = m.credentialToJSON(credential);
+        const posted = await post('/api/auth/register/verify', { credential: json });
+        const again = await post('/api/auth/register/options', { username: 'prf-eve-2' });
+        return { hadOutput: !!(json.clientExtensionResults.prf && json.clientExtensionResults.prf.results),
+                 status: posted.status, code: posted.json.error && posted.json.error.code, again: again.status };""")
+    assert answer["hadOutput"] is True
+    assert (answer["status"], answer["code"]) == (400, "prf_output_posted")
+    assert answer["again"] == 200  # the username is still free
+
+
+def test_a_rotated_salt_gives_the_passkey_a_new_key(page):
+    driver, _, _ = page
+    up = run(driver, SIGN_UP, "salt-jo")
+    assert up["prf"]["hasKey"], up
+    rotated = run(driver, """const response = await fetch('/api/auth/passkeys/' + args[0] + '/prf-salt',
+        { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+        return { status: response.status, json: await response.json() };""", up["passkeyId"])
+    assert rotated["status"] == 200 and rotated["json"]["id"] == up["passkeyId"], rotated
+    run(driver, "await window.client.signOut(); return true;")
+    run(driver, SIGN_IN, "salt-jo", None, "rotated")
+    assert run(driver, """const box = await m.encrypt(window.t.up.prf.key, 'old key');
+        return await m.decrypt(window.t.rotated.prf.key, box).then(() => 'opened', (e) => e.code);""") == "decryption_failed"
+    # …and the new key is stable again.
+    run(driver, "await window.client.signOut(); return true;")
+    run(driver, SIGN_IN, "salt-jo", None, "again")
+    assert run(driver, """const box = await m.encrypt(window.t.rotated.prf.key, 'new key');
+        return await m.decrypt(window.t.again.prf.key, box, { text: true });""") == "new key"
+
 
 def test_large_blob_write_then_read_and_the_cap(page):
     driver, _, _ = page
@@ -289,7 +326,8 @@ def test_large_blob_write_then_read_and_the_cap(page):
 
 
 def test_the_passkey_list_shows_discoverable_and_prf(ext_server, browser):
-    """credProps' rk, as the authenticator reported it, in the UI's passkey list."""
+    """credProps' rk, as the authenticator reported it, in the UI's passkey list; and what the
+    other extensions reported, for a passkey made with PRF and largeBlob."""
     browser.get(ext_server.origin + "/#signup")
     add_authenticator(browser)
     sign_up(browser, ext_server, "rk-gus")
@@ -301,6 +339,18 @@ def test_the_passkey_list_shows_discoverable_and_prf(ext_server, browser):
     assert passkeys[0]["discoverable"] is True
     # passkeyd asks for residentKey "required", so a browser's passkey is always discoverable;
     # rk false (a credential the server must name) comes from native clients only.
+
+    # A passkey made with PRF and largeBlob (through passkeyd.js): the list says so.
+    browser.execute_async_script("""const done = arguments[arguments.length - 1];
+        fetch('/api/auth/session', { method: 'DELETE', credentials: 'include' }).then(() => done());""")
+    open_module_page(browser, ext_server.origin)
+    run(browser, "await new m.Passkeyd().signUp({ username: 'rk-hana', prf: true, largeBlob: 'preferred' }); return true;")
+    browser.get(ext_server.origin + "/#account")
+    item = wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, "#passkey-list .passkey"))
+    capabilities = item.find_element(By.CSS_SELECTOR, ".passkey-capabilities")
+    assert capabilities.is_displayed()
+    assert "Encryption keys (PRF)" in capabilities.text and "Store data (largeBlob)" in capabilities.text
+    assert item.find_element(By.CSS_SELECTOR, ".passkey-discoverable").text == "Discoverable"
 
 
 # MARK: the E2EE notes example
