@@ -4,7 +4,8 @@ import Testing
 @testable import WebAuthn
 
 /// Inputs the fuzzers (scripts/fuzz) found interesting or crashing, replayed through every
-/// parser they reach. Each must be rejected or accepted cleanly, never trap.
+/// parser any of them reaches (an input is not tied to the target that found it). Each must be
+/// rejected or accepted cleanly, never trap.
 @Suite("Fuzz regressions")
 struct FuzzRegressionTests {
     static let inputs: [String] = {
@@ -18,6 +19,13 @@ struct FuzzRegressionTests {
         _ = try? CBORReader.decode(bytes, limits: .init(allowIndefiniteLength: true))
         _ = try? AuthenticatorData(bytes: bytes)
         _ = try? CredentialPublicKey(cose: bytes)
+        // FuzzClientExtensionResults and FuzzAuthenticatorExtensions (issue 37).
+        if case .object(let members)? = try? JSONReader.parse(bytes) { _ = try? ClientExtensionOutputs(members) }
+        if let value = try? CBORReader.decode(bytes) {
+            _ = try? AuthenticatorExtensionOutputs(map: value, registration: true)
+            _ = try? AuthenticatorExtensionOutputs(map: value, registration: false)
+        }
+        _ = try? AuthenticatorData(bytes: [UInt8](repeating: 0x49, count: 32) + [0x85, 0, 0, 0, 1] + bytes)
         if let object = try? AttestationObject(bytes: bytes) {
             let rp = try RelyingParty(.init(rpID: "localhost", origins: ["http://localhost:8080"], userVerification: .discouraged))
             let id = object.authenticatorData.attestedCredentialData?.credentialID ?? [1]
