@@ -93,11 +93,16 @@ extension PasskeyJSON: JSONWritable {
             members.string("attestationFormat", attestationFormat)
             members.bool("backedUp", backedUp)
             members.bool("backupEligible", backupEligible)
+            if let credProtect { members.member("credProtect") { $0.integer(credProtect) } }
             members.date("createdAt", createdAt)
             members.bool("deviceBound", deviceBound)
+            if let discoverable { members.bool("discoverable", discoverable) }
             members.string("id", id)
+            if let largeBlob { members.bool("largeBlob", largeBlob) }
             if let lastUsedAt { members.date("lastUsedAt", lastUsedAt) }
+            if let minPinLength { members.member("minPinLength") { $0.integer(minPinLength) } }
             members.string("name", name)
+            if let prf { members.bool("prf", prf) }
             members.optionalString("provider", provider)
             members.optionalString("providerIcon", providerIcon)
             members.strings("transports", transports)
