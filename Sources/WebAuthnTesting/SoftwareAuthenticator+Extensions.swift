@@ -80,7 +80,7 @@ extension SoftwareAuthenticator {
             if supportsPRF, credential.prfSecret != nil {
                 outputs.authenticatorData.append(CBORMapEntry(.text("hmac-secret"), .bool(true)))
                 var result: [String: JSONValue] = ["enabled": .bool(true)]
-                if let values { result["results"] = Self.prfResults(values, credential: credential) }
+                if let values, evaluatesPRFAtCreation { result["results"] = Self.prfResults(values, credential: credential) }
                 outputs.client["prf"] = .object(result)
             } else {
                 outputs.client["prf"] = .object(["enabled": .bool(false)])

@@ -43,6 +43,9 @@ public struct SoftwareAuthenticator: Sendable {
     public var supportsCredProps = true
     /// PRF through CTAP2 hmac-secret: credentials get a CredRandom, `prf` inputs get outputs.
     public var supportsPRF = true
+    /// Whether PRF `eval` is evaluated at creation too (CTAP2.2 hmac-secret-mc); `false` models the
+    /// platforms that report `prf.enabled` at creation and give outputs only when signing in.
+    public var evaluatesPRFAtCreation = true
     public var supportsLargeBlob = true
     public var supportsCredProtect = true
     /// The minimum PIN length reported to `minPinLength` (CTAP2 §12.4); `nil`: not supported.
