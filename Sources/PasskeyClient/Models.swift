@@ -29,6 +29,17 @@ public struct Passkey: Codable, Sendable, Hashable, Identifiable {
     public var transports: [String]
     public var attestationFormat: String
     public var userVerified: Bool
+    /// `credProps.rk` as the platform reported it at registration: a discoverable passkey
+    /// (offered without a username); `nil`: not reported.
+    public var discoverable: Bool?
+    /// Whether the passkey supports PRF (end-to-end encryption keys); `nil`: unknown (not asked).
+    public var prf: Bool?
+    /// The credProtect level the authenticator applied (1, 2 or 3); `nil`: none reported.
+    public var credProtect: Int?
+    /// Whether the passkey can store a large blob; `nil`: not asked.
+    public var largeBlob: Bool?
+    /// The authenticator's minimum PIN length, when the server asked and it reported one.
+    public var minPinLength: Int?
 }
 
 /// How a session began.
@@ -63,6 +74,8 @@ public struct SignInResult: Sendable {
     public var recovery: Bool
     public var sessionExpiresAt: Date?
     public var accessToken: AccessToken?
+    /// What PRF gave, when the sign-up or sign-in asked for it (a ``PRFRequest``); `nil` otherwise.
+    public var prf: PRFResult?
 }
 
 /// The current session (`GET /api/auth/session`).
@@ -137,6 +150,40 @@ struct CreationOptionsJSON: Decodable {
     var excludeCredentials: [Descriptor]?
     var authenticatorSelection: Selection?
     var attestation: String?
+    var extensions: ExtensionsJSON?
+}
+
+/// The `extensions` of the options, as far as the client acts on them (Level 3 JSON encodings).
+struct ExtensionsJSON: Decodable {
+    struct Values: Decodable {
+        var first: String
+        var second: String?
+
+        func decoded(_ field: String) throws -> PRFInputValues {
+            PRFInputValues(first: try PasskeyClient.bytes(first, field), second: try second.map { try PasskeyClient.bytes($0, field) })
+        }
+    }
+    struct PRF: Decodable {
+        var eval: Values?
+        var evalByCredential: [String: Values]?
+    }
+    var prf: PRF?
+
+    /// The registration input (`prf.eval` only: evalByCredential is not for registration).
+    func prfRegistration() throws -> PRFRegistrationInput? {
+        guard let prf else { return nil }
+        return PRFRegistrationInput(eval: try prf.eval?.decoded("extensions.prf.eval"))
+    }
+
+    func prfAssertion() throws -> PRFAssertionInput? {
+        guard let prf else { return nil }
+        var byCredential: [Data: PRFInputValues] = [:]
+        for (id, values) in prf.evalByCredential ?? [:] {
+            byCredential[try PasskeyClient.bytes(id, "extensions.prf.evalByCredential")] = try values.decoded(
+                "extensions.prf.evalByCredential")
+        }
+        return PRFAssertionInput(eval: try prf.eval?.decoded("extensions.prf.eval"), evalByCredential: byCredential)
+    }
 }
 
 /// `PublicKeyCredentialRequestOptionsJSON`: the members a client reads.
@@ -146,6 +193,7 @@ struct RequestOptionsJSON: Decodable {
     var timeout: Double?
     var allowCredentials: [CreationOptionsJSON.Descriptor]?
     var userVerification: String?
+    var extensions: ExtensionsJSON?
 }
 
 /// Every sign-in answer's shape (sign-up, passkey, password, recovery).

@@ -64,6 +64,8 @@ public struct RegistrationRequest: Sendable {
     public var attestation: String
     public var residentKey: String
     public var timeout: Duration?
+    /// The `prf` extension input (WebAuthn L3 §10.1.4), when the server asked for PRF.
+    public var prf: PRFRegistrationInput?
     /// The options as the server sent them.
     public var json: Data
 }
@@ -83,6 +85,8 @@ public struct AssertionRequest: Sendable {
     public var userVerification: String
     public var timeout: Duration?
     public var presentation: Presentation
+    /// The `prf` extension input (WebAuthn L3 §10.1.4), when the server asked for PRF.
+    public var prf: PRFAssertionInput?
     /// The options as the server sent them.
     public var json: Data
 }
@@ -95,12 +99,21 @@ public struct RegistrationResult: Sendable {
     public var transports: [String]
     /// "platform" or "cross-platform", when known.
     public var attachment: String?
-    public init(credentialID: Data, clientDataJSON: Data, attestationObject: Data, transports: [String] = [], attachment: String? = nil) {
+    /// `credProps.rk` (WebAuthn L3 §10.1.3): whether the passkey is discoverable, when reported.
+    public var discoverable: Bool?
+    /// The `prf` client extension output, when PRF was asked and the platform reported it.
+    public var prf: PRFOutputs?
+    public init(
+        credentialID: Data, clientDataJSON: Data, attestationObject: Data, transports: [String] = [], attachment: String? = nil,
+        discoverable: Bool? = nil, prf: PRFOutputs? = nil
+    ) {
         self.credentialID = credentialID
         self.clientDataJSON = clientDataJSON
         self.attestationObject = attestationObject
         self.transports = transports
         self.attachment = attachment
+        self.discoverable = discoverable
+        self.prf = prf
     }
 }
 
@@ -112,8 +125,11 @@ public struct AssertionResult: Sendable {
     public var signature: Data
     public var userHandle: Data?
     public var attachment: String?
+    /// The `prf` client extension output, when PRF was asked and the passkey evaluated it.
+    public var prf: PRFOutputs?
     public init(
-        credentialID: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userHandle: Data?, attachment: String? = nil
+        credentialID: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userHandle: Data?, attachment: String? = nil,
+        prf: PRFOutputs? = nil
     ) {
         self.credentialID = credentialID
         self.clientDataJSON = clientDataJSON
@@ -121,5 +137,6 @@ public struct AssertionResult: Sendable {
         self.signature = signature
         self.userHandle = userHandle
         self.attachment = attachment
+        self.prf = prf
     }
 }

@@ -59,30 +59,41 @@ public actor PasskeyClient {
     // MARK: Signing up and in
 
     /// Creates an account with a new passkey and signs in (WebAuthn registration).
-    public func signUp(username: String, displayName: String? = nil) async throws -> SignInResult {
-        var body = ["username": username]
-        if let displayName { body["displayName"] = displayName }
+    ///
+    /// With `prf`, the server asks the passkey for PRF (with the salt it keeps for it), and
+    /// ``SignInResult/prf`` holds the app's key, or says the passkey gives none.
+    public func signUp(username: String, displayName: String? = nil, prf: PRFRequest? = nil) async throws -> SignInResult {
+        let body = OptionsBody(username: username, displayName: displayName, prf: prf)
         let previous = try await stored()?.sessionToken
         let (request, _) = try await registrationRequest(body: body, auth: .none)
-        let credential = try await register(request)
-        let answer: SignInAnswer = try await call("POST", "register/verify", body: VerifyBody(credential: credential), auth: .none)
-        let result = try await keep(answer, method: .signUp)
+        let registration = try await register(request)
+        let answer: SignInAnswer = try await call(
+            "POST", "register/verify", body: VerifyBody(credential: RegistrationJSON(registration)), auth: .none)
+        var result = try await keep(answer, method: .signUp)
         // The new account's session replaces the one this app had: end that one on the server.
         if let previous { _ = try? await send("DELETE", "session", body: [String: String]?.none, auth: .token(previous)) }
+        if let prf { result.prf = try await prfResult(of: registration, for: prf, username: answer.user.username) }
         return result
     }
 
     /// Signs in with a passkey in a sheet. With a `username`, only that account's passkeys are
     /// offered; without one, any passkey of the site (discoverable credentials).
     public func signIn(username: String? = nil) async throws -> SignInResult {
-        try await passkeySignIn(username: username, presentation: .modal)
+        try await passkeySignIn(username: username, presentation: .modal, prf: nil)
+    }
+
+    /// Signs in with one of the account's passkeys and derives the app's key from its PRF output
+    /// (``SignInResult/prf``): the same passkey and salt give the same key at every sign-in.
+    /// PRF needs the username (the server names each passkey's salt, `evalByCredential`).
+    public func signIn(username: String, prf: PRFRequest) async throws -> SignInResult {
+        try await passkeySignIn(username: username, presentation: .modal, prf: prf)
     }
 
     /// Passkey AutoFill: waits until the person picks a passkey from the keyboard's suggestions
     /// of a username field (`textContentType(.username)`), then signs in. Cancel the calling task
     /// to stop waiting (SwiftUI's `.task` does so when the view goes away).
     public func signInWithAutoFill() async throws -> SignInResult {
-        try await passkeySignIn(username: nil, presentation: .autoFill)
+        try await passkeySignIn(username: nil, presentation: .autoFill, prf: nil)
     }
 
     /// Signs in with a password (accounts that have one). ``SignInResult/canCreatePasskey`` says
@@ -134,12 +145,25 @@ public actor PasskeyClient {
     /// device's provider). The server may ask to confirm with an existing passkey first; the
     /// client does that itself.
     public func addPasskey(name: String? = nil) async throws -> Passkey {
+        try await addPasskey(name: name, prfRequest: nil).passkey
+    }
+
+    /// Adds a passkey with PRF to the signed-in account: its key comes from its own salt, so it
+    /// differs from the other passkeys' keys (wrap the app's data key once per passkey).
+    public func addPasskey(name: String? = nil, prf: PRFRequest) async throws -> AddedPasskey {
+        try await addPasskey(name: name, prfRequest: prf)
+    }
+
+    private func addPasskey(name: String?, prfRequest prf: PRFRequest?) async throws -> AddedPasskey {
         try await reauthenticatingIfAsked {
-            let (request, _) = try await self.registrationRequest(body: [String: String](), auth: .session)
-            let credential = try await self.register(request)
-            let answer: SignInAnswer = try await self.call("POST", "register/verify", body: VerifyBody(credential: credential, name: name))
+            let (request, _) = try await self.registrationRequest(body: OptionsBody(prf: prf), auth: .session)
+            let registration = try await self.register(request)
+            let answer: SignInAnswer = try await self.call(
+                "POST", "register/verify", body: VerifyBody(credential: RegistrationJSON(registration), name: name))
             guard let passkey = answer.passkey else { throw PasskeyClientError.invalidResponse("register/verify: no passkey") }
-            return passkey
+            guard let prf else { return AddedPasskey(passkey: passkey, prf: .unsupported) }
+            return AddedPasskey(
+                passkey: passkey, prf: try await self.prfResult(of: registration, for: prf, username: answer.user.username))
         }
     }
 
@@ -167,6 +191,14 @@ public actor PasskeyClient {
     public func delete(passkey id: Passkey.ID) async throws {
         let segment = try Self.pathSegment(id)
         try await reauthenticatingIfAsked { try await self.callWithoutAnswer("DELETE", "passkeys/\(segment)") }
+    }
+
+    /// Gives one of the account's passkeys a new PRF salt: the next PRF sign-in with it yields a
+    /// different key (re-wrap what the old key protected first, while it is still at hand).
+    @discardableResult
+    public func rotatePRFSalt(passkey id: Passkey.ID) async throws -> Passkey {
+        let segment = try Self.pathSegment(id)
+        return try await reauthenticatingIfAsked { try await self.call("POST", "passkeys/\(segment)/prf-salt") }
     }
 
     /// Ten new recovery codes (the old ones stop working). Show them once; never store them.
@@ -215,8 +247,10 @@ public actor PasskeyClient {
 
     // MARK: Ceremonies
 
-    private func passkeySignIn(username: String?, presentation: AssertionRequest.Presentation) async throws -> SignInResult {
-        let body = username.map { ["username": $0] } ?? [:]
+    private func passkeySignIn(
+        username: String?, presentation: AssertionRequest.Presentation, prf: PRFRequest?, credentialID: Data? = nil
+    ) async throws -> SignInResult {
+        let body = OptionsBody(username: username, prf: prf, credentialID: credentialID)
         let (data, options): (Data, RequestOptionsJSON) = try await callRaw("POST", "authenticate/options", body: body, auth: .none)
         let request = AssertionRequest(
             relyingPartyID: options.rpId, challenge: try Self.bytes(options.challenge, "challenge"),
@@ -224,7 +258,7 @@ public actor PasskeyClient {
                 CredentialDescriptor(id: try Self.bytes($0.id, "allowCredentials"), transports: $0.transports ?? [])
             },
             userVerification: options.userVerification ?? "preferred", timeout: Duration(milliseconds: options.timeout),
-            presentation: presentation, json: data)
+            presentation: presentation, prf: try options.extensions?.prfAssertion(), json: data)
         let assertion: AssertionResult
         do {
             assertion = try await authenticator.authenticate(request)
@@ -235,7 +269,9 @@ public actor PasskeyClient {
         do {
             let answer: SignInAnswer = try await call(
                 "POST", "authenticate/verify", body: VerifyBody(credential: credential), auth: .replacing)
-            return try await keep(answer, method: .passkey)
+            var result = try await keep(answer, method: .passkey)
+            result.prf = prf.map { Self.prfResult(assertion.prf, for: $0) }
+            return result
         } catch PasskeyClientError.passkeyRemoved {
             await authenticator.credentialRemoved(id: assertion.credentialID, relyingPartyID: options.rpId)
             throw PasskeyClientError.passkeyRemoved
@@ -254,16 +290,32 @@ public actor PasskeyClient {
             },
             userVerification: options.authenticatorSelection?.userVerification ?? "preferred",
             attestation: options.attestation ?? "none", residentKey: options.authenticatorSelection?.residentKey ?? "required",
-            timeout: Duration(milliseconds: options.timeout), json: data)
+            timeout: Duration(milliseconds: options.timeout), prf: try options.extensions?.prfRegistration(), json: data)
         return (request, data)
     }
 
-    private func register(_ request: RegistrationRequest) async throws -> RegistrationJSON {
+    private func register(_ request: RegistrationRequest) async throws -> RegistrationResult {
         do {
-            return RegistrationJSON(try await authenticator.register(request))
+            return try await authenticator.register(request)
         } catch {
             throw Self.clientError(error)
         }
+    }
+
+    /// The app's key from the PRF outputs of a ceremony that asked for PRF.
+    static func prfResult(_ outputs: PRFOutputs?, for request: PRFRequest) -> PRFResult {
+        guard let first = outputs?.first else { return .unsupported }
+        return .key(request.deriveKey(fromPRFOutput: first))
+    }
+
+    /// What PRF gave a registration. A passkey that reports `prf.enabled` without an output (its
+    /// platform evaluates PRF only when signing in) gets one sign-in with that passkey alone, as
+    /// `passkeyd.js` does, so the app has its key either way.
+    private func prfResult(of registration: RegistrationResult, for request: PRFRequest, username: String) async throws -> PRFResult {
+        if registration.prf?.first != nil || registration.prf?.enabled != true { return Self.prfResult(registration.prf, for: request) }
+        let signedIn = try await passkeySignIn(
+            username: username, presentation: .modal, prf: request, credentialID: registration.credentialID)
+        return signedIn.prf ?? .unsupported
     }
 
     /// Runs `body`; when the server asks for a fresh sign-in first (`reauthentication_required`),
@@ -313,6 +365,22 @@ public actor PasskeyClient {
     private struct VerifyBody<Credential: Encodable & Sendable>: Encodable, Sendable {
         var credential: Credential
         var name: String?
+    }
+
+    /// The body of `register/options` and `authenticate/options`; absent members are not sent.
+    private struct OptionsBody: Encodable, Sendable {
+        struct Extensions: Encodable, Sendable { var prf: Bool }
+        var username: String?
+        var displayName: String?
+        var extensions: Extensions?
+        /// Sign-in only: the one passkey of `username` the ceremony allows.
+        var credentialId: String?
+        init(username: String? = nil, displayName: String? = nil, prf: PRFRequest?, credentialID: Data? = nil) {
+            self.username = username
+            self.displayName = displayName
+            extensions = prf.map { _ in Extensions(prf: true) }
+            credentialId = credentialID.map(Base64URL.encode)
+        }
     }
 
     private func call<T: Decodable>(
@@ -445,63 +513,5 @@ public actor PasskeyClient {
         case is CancellationError: .cancelled
         default: .authenticatorFailed("\(error)")
         }
-    }
-}
-
-// MARK: Level 3 response JSON
-
-/// `RegistrationResponseJSON` / `AuthenticationResponseJSON` (WebAuthn L3 §5.1.8, §5.1.9):
-/// the credential's ID twice, its type, the authenticator's response, its attachment.
-struct CredentialJSON<Response: Encodable & Sendable>: Encodable, Sendable {
-    var id: String
-    var rawId: String
-    var type = "public-key"
-    var response: Response
-    var authenticatorAttachment: String?
-    var clientExtensionResults: [String: String] = [:]
-
-    init(credentialID: Data, response: Response, attachment: String?) {
-        id = Base64URL.encode(credentialID)
-        rawId = id
-        self.response = response
-        authenticatorAttachment = attachment
-    }
-}
-
-struct AttestationResponseJSON: Encodable, Sendable {
-    var clientDataJSON: String
-    var attestationObject: String
-    var transports: [String]
-}
-
-struct AssertionResponseJSON: Encodable, Sendable {
-    var clientDataJSON: String
-    var authenticatorData: String
-    var signature: String
-    var userHandle: String?
-}
-
-typealias RegistrationJSON = CredentialJSON<AttestationResponseJSON>
-typealias AssertionJSON = CredentialJSON<AssertionResponseJSON>
-
-extension CredentialJSON where Response == AttestationResponseJSON {
-    init(_ result: RegistrationResult) {
-        self.init(
-            credentialID: result.credentialID,
-            response: AttestationResponseJSON(
-                clientDataJSON: Base64URL.encode(result.clientDataJSON), attestationObject: Base64URL.encode(result.attestationObject),
-                transports: result.transports),
-            attachment: result.attachment)
-    }
-}
-
-extension CredentialJSON where Response == AssertionResponseJSON {
-    init(_ result: AssertionResult) {
-        self.init(
-            credentialID: result.credentialID,
-            response: AssertionResponseJSON(
-                clientDataJSON: Base64URL.encode(result.clientDataJSON), authenticatorData: Base64URL.encode(result.authenticatorData),
-                signature: Base64URL.encode(result.signature), userHandle: result.userHandle.map(Base64URL.encode)),
-            attachment: result.attachment)
     }
 }

@@ -25,6 +25,11 @@ public enum PasskeyClientError: Error, Sendable, Equatable {
     /// The platform authenticator failed (on Apple platforms often a missing Associated Domains
     /// entry). The text is for logs; ``message`` stays a sentence for people.
     case authenticatorFailed(String)
+    /// The app passed a value the client cannot use (a PRF context of 0 or over 256 bytes).
+    case invalidArgument(String)
+    /// ``PasskeyEncryption`` could not open the data: another key (another passkey, a rotated PRF
+    /// salt, another context), other additional data, or altered bytes.
+    case decryptionFailed
 
     /// The stable code: the server's code for ``refused(code:message:status:retryAfter:)``, else
     /// the client's (`cancelled`, `no_passkey_on_device`, `passkey_removed`, `network`, …). The web
@@ -41,6 +46,8 @@ public enum PasskeyClientError: Error, Sendable, Equatable {
         case .unsupported: "unsupported"
         case .invalidResponse: "invalid_response"
         case .authenticatorFailed: "authenticator_failed"
+        case .invalidArgument: "invalid_argument"
+        case .decryptionFailed: "decryption_failed"
         }
     }
 

@@ -39,12 +39,15 @@ public actor SoftwarePasskeyProvider: PasskeyAuthenticator {
             throw PasskeyAuthenticatorError.excludedCredentialExists
         }
         let options = try decode(PublicKeyCredentialCreationOptionsJSON.self, request.json)
-        let (response, credential) = try authenticator.register(options: options, origin: origin)
+        let (response, credential) = try ceremony { try authenticator.register(options: options, origin: origin) }
         credentials.append(credential)
+        let results = response.clientExtensionResults ?? [:]
+        var discoverable: Bool?
+        if case .bool(let rk)? = results["credProps"]?["rk"] { discoverable = rk }
         return RegistrationResult(
             credentialID: Data(response.rawId.bytes), clientDataJSON: Data(response.response.clientDataJSON.bytes),
             attestationObject: Data(response.response.attestationObject.bytes), transports: response.response.transports ?? [],
-            attachment: response.authenticatorAttachment)
+            attachment: response.authenticatorAttachment, discoverable: discoverable, prf: Self.prfOutputs(results["prf"]))
     }
 
     public func authenticate(_ request: AssertionRequest) async throws -> AssertionResult {
@@ -61,11 +64,35 @@ public actor SoftwarePasskeyProvider: PasskeyAuthenticator {
             throw PasskeyAuthenticatorError.noCredentials
         }
         let options = try decode(PublicKeyCredentialRequestOptionsJSON.self, request.json)
-        let response = try authenticator.authenticate(options: options, origin: origin, credential: &credentials[index])
+        var credential = credentials[index]
+        let response = try ceremony { try authenticator.authenticate(options: options, origin: origin, credential: &credential) }
+        credentials[index] = credential
         return AssertionResult(
             credentialID: Data(response.rawId.bytes), clientDataJSON: Data(response.response.clientDataJSON.bytes),
             authenticatorData: Data(response.response.authenticatorData.bytes), signature: Data(response.response.signature.bytes),
-            userHandle: response.response.userHandle.map { Data($0.bytes) }, attachment: response.authenticatorAttachment)
+            userHandle: response.response.userHandle.map { Data($0.bytes) }, attachment: response.authenticatorAttachment,
+            prf: Self.prfOutputs(response.clientExtensionResults?["prf"]))
+    }
+
+    /// The `prf` client output (`{"enabled"?, "results"?: {"first", "second"?}}`, base64url) as values.
+    static func prfOutputs(_ value: JSONValue?) -> PRFOutputs? {
+        guard case .object(let prf)? = value else { return nil }
+        func bytes(_ member: String) -> Data? {
+            guard case .string(let text)? = prf["results"]?[member], let decoded = Base64URLBytes(encoded: text) else { return nil }
+            return Data(decoded.bytes)
+        }
+        var enabled: Bool?
+        if case .bool(let flag)? = prf["enabled"] { enabled = flag }
+        return PRFOutputs(enabled: enabled, first: bytes("first"), second: bytes("second"))
+    }
+
+    /// Runs the software authenticator; a refusal a browser would throw becomes the provider's.
+    private func ceremony<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SoftwareAuthenticator.ClientError {
+            throw PasskeyAuthenticatorError.failed("\(error.name): \(error.reason)")
+        }
     }
 
     /// The Signal API's `signalUnknownCredential`: the server no longer knows it, so it goes.

@@ -4,6 +4,7 @@
 // exactly the API used here (target `PasskeyClientAppleCheck`), so a wrong name or type fails
 // the Linux build too.
 #if (canImport(AuthenticationServices) && (os(iOS) || os(macOS) || os(visionOS))) || PASSKEYCLIENT_APPLE_SHIM
+    import Crypto
     import Foundation
     #if PASSKEYCLIENT_APPLE_SHIM
         import AuthenticationServicesShim
@@ -50,6 +51,10 @@
                         ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0.id)
                     }
                 }
+                if #available(iOS 18.0, macOS 15.0, visionOS 2.0, *), let prf = options.prf {
+                    // WebAuthn PRF: support, and an output at once when the salt is given.
+                    request.prf = prf.eval.map { .inputValues(Self.inputValues($0)) } ?? .checkForSupport
+                }
                 return request
             }
             guard case .registration(let result) = output else {
@@ -67,6 +72,16 @@
                     ASAuthorizationPlatformPublicKeyCredentialDescriptor(credentialID: $0.id)
                 }
                 request.userVerificationPreference = .init(rawValue: options.userVerification)
+                if #available(iOS 18.0, macOS 15.0, visionOS 2.0, *), let prf = options.prf {
+                    // evalByCredential: each passkey's own salt, which wins over `eval` for it.
+                    let perCredential = prf.evalByCredential.mapValues(Self.inputValues)
+                    if let eval = prf.eval {
+                        request.prf = .inputValues(
+                            Self.inputValues(eval), perCredentialInputValues: perCredential.isEmpty ? nil : perCredential)
+                    } else if !perCredential.isEmpty {
+                        request.prf = .perCredentialInputValues(perCredential)
+                    }
+                }
                 return request
             }
             guard case .assertion(let result) = output else {
@@ -106,6 +121,11 @@
             } catch let error as ASAuthorizationError {
                 throw Self.authenticatorError(error)
             }
+        }
+
+        @available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+        static func inputValues(_ values: PRFInputValues) -> ASAuthorizationPublicKeyCredentialPRFAssertionInput.InputValues {
+            .init(saltInput1: values.first, saltInput2: values.second)
         }
 
         static func authenticatorError(_ error: ASAuthorizationError) -> PasskeyAuthenticatorError {
@@ -156,7 +176,7 @@
                     RegistrationResult(
                         credentialID: registration.credentialID, clientDataJSON: registration.rawClientDataJSON,
                         attestationObject: attestationObject, transports: attachment == "platform" ? ["internal", "hybrid"] : [],
-                        attachment: attachment))
+                        attachment: attachment, prf: Self.prf(registration)))
             case let assertion as ASAuthorizationPlatformPublicKeyCredentialAssertion:
                 guard let authenticatorData = assertion.rawAuthenticatorData, let signature = assertion.signature else {
                     throw PasskeyAuthenticatorError.failed("AuthenticationServices returned no signature")
@@ -165,11 +185,25 @@
                     AssertionResult(
                         credentialID: assertion.credentialID, clientDataJSON: assertion.rawClientDataJSON,
                         authenticatorData: authenticatorData, signature: signature, userHandle: assertion.userID,
-                        attachment: Self.attachment(assertion)))
+                        attachment: Self.attachment(assertion), prf: Self.prf(assertion)))
             default:
                 throw PasskeyAuthenticatorError.failed("AuthenticationServices returned another kind of credential")
             }
         }
+
+        /// The PRF outputs as bytes (the system gives `SymmetricKey`s); `nil` before iOS 18 / macOS 15
+        /// or when PRF was not asked.
+        private static func prf(_ credential: ASAuthorizationPlatformPublicKeyCredentialRegistration) -> PRFOutputs? {
+            guard #available(iOS 18.0, macOS 15.0, visionOS 2.0, *), let prf = credential.prf else { return nil }
+            return PRFOutputs(enabled: prf.isSupported, first: prf.first.map(bytes), second: prf.second.map(bytes))
+        }
+
+        private static func prf(_ credential: ASAuthorizationPlatformPublicKeyCredentialAssertion) -> PRFOutputs? {
+            guard #available(iOS 18.0, macOS 15.0, visionOS 2.0, *), let prf = credential.prf else { return nil }
+            return PRFOutputs(first: bytes(prf.first), second: prf.second.map(bytes))
+        }
+
+        private static func bytes(_ key: SymmetricKey) -> Data { key.withUnsafeBytes { Data($0) } }
 
         private static func attachment(_ credential: ASAuthorizationPlatformPublicKeyCredentialRegistration) -> String {
             if #available(iOS 16.6, macOS 13.5, visionOS 1.0, *), credential.attachment == .crossPlatform { return "cross-platform" }

@@ -3,6 +3,7 @@
 // Apple's documentation (iOS 16–18 SDKs), so the Linux build type-checks the adapter. Nothing
 // here runs: it is built only into the `PasskeyClientAppleCheck` target. Add a declaration only
 // when the adapter starts using it, copied from Apple's documented signature.
+import Crypto
 import Foundation
 
 /// `typealias ASPresentationAnchor = UIWindow` on iOS, `NSWindow` on macOS.
@@ -75,12 +76,77 @@ open class ASAuthorizationPlatformPublicKeyCredentialAssertionRequest: ASAuthori
     open var userVerificationPreference = ASAuthorizationPublicKeyCredentialUserVerificationPreference.preferred
 }
 
+// The WebAuthn PRF extension (iOS 18, macOS 15, visionOS 2).
+
+@available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+public struct ASAuthorizationPublicKeyCredentialPRFAssertionInput: Sendable {
+    public struct InputValues: Sendable {
+        public var saltInput1: Data
+        public var saltInput2: Data?
+        public init(saltInput1: Data, saltInput2: Data? = nil) {
+            self.saltInput1 = saltInput1
+            self.saltInput2 = saltInput2
+        }
+        public static func saltInput1(_ saltInput1: Data, saltInput2: Data? = nil) -> InputValues {
+            InputValues(saltInput1: saltInput1, saltInput2: saltInput2)
+        }
+    }
+    public let inputValues: InputValues?
+    public let perCredentialInputValues: [Data: InputValues]?
+    public static func inputValues(_ inputValues: InputValues, perCredentialInputValues: [Data: InputValues]? = nil) -> Self {
+        Self(inputValues: inputValues, perCredentialInputValues: perCredentialInputValues)
+    }
+    public static func perCredentialInputValues(_ perCredentialInputValues: [Data: InputValues]) -> Self {
+        Self(inputValues: nil, perCredentialInputValues: perCredentialInputValues)
+    }
+}
+
+@available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+public struct ASAuthorizationPublicKeyCredentialPRFRegistrationInput: Sendable {
+    public typealias InputValues = ASAuthorizationPublicKeyCredentialPRFAssertionInput.InputValues
+    public let shouldCheckForSupport: Bool
+    public let inputValues: InputValues?
+    public static var checkForSupport: Self { Self(shouldCheckForSupport: true, inputValues: nil) }
+    public static func inputValues(_ inputValues: InputValues) -> Self { Self(shouldCheckForSupport: true, inputValues: inputValues) }
+}
+
+@available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+public struct ASAuthorizationPublicKeyCredentialPRFRegistrationOutput: Sendable {
+    public let isSupported: Bool
+    public let first: SymmetricKey?
+    public let second: SymmetricKey?
+}
+
+@available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+public struct ASAuthorizationPublicKeyCredentialPRFAssertionOutput: Sendable {
+    public let first: SymmetricKey
+    public let second: SymmetricKey?
+}
+
+extension ASAuthorizationPlatformPublicKeyCredentialRegistrationRequest {
+    @available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+    public var prf: ASAuthorizationPublicKeyCredentialPRFRegistrationInput? {
+        get { nil }
+        set {}
+    }
+}
+
+extension ASAuthorizationPlatformPublicKeyCredentialAssertionRequest {
+    @available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+    public var prf: ASAuthorizationPublicKeyCredentialPRFAssertionInput? {
+        get { nil }
+        set {}
+    }
+}
+
 open class ASAuthorizationPlatformPublicKeyCredentialRegistration: NSObject, ASAuthorizationCredential {
     open var rawAttestationObject: Data? { nil }
     open var rawClientDataJSON: Data { Data() }
     open var credentialID: Data { Data() }
     @available(iOS 16.6, macOS 13.5, *)
     open var attachment: ASAuthorizationPublicKeyCredentialAttachment { .platform }
+    @available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+    open var prf: ASAuthorizationPublicKeyCredentialPRFRegistrationOutput? { nil }
 }
 
 open class ASAuthorizationPlatformPublicKeyCredentialAssertion: NSObject, ASAuthorizationCredential {
@@ -91,6 +157,8 @@ open class ASAuthorizationPlatformPublicKeyCredentialAssertion: NSObject, ASAuth
     open var credentialID: Data { Data() }
     @available(iOS 16.6, macOS 13.5, *)
     open var attachment: ASAuthorizationPublicKeyCredentialAttachment { .platform }
+    @available(iOS 18.0, macOS 15.0, visionOS 2.0, *)
+    open var prf: ASAuthorizationPublicKeyCredentialPRFAssertionOutput? { nil }
 }
 
 open class ASAuthorization: NSObject {
