@@ -76,6 +76,9 @@ public struct SignInResult: Sendable {
     public var accessToken: AccessToken?
     /// What PRF gave, when the sign-up or sign-in asked for it (a ``PRFRequest``); `nil` otherwise.
     public var prf: PRFResult?
+    /// The passkey that signed up or in (its ``Passkey/id``): with PRF, whose key ``prf`` is, so
+    /// the app picks what that passkey wrapped. `nil` for the other ways in.
+    public var passkeyID: Passkey.ID?
 }
 
 /// The current session (`GET /api/auth/session`).

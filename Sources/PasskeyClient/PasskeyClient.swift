@@ -70,6 +70,7 @@ public actor PasskeyClient {
         let answer: SignInAnswer = try await call(
             "POST", "register/verify", body: VerifyBody(credential: RegistrationJSON(registration)), auth: .none)
         var result = try await keep(answer, method: .signUp)
+        result.passkeyID = Base64URL.encode(registration.credentialID)
         // The new account's session replaces the one this app had: end that one on the server.
         if let previous { _ = try? await send("DELETE", "session", body: [String: String]?.none, auth: .token(previous)) }
         if let prf { result.prf = try await prfResult(of: registration, for: prf, username: answer.user.username) }
@@ -270,6 +271,7 @@ public actor PasskeyClient {
             let answer: SignInAnswer = try await call(
                 "POST", "authenticate/verify", body: VerifyBody(credential: credential), auth: .replacing)
             var result = try await keep(answer, method: .passkey)
+            result.passkeyID = Base64URL.encode(assertion.credentialID)
             result.prf = prf.map { Self.prfResult(assertion.prf, for: $0) }
             return result
         } catch PasskeyClientError.passkeyRemoved {
