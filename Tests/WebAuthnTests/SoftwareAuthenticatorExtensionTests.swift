@@ -314,6 +314,39 @@ struct SoftwareAuthenticatorExtensionTests {
         #expect(registration.clientExtensionResults == [:])
     }
 
+    @Test func theRelyingPartyReadsWhatItAskedFor() async throws {
+        var harness = try CeremonyHarness()
+        let requested = RegistrationExtensionInputs(
+            prf: .init(eval: PRFValues(first: Self.salt)), largeBlob: .preferred,
+            credentialProtection: .init(policy: .userVerificationRequired, enforce: true, requireFor: .all), minPinLength: true)
+        let begin = harness.rp.beginRegistration(user: harness.user, extensions: requested)
+        var (response, credential) = try harness.authenticator.register(options: begin.options, origin: CeremonyHarness.origin)
+        // The PRF output is the client's: posted, the relying party refuses it; removed, it verifies.
+        #expect(response.clientExtensionResults?["prf"]?["results"] != nil)
+        await #expect(throws: WebAuthnError(.prfOutputPosted, "")) {
+            try await harness.rp.finishRegistration(response: response, state: begin.state)
+        }
+        response.clientExtensionResults?["prf"] = .object(["enabled": .bool(true)])
+        let verified = try await harness.rp.finishRegistration(response: response, state: begin.state)
+        #expect(verified.clientExtensions.discoverable == true && verified.clientExtensions.prfEnabled == true)
+        #expect(verified.clientExtensions.largeBlobSupported == true)
+        #expect(verified.authenticatorExtensions.hmacSecret == true && verified.authenticatorExtensions.minPinLength == 6)
+        #expect(verified.authenticatorExtensions.credProtect == .userVerificationRequired)
+
+        let stored = StoredCredential(
+            id: verified.credentialID, publicKey: verified.publicKey, signCount: verified.signCount, userHandle: harness.user.id)
+        let signIn = harness.rp.beginAuthentication(
+            allowCredentials: [CredentialDescriptor(id: credential.id)],
+            extensions: AuthenticationExtensionInputs(prf: .init(evalByCredential: [credential.id: PRFValues(first: Self.salt)])))
+        var assertion = try harness.authenticator.authenticate(
+            options: signIn.options, origin: CeremonyHarness.origin, credential: &credential)
+        let output = try #require(Self.bytes(assertion.clientExtensionResults?["prf"]?["results"]?["first"]))
+        #expect(output == Self.expectedPRF(secret: try #require(credential.prfSecret), input: Self.salt))
+        assertion.clientExtensionResults = [:]
+        let signedIn = try harness.rp.finishAuthentication(response: assertion, state: signIn.state, credential: stored)
+        #expect(signedIn.authenticatorExtensions.hmacSecretOutput?.count == 32)
+    }
+
     @Test func credentialsFromBeforeExtensionsStillLoad() throws {
         // A keychain entry written before PRF and largeBlob: no prfSecret, largeBlob, credProtect.
         let old = Data(
