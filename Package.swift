@@ -9,11 +9,15 @@ var linuxOnlyTargets: [Target] = []
     // would make `canImport(Security)` true for every other package (swift-certificates then
     // compiles its Apple-only code).
     linuxOnlyTargets = [
-        .target(name: "AuthenticationServicesShim", path: "Tests/Shims/AuthenticationServices"),
+        .target(
+            name: "AuthenticationServicesShim", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/Shims/AuthenticationServices"),
         .target(name: "SecurityShim", path: "Tests/Shims/Security"),
         .target(
             name: "PasskeyClientAppleCheck",
-            dependencies: ["PasskeyClient", "AuthenticationServicesShim", "SecurityShim"],
+            dependencies: [
+                "PasskeyClient", "AuthenticationServicesShim", "SecurityShim", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Sources/PasskeyClient/Apple",
             swiftSettings: [.define("PASSKEYCLIENT_APPLE_SHIM")]
         ),
@@ -142,9 +146,11 @@ let package = Package(
             // The API document, edited by hand, compiled into the binary.
             resources: [.embedInCode("Resources/openapi.json")]
         ),
-        // The client library for apps: URLSession and Foundation only (no server, store or NIO).
+        // The client library for apps: URLSession, Foundation and Crypto (CryptoKit on Apple
+        // platforms: the PRF-derived SymmetricKey) only (no server, store or NIO).
         .target(
             name: "PasskeyClient",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             exclude: linuxOnlyTargets.isEmpty ? [] : ["Apple"],
             resources: [.embedInCode("Resources/messages.en.json"), .embedInCode("Resources/messages.fr.json")]
         ),
