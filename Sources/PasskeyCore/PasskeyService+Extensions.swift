@@ -76,10 +76,13 @@ extension PasskeyService {
                 if let salt { salts[passkey.credentialID] = PRFValues(first: salt) }
             }
             if let decoy {
+                // Bound to the name and the credential ID, as a real passkey's salt is to its
+                // passkey: the same ID asked again gives the same salt, another ID another one
+                // (a salt of the name alone would match across IDs, which a real account's
+                // never do: an oracle for which names have passkeys).
                 let secret = SymmetricKey(data: try await serverSecret())
-                let salt = Array(
-                    HMAC<SHA256>.authenticationCode(for: Array(("prf-salt:" + Account.key(for: decoy.username)).utf8), using: secret))
-                salts[decoy.credentialID] = PRFValues(first: salt)
+                let message = Array(("prf-salt:" + Account.key(for: decoy.username) + ":").utf8) + decoy.credentialID
+                salts[decoy.credentialID] = PRFValues(first: Array(HMAC<SHA256>.authenticationCode(for: message, using: secret)))
             }
             inputs.prf = .init(evalByCredential: salts)
         }

@@ -183,6 +183,23 @@ import WebAuthnTesting
             // Stable: asking twice gives the same decoy, so it cannot be told from a real passkey.
             #expect(try await shape("nobody").ids == unknown.ids)
             #expect(unknown.ids != real.ids)
+
+            // Naming a credential: the salt follows the ID for a real account and a decoy alike
+            // (a decoy salt of the name alone would be the same for every ID: an oracle).
+            func salt(_ username: String, _ credentialId: String?) async throws -> [UInt8]? {
+                let answer = try await Self.signInOptions(
+                    api, OptionsBody(username: username, extensions: ["prf": .bool(true)], credentialId: credentialId))
+                guard case .object(let byCredential)? = answer.json["extensions"]?["prf"]?["evalByCredential"], byCredential.count == 1
+                else { return nil }
+                return Self.salt(byCredential.values.first)
+            }
+            let madeUp = "bWFkZS11cC1jcmVkZW50aWFs"
+            for (name, ids) in [("ada", real.ids), ("nobody", unknown.ids)] {
+                let listed = try await salt(name, nil)
+                #expect(try await salt(name, ids[0]) == listed, "\(name)")
+                let other = try await salt(name, madeUp)
+                #expect(other != nil && other != listed, "\(name)")
+            }
         }
     }
 

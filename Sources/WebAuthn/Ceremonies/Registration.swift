@@ -252,12 +252,14 @@ extension RelyingParty {
             case .all: covered = true
             }
             if covered {
-                let reported = authData.extensionOutputs.credProtect?.level ?? 0
+                // No credProtect output: the credential has the authenticator's default, level 1
+                // (CTAP 2.1 §12.1: userVerificationOptional).
+                let reported = authData.extensionOutputs.credProtect?.level ?? 1
                 guard reported >= protection.policy.level else {
                     throw WebAuthnError(
                         .credentialProtectionNotApplied,
                         "credProtect level \(protection.policy.level) is required and the authenticator reported "
-                            + (reported == 0 ? "none" : "level \(reported)"))
+                            + (authData.extensionOutputs.credProtect == nil ? "none (level 1)" : "level \(reported)"))
                 }
             }
         }

@@ -56,7 +56,7 @@ public enum CredentialProtectionPolicy: String, Codable, Sendable, Hashable, Cas
 ///
 /// ```swift
 /// var extensions = RegistrationExtensionInputs()
-/// extensions.prf = PRFValues(first: salt)          // evaluate the PRF at creation when the platform can
+/// extensions.prf = .init(eval: PRFValues(first: salt))          // evaluate the PRF at creation when the platform can
 /// extensions.credentialProtection = .init(policy: .userVerificationRequired, enforce: true, requireFor: .deviceBound)
 /// let begin = rp.beginRegistration(user: user, extensions: extensions)
 /// ```
