@@ -14,5 +14,7 @@ let package = Package(
     targets: [
         .executableTarget(name: "FuzzCBOR", dependencies: [.product(name: "WebAuthn", package: core)]),
         .executableTarget(name: "FuzzAttestationObject", dependencies: [.product(name: "WebAuthn", package: core)]),
+        .executableTarget(name: "FuzzClientExtensionResults", dependencies: [.product(name: "WebAuthn", package: core)]),
+        .executableTarget(name: "FuzzAuthenticatorExtensions", dependencies: [.product(name: "WebAuthn", package: core)]),
     ]
 )
