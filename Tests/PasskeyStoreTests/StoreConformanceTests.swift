@@ -112,7 +112,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 11)
+        #expect(try await store.schemaVersion() == 12)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -132,15 +132,25 @@ struct StoreConformanceTests {
         let ada = Self.account("ada")
         let key = Self.passkey(for: ada, signCount: 5)
         let session = Self.session(for: ada)
-        try await store.createAccount(
-            ada, passkey: key, session: session, audit: [AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)])
+        // Written as version 9 wrote them (the passkey without the columns of version 12).
+        try await store.transaction { db in
+            try await db.execute(SQLStore.insert(ada))
+            try await db.execute(Self.insertWithoutExtensionColumns(key))
+            try await db.execute(SQLStore.insert(session))
+            try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)))
+        }
         let challenge = ChallengeRecord(
             challenge: Array(repeating: 7, count: 32), ceremony: .authentication, accountID: ada.id, api: "native",
             userVerification: "required", state: [1, 2, 3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
         try await store.saveChallenge(challenge)
 
-        #expect(try await store.migrate() == [10, 11])
-        #expect(try await store.schemaVersion() == 11)
+        #expect(try await store.migrate() == [10, 11, 12])
+        #expect(try await store.schemaVersion() == 12)
+        // Migration 12: the passkey's extension facts and PRF salt are unknown, not made up.
+        let migrated = try #require(try await store.passkey(credentialID: key.credentialID))
+        #expect(migrated.extensions == PasskeyExtensions())
+        #expect(migrated.prfSalt == nil)
+        #expect(migrated.signCount == key.signCount && migrated.publicKey == key.publicKey)
         #expect(try await store.challenge(challenge.challenge) == challenge)
         #expect(try await store.session(tokenHash: session.tokenHash, now: Self.t0)?.1.id == ada.id)
         #expect(try await store.openChallengeCount(now: Self.t0) == 1)
@@ -164,6 +174,18 @@ struct StoreConformanceTests {
                     ? "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'audit_time'"
                     : "SELECT COUNT(*) AS n FROM pg_indexes WHERE indexname = 'audit_time'") == 0)
         if let postgres = store as? PostgresStore { postgres.close() }
+    }
+
+    /// A passkey row as versions before 12 wrote it.
+    static func insertWithoutExtensionColumns(_ passkey: Passkey) -> SQL {
+        """
+        INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+                              user_verified, attestation_format, attestation_trusted, name, created_at, last_used_at, counter_anomalies)
+        VALUES (\(passkey.credentialID), \(passkey.accountID), \(passkey.publicKey), \(Int64(passkey.signCount)), \(passkey.aaguid),
+                \(StoreValues.encodeList(passkey.transports)), \(passkey.backupEligible), \(passkey.backedUp), \(passkey.userVerified),
+                \(passkey.attestationFormat), \(passkey.attestationTrusted), \(passkey.name), \(passkey.createdAt), \(passkey.lastUsedAt),
+                \(passkey.counterAnomalies))
+        """
     }
 
     @Test(arguments: TestDatabase.kinds)

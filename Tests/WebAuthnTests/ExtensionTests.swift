@@ -190,10 +190,19 @@ extension ExtensionTests {
     }
 
     @Test func oversizedClientOutputsAreRefused() throws {
-        // A large blob read back within the default cap (1024 bytes, 1366 base64url characters) is
-        // within bounds and ignored.
-        let blob = Base64URLBytes(Array(repeating: 0xab, count: 1024)).base64URL
-        #expect(try Self.outputs(#"{"largeBlob":{"blob":"\#(blob)"}}"#) == ClientExtensionOutputs())
+        // A large blob read back is the client's: not counted (up to the largest cap, 64 KiB, and
+        // past it), and ignored; its siblings are still read.
+        for size in [1024, 65_536] {
+            let blob = Base64URLBytes(Array(repeating: 0xab, count: size)).base64URL
+            #expect(try Self.outputs(#"{"largeBlob":{"blob":"\#(blob)"}}"#) == ClientExtensionOutputs())
+            var written = ClientExtensionOutputs()
+            written.largeBlobWritten = false
+            #expect(try Self.outputs(#"{"largeBlob":{"blob":"\#(blob)","written":false}}"#) == written)
+        }
+        // Its siblings are counted like any member.
+        #expect(throws: WebAuthnError(.malformedExtensionResults, "")) {
+            try Self.outputs(#"{"largeBlob":{"other":"\#(String(repeating: "a", count: ClientExtensionOutputs.maxBytes))"}}"#)
+        }
         #expect(try Self.outputs(#"{"x":"\#(String(repeating: "a", count: 4000))"}"#) == ClientExtensionOutputs())
         // One string, or many small members, past 4096 bytes.
         #expect(throws: WebAuthnError(.malformedExtensionResults, "")) {

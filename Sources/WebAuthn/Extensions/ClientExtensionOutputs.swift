@@ -6,8 +6,9 @@
 /// refused with `prf_output_posted`) and `largeBlob.blob` (the application's data, read by the
 /// client for itself).
 public struct ClientExtensionOutputs: Sendable, Hashable {
-    /// The most a `clientExtensionResults` may weigh, counted as its strings' UTF-8 bytes plus one
-    /// per value: the known outputs take well under 200; a large blob read back is the client's.
+    /// The most a `clientExtensionResults` may weigh, counted as its keys' and strings' UTF-8 bytes
+    /// plus one per value: the known outputs take well under 200. A large blob read back
+    /// (`largeBlob.blob`) is not counted: it is the client's, and ignored.
     public static let maxBytes = 4096
     /// The deepest nesting below `clientExtensionResults` (`largeBlob.blob` is depth 2).
     public static let maxDepth = 4
@@ -32,8 +33,15 @@ public struct ClientExtensionOutputs: Sendable, Hashable {
         guard let results, !results.isEmpty else { return }
         var budget = Self.maxBytes
         for (key, value) in results {
-            budget -= key.utf8.count + 1
-            try Self.measure(value, depth: 1, budget: &budget)
+            budget -= key.utf8.count
+            // `largeBlob.blob` (a read, up to the authenticator's capacity) is the application's
+            // data: not counted, and never kept (the body's own limit bounds it).
+            if key == "largeBlob", case .object(var members) = value {
+                members["blob"] = nil
+                try Self.measure(.object(members), depth: 1, budget: &budget)
+            } else {
+                try Self.measure(value, depth: 1, budget: &budget)
+            }
         }
         if let value = results["credProps"] {
             let props = try Self.object(value, "credProps")
