@@ -39,13 +39,22 @@ public struct PRFRequest: Sendable, Hashable {
     }
 }
 
-/// What PRF gave a sign-up or sign-in that asked for it.
+/// What PRF gave a sign-up or sign-in that asked for it. `passkeyd.js` answers the same
+/// outcomes as `{key}` or `{key: null, reason}`: `unsupported`, `not-evaluated`, `invalid-output`.
 public enum PRFResult: Sendable {
     /// The app's key, derived from the passkey's PRF output (``PRFRequest/deriveKey(fromPRFOutput:)``).
     case key(SymmetricKey)
     /// This passkey, its provider or this OS gives no PRF output: the app falls back (a recovery
     /// key the person keeps, a password, data that is not end-to-end encrypted).
     case unsupported
+    /// Sign-up or added passkey only: the new passkey reported PRF support without an output, and
+    /// the one sign-in the client runs to get the key failed with this error (the person closed
+    /// the sheet: ``PasskeyClientError/cancelled``). The account or passkey exists and the
+    /// sign-up's session is kept: a later ``PasskeyClient/signIn(username:prf:)`` gives the key.
+    case notEvaluated(PasskeyClientError)
+    /// The passkey gave a PRF output that is not 32 bytes (WebAuthn's PRF outputs always are):
+    /// no key is derived from it. Treat it as ``unsupported``.
+    case invalidOutput
 
     /// The key, when there is one.
     public var key: SymmetricKey? {

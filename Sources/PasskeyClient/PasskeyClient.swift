@@ -61,7 +61,10 @@ public actor PasskeyClient {
     /// Creates an account with a new passkey and signs in (WebAuthn registration).
     ///
     /// With `prf`, the server asks the passkey for PRF (with the salt it keeps for it), and
-    /// ``SignInResult/prf`` holds the app's key, or says the passkey gives none.
+    /// ``SignInResult/prf`` holds the app's key, or says why there is none. A passkey that
+    /// reports PRF support without an output gets one more sign-in (a second sheet) for its key:
+    /// that sign-in's session is the one kept and described by the result. If it fails, the
+    /// account still exists and stays signed in: ``PRFResult/notEvaluated(_:)`` carries the error.
     public func signUp(username: String, displayName: String? = nil, prf: PRFRequest? = nil) async throws -> SignInResult {
         let body = OptionsBody(username: username, displayName: displayName, prf: prf)
         let previous = try await stored()?.sessionToken
@@ -73,7 +76,16 @@ public actor PasskeyClient {
         result.passkeyID = Base64URL.encode(registration.credentialID)
         // The new account's session replaces the one this app had: end that one on the server.
         if let previous { _ = try? await send("DELETE", "session", body: [String: String]?.none, auth: .token(previous)) }
-        if let prf { result.prf = try await prfResult(of: registration, for: prf, username: answer.user.username) }
+        if let prf {
+            let (outcome, followUp) = await prfAfterCreation(registration, for: prf, username: answer.user.username)
+            result.prf = outcome
+            if let followUp {
+                // That sign-in made a new session and the server ended the sign-up's (a sign-in
+                // retires the session it replaces): describe the live one, the one kept.
+                result.sessionExpiresAt = followUp.sessionExpiresAt
+                result.accessToken = followUp.accessToken
+            }
+        }
         return result
     }
 
@@ -150,7 +162,10 @@ public actor PasskeyClient {
     }
 
     /// Adds a passkey with PRF to the signed-in account: its key comes from its own salt, so it
-    /// differs from the other passkeys' keys (wrap the app's data key once per passkey).
+    /// differs from the other passkeys' keys (wrap the app's data key once per passkey). A passkey
+    /// that reports PRF support without an output gets one sign-in for its key, whose session
+    /// replaces the current one; if that sign-in fails, the passkey is still added and
+    /// ``AddedPasskey/prf`` is ``PRFResult/notEvaluated(_:)``.
     public func addPasskey(name: String? = nil, prf: PRFRequest) async throws -> AddedPasskey {
         try await addPasskey(name: name, prfRequest: prf)
     }
@@ -164,7 +179,7 @@ public actor PasskeyClient {
             guard let passkey = answer.passkey else { throw PasskeyClientError.invalidResponse("register/verify: no passkey") }
             guard let prf else { return AddedPasskey(passkey: passkey, prf: .unsupported) }
             return AddedPasskey(
-                passkey: passkey, prf: try await self.prfResult(of: registration, for: prf, username: answer.user.username))
+                passkey: passkey, prf: await self.prfAfterCreation(registration, for: prf, username: answer.user.username).prf)
         }
     }
 
@@ -307,17 +322,29 @@ public actor PasskeyClient {
     /// The app's key from the PRF outputs of a ceremony that asked for PRF.
     static func prfResult(_ outputs: PRFOutputs?, for request: PRFRequest) -> PRFResult {
         guard let first = outputs?.first else { return .unsupported }
+        // WebAuthn L3 §10.1.4: a PRF output is 32 bytes (`passkeyd.js` answers `invalid-output` too).
+        guard first.count == 32 else { return .invalidOutput }
         return .key(request.deriveKey(fromPRFOutput: first))
     }
 
     /// What PRF gave a registration. A passkey that reports `prf.enabled` without an output (its
     /// platform evaluates PRF only when signing in) gets one sign-in with that passkey alone, as
-    /// `passkeyd.js` does, so the app has its key either way.
-    private func prfResult(of registration: RegistrationResult, for request: PRFRequest, username: String) async throws -> PRFResult {
-        if registration.prf?.first != nil || registration.prf?.enabled != true { return Self.prfResult(registration.prf, for: request) }
-        let signedIn = try await passkeySignIn(
-            username: username, presentation: .modal, prf: request, credentialID: registration.credentialID)
-        return signedIn.prf ?? .unsupported
+    /// `passkeyd.js` does, so the app has its key either way; `signedIn` is that sign-in, whose
+    /// session is now the kept one. The account or passkey exists already, so a failed sign-in
+    /// is not thrown: it is ``PRFResult/notEvaluated(_:)``, and the earlier session stays.
+    private func prfAfterCreation(_ registration: RegistrationResult, for request: PRFRequest, username: String) async
+        -> (prf: PRFResult, signedIn: SignInResult?)
+    {
+        if registration.prf?.first != nil || registration.prf?.enabled != true {
+            return (Self.prfResult(registration.prf, for: request), nil)
+        }
+        do {
+            let signedIn = try await passkeySignIn(
+                username: username, presentation: .modal, prf: request, credentialID: registration.credentialID)
+            return (signedIn.prf ?? .unsupported, signedIn)
+        } catch {
+            return (.notEvaluated(Self.clientError(error)), nil)
+        }
     }
 
     /// Runs `body`; when the server asks for a fresh sign-in first (`reauthentication_required`),

@@ -102,6 +102,19 @@ struct PasskeyClientPRFTests {
         }
     }
 
+    /// WebAuthn L3 §10.1.4: a PRF output is 32 bytes. Anything else gives no key, as
+    /// `passkeyd.js` answers `invalid-output`.
+    @Test(arguments: [0, 1, 16, 31, 33, 64])
+    func anOutputThatIsNot32BytesGivesNoKey(_ length: Int) throws {
+        let notes = try PRFRequest(context: "notes")
+        let result = PasskeyClient.prfResult(PRFOutputs(enabled: true, first: Data(repeating: 7, count: length)), for: notes)
+        guard case .invalidOutput = result else {
+            Issue.record("a \(length)-byte output: \(result)")
+            return
+        }
+        #expect(result.key == nil)
+    }
+
     // MARK: Against passkeyd serve
 
     @Test func aPasskeysKeyIsStableAndItsOwnAndChangesWithItsSalt() async throws {
@@ -208,5 +221,127 @@ struct PasskeyClientPRFTests {
             Issue.record("sign-in without PRF support: \(String(describing: signedIn.prf))")
             return
         }
+    }
+
+    // MARK: The follow-up sign-in after creation, and outputs of the wrong size
+
+    @Test func aFailedFollowUpSignInLeavesTheAccountAndPasskeyAndSaysWhy() async throws {
+        let fixture = try await PasskeyClientTests.Fixture()
+        defer { fixture.stop() }
+        var later = SoftwareAuthenticator()
+        later.evaluatesPRFAtCreation = false
+        let notes = try PRFRequest(context: "notes")
+        let sessions = MemorySessionStore()
+        let phone = SoftwarePasskeyProvider(origin: fixture.server.origin, authenticator: later)
+        let client = PasskeyClient(server: fixture.url, authenticator: ClosesEverySignInSheet(inner: phone), sessions: sessions)
+
+        // Creation reports prf.enabled without an output; the person closes the second sheet.
+        let signedUp = try await client.signUp(username: "ada", prf: notes)
+        guard case .notEvaluated(let error)? = signedUp.prf else {
+            Issue.record("sign-up whose follow-up sign-in was cancelled: \(String(describing: signedUp.prf))")
+            return
+        }
+        #expect(error == .cancelled)
+        #expect(signedUp.prf?.key == nil)
+        #expect(signedUp.user.username == "ada" && signedUp.passkey?.prf == true && signedUp.passkeyID == signedUp.passkey?.id)
+        // The sign-up's session is the one kept, and it is live.
+        let kept = try #require(try await sessions.load(server: fixture.url.absoluteString))
+        #expect(kept.accessToken == signedUp.accessToken?.token && kept.expiresAt == signedUp.sessionExpiresAt)
+        #expect(try await client.session()?.user.username == "ada")
+
+        // The same for an added passkey: it is on the account, its key still to come.
+        let laptop = SoftwarePasskeyProvider(origin: fixture.server.origin, authenticator: later)
+        let laptopClient = PasskeyClient(server: fixture.url, authenticator: ClosesEverySignInSheet(inner: laptop), sessions: sessions)
+        let added = try await laptopClient.addPasskey(name: "Laptop", prf: notes)
+        guard case .notEvaluated(.cancelled) = added.prf else {
+            Issue.record("added passkey whose follow-up sign-in was cancelled: \(added.prf)")
+            return
+        }
+        #expect(added.passkey.name == "Laptop" && added.passkey.prf == true)
+        #expect(
+            try await laptopClient.passkeys().map(\.id).sorted() == [signedUp.passkey?.id, added.passkey.id].compactMap { $0 }.sorted())
+
+        // A later PRF sign-in in which the person goes on gives the passkey's key.
+        let signedIn = try await fixture.client(phone, sessions: sessions).signIn(username: "ada", prf: notes)
+        #expect(signedIn.prf?.key != nil && signedIn.passkeyID == signedUp.passkey?.id)
+    }
+
+    @Test func afterTheFollowUpSignInTheResultDescribesTheLiveSession() async throws {
+        let fixture = try await PasskeyClientTests.Fixture()
+        defer { fixture.stop() }
+        var later = SoftwareAuthenticator()
+        later.evaluatesPRFAtCreation = false
+        let sessions = MemorySessionStore()
+        let client = fixture.client(SoftwarePasskeyProvider(origin: fixture.server.origin, authenticator: later), sessions: sessions)
+
+        let signedUp = try await client.signUp(username: "ada", prf: try PRFRequest(context: "notes"))
+        #expect(signedUp.prf?.key != nil && signedUp.method == .signUp)
+        // The follow-up sign-in replaced the sign-up's session on the server: one session is
+        // left, the kept one, and the result's access token and expiry are that session's.
+        let live = try await client.deviceSessions()
+        #expect(live.count == 1 && live.first?.current == true && live.first?.method == "passkey")
+        let kept = try #require(try await sessions.load(server: fixture.url.absoluteString))
+        #expect(signedUp.accessToken?.token == kept.accessToken)
+        #expect(signedUp.sessionExpiresAt == kept.expiresAt)
+        let token = try #require(signedUp.accessToken?.token)
+        #expect(try Self.claim("sid", of: token) == live.first?.id)
+    }
+
+    @Test func aPRFOutputOfAnotherSizeFromThePasskeyGivesNoKey() async throws {
+        let fixture = try await PasskeyClientTests.Fixture()
+        defer { fixture.stop() }
+        let notes = try PRFRequest(context: "notes")
+        let client = PasskeyClient(
+            server: fixture.url, authenticator: ResizesPRFOutputs(inner: fixture.provider(), length: 16), sessions: MemorySessionStore())
+        let signedUp = try await client.signUp(username: "ada", prf: notes)
+        guard case .invalidOutput? = signedUp.prf else {
+            Issue.record("sign-up with a 16-byte output: \(String(describing: signedUp.prf))")
+            return
+        }
+        let signedIn = try await client.signIn(username: "ada", prf: notes)
+        guard case .invalidOutput? = signedIn.prf else {
+            Issue.record("sign-in with a 16-byte output: \(String(describing: signedIn.prf))")
+            return
+        }
+        #expect(signedIn.user.username == "ada")
+    }
+
+    /// A string claim of a JWT's payload (not verified: the test only reads which session it names).
+    static func claim(_ name: String, of token: String) throws -> String? {
+        let parts = token.split(separator: ".")
+        let payload = try #require(parts.count == 3 ? Base64URL.decode(String(parts[1])) : nil)
+        let object = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+        return object[name] as? String
+    }
+}
+
+/// Makes passkeys with `inner`; every sign-in sheet is closed by the person (`.cancelled`).
+private struct ClosesEverySignInSheet: PasskeyAuthenticator {
+    let inner: SoftwarePasskeyProvider
+    func register(_ request: RegistrationRequest) async throws -> RegistrationResult { try await inner.register(request) }
+    func authenticate(_ request: AssertionRequest) async throws -> AssertionResult { throw PasskeyAuthenticatorError.cancelled }
+}
+
+/// `inner`, with every PRF output cut or zero-padded to `length` bytes: a faulty platform.
+private struct ResizesPRFOutputs: PasskeyAuthenticator {
+    let inner: SoftwarePasskeyProvider
+    let length: Int
+
+    func resized(_ outputs: PRFOutputs?) -> PRFOutputs? {
+        guard var outputs, let first = outputs.first else { return outputs }
+        outputs.first = Data((Array(first) + [UInt8](repeating: 0, count: max(0, length - first.count))).prefix(length))
+        return outputs
+    }
+
+    func register(_ request: RegistrationRequest) async throws -> RegistrationResult {
+        var result = try await inner.register(request)
+        result.prf = resized(result.prf)
+        return result
+    }
+
+    func authenticate(_ request: AssertionRequest) async throws -> AssertionResult {
+        var result = try await inner.authenticate(request)
+        result.prf = resized(result.prf)
+        return result
     }
 }
