@@ -21,6 +21,8 @@ export const FALLBACK_MESSAGES = Object.freeze({
   'error.unsupported': 'This device or browser cannot use passkeys here.',
   'error.invalid_response': "The server's answer could not be read.",
   'error.unknown': 'Something went wrong. Try again.',
+  'error.decryption_failed': "The data could not be decrypted: another passkey's key, other additional data, or it was changed.",
+  'error.not_text': 'The data was decrypted, but it is not text (not UTF-8): open it as bytes.',
 });
 
 /** Server codes the client reports under a code of its own. */
@@ -36,8 +38,10 @@ const CLIENT_CODES = { credential_not_found: 'passkey_removed' };
  *   the client's: `cancelled` (the person dismissed the passkey sheet, or another sign-in took
  *   over), `timeout` (the browser gave up waiting: timed out, or no passkey on this device),
  *   `credential_already_registered` (this device already holds a passkey of the account),
- *   `network`, `unsupported`, `invalid_response`, `unknown`.
- * - `message`: a sentence for the person in the client's language.
+ *   `network`, `unsupported`, `invalid_response`, `unknown`; from the module's encryption
+ *   functions, `decryption_failed` and `not_text`.
+ * - `message`: a sentence for the person in the client's language (the module's functions,
+ *   which know no client, use the page's languages: see moduleError).
  * - `status`: the HTTP status (0 when the server did not answer).
  * - `retryAfter`: seconds to wait (429 and 503), else null.
  * - `serverMessage`: the server's own (English) message, for logs.
@@ -268,7 +272,7 @@ function checkContext(context) {
 export async function deriveKey(prfOutput, context, { extractable = false } = {}) {
   checkContext(context);
   const webCrypto = subtle();
-  if (!webCrypto) throw new PasskeydError('unsupported', 'Web Crypto is not available here (it needs a secure context).');
+  if (!webCrypto) throw await moduleError('unsupported');
   const material = await webCrypto.importKey('raw', bytesOf(prfOutput), 'HKDF', false, ['deriveKey']);
   return webCrypto.deriveKey(
     { name: 'HKDF', hash: 'SHA-256', salt: utf8.encode(PRF_KEY_SALT), info: utf8.encode(context) },
@@ -292,14 +296,12 @@ const sealed = (nonce, body) => {
   out.set(new Uint8Array(body), NONCE_BYTES);
   return toBase64url(out);
 };
-const opened = (box) => {
+const opened = async (box) => {
   let bytes;
   try { bytes = typeof box === 'string' ? new Uint8Array(fromBase64url(box)) : bytesOf(box); } catch { bytes = new Uint8Array(0); }
-  if (bytes.length < NONCE_BYTES + TAG_BYTES) throw decryptionFailed();
+  if (bytes.length < NONCE_BYTES + TAG_BYTES) throw await moduleError('decryption_failed');
   return { nonce: bytes.subarray(0, NONCE_BYTES), body: bytes.subarray(NONCE_BYTES) };
 };
-const decryptionFailed = (cause) => new PasskeydError('decryption_failed',
-  'The data could not be decrypted: another key, other additional data, or it was changed.', cause === undefined ? {} : { cause });
 
 /**
  * Encrypts with AES-256-GCM: a fresh random 12-byte nonce, then the ciphertext and its 16-byte
@@ -321,14 +323,21 @@ export async function encrypt(key, data, { additionalData } = {}) {
  * @param {CryptoKey} key
  * @param {string|ArrayBuffer|ArrayBufferView} box base64url text or the bytes
  * @param {{additionalData?: string|ArrayBuffer|ArrayBufferView, text?: boolean}} [options]
- *   `text: true`: resolve with the UTF-8 string
+ *   `text: true`: resolve with the UTF-8 string. GCM opened the box, so the bytes are the
+ *   ones encrypted: bytes that are not UTF-8 were not text (the app encrypted binary data),
+ *   and that rejects with PasskeydError `not_text` (decrypt without `text` to get them).
  * @returns {Promise<Uint8Array|string>}
  */
 export async function decrypt(key, box, { additionalData, text = false } = {}) {
-  const { nonce, body } = opened(box);
+  const { nonce, body } = await opened(box);
   let plain;
-  try { plain = new Uint8Array(await crypto.subtle.decrypt(gcm(nonce, additionalData), key, body)); } catch (error) { throw decryptionFailed(error); }
-  return text ? new TextDecoder('utf-8', { fatal: true }).decode(plain) : plain;
+  try {
+    plain = new Uint8Array(await crypto.subtle.decrypt(gcm(nonce, additionalData), key, body));
+  } catch (error) {
+    throw await moduleError('decryption_failed', error);
+  }
+  if (!text) return plain;
+  try { return new TextDecoder('utf-8', { fatal: true }).decode(plain); } catch (error) { throw await moduleError('not_text', error); }
 }
 
 /**
@@ -347,11 +356,11 @@ export async function wrapKey(key, dataKey, { additionalData } = {}) {
  * @returns {Promise<CryptoKey>}
  */
 export async function unwrapKey(key, wrapped, { additionalData, extractable = false } = {}) {
-  const { nonce, body } = opened(wrapped);
+  const { nonce, body } = await opened(wrapped);
   try {
     return await crypto.subtle.unwrapKey('raw', body, key, gcm(nonce, additionalData), { name: 'AES-GCM' }, extractable, ['encrypt', 'decrypt']);
   } catch (error) {
-    throw decryptionFailed(error);
+    throw await moduleError('decryption_failed', error);
   }
 }
 
@@ -404,6 +413,46 @@ export function pickLanguage(preferred) {
     if (LANGUAGES.includes(primary)) return primary;
   }
   return 'en';
+}
+
+/**
+ * The messages in `language`: `i18n/<language>.json` under `base`, over `i18n/en.json`, over
+ * FALLBACK_MESSAGES. Never rejects (a catalogue that cannot be fetched is left out).
+ */
+async function loadMessages(base, language) {
+  const load = async (name) => {
+    const url = new URL(`i18n/${name}.json`, base);
+    const init = { credentials: 'omit' };
+    if (typeof AbortSignal.timeout === 'function') init.signal = AbortSignal.timeout(5000);
+    const response = await fetch(url, init);
+    if (!response.ok) throw new Error(`${url}: ${response.status}`);
+    const json = await response.json();
+    return json && typeof json === 'object' ? json : {};
+  };
+  const [english, local] = await Promise.allSettled([load('en'), language === 'en' ? {} : load(language)]);
+  return {
+    ...FALLBACK_MESSAGES,
+    ...(english.status === 'fulfilled' ? english.value : {}),
+    ...(local.status === 'fulfilled' ? local.value : {}),
+  };
+}
+
+let moduleMessages = null; // the page's catalogue (a promise), from the first error that needed it
+
+/**
+ * A PasskeydError of the module's own functions (deriveKey, decrypt, unwrapKey), which know no
+ * client. Its message is in the page's languages (`navigator.languages`, as for a client made
+ * without `lang`), from the catalogue next to this module, fetched once, when first needed; the
+ * built-in English when it cannot be. A client in another language says the same with
+ * `client.message('error.' + error.code)`.
+ */
+async function moduleError(code, cause) {
+  if (!moduleMessages) {
+    const preferred = typeof navigator !== 'undefined' ? navigator.languages ?? [navigator.language] : [];
+    moduleMessages = loadMessages(new URL('.', import.meta.url).href, pickLanguage(preferred));
+  }
+  const messages = await moduleMessages;
+  return new PasskeydError(code, messages['error.' + code] ?? messages['error.unknown'], cause === undefined ? {} : { cause });
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -490,21 +539,7 @@ export class Passkeyd {
   // MARK: Messages
 
   async #loadMessages() {
-    const load = async (language) => {
-      const url = new URL(`i18n/${language}.json`, this.#base);
-      const init = { credentials: 'omit' };
-      if (typeof AbortSignal.timeout === 'function') init.signal = AbortSignal.timeout(5000);
-      const response = await fetch(url, init);
-      if (!response.ok) throw new Error(`${url}: ${response.status}`);
-      const json = await response.json();
-      return json && typeof json === 'object' ? json : {};
-    };
-    const [english, local] = await Promise.allSettled([load('en'), this.language === 'en' ? {} : load(this.language)]);
-    this.#messages = {
-      ...FALLBACK_MESSAGES,
-      ...(english.status === 'fulfilled' ? english.value : {}),
-      ...(local.status === 'fulfilled' ? local.value : {}),
-    };
+    this.#messages = await loadMessages(this.#base, this.language);
   }
 
   /**
@@ -703,7 +738,7 @@ export class Passkeyd {
     if (outcome.reason !== 'not-evaluated' || !answer.user || !answer.passkey) return { outcome, session: {} };
     try {
       const signedIn = await this.#signInForExtension({ username: answer.user.username, credentialId: answer.passkey.id, extensions: { prf: true } });
-      const second = await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.passkey);
+      const second = await prfOutcome(signedIn.credential, context, signedIn.requested.prf, answer.passkey);
       const { token, expiresAt, accessToken, accessTokenExpiresAt } = signedIn.answer;
       return { outcome: second, session: compact({ token, expiresAt, accessToken, accessTokenExpiresAt }) };
     } catch (error) {
@@ -734,7 +769,8 @@ export class Passkeyd {
    * (`true`: "default"), or `{key: null, reason}`. `credentialId` offers only that passkey of
    * the account.
    * @param {{username?: string, hints?: string[], prf?: boolean|{context: string}, credentialId?: string}} [details]
-   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string, passkey?: object, prf?: object}>}
+   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string, prf?: object}>}
+   *   (the server's sign-in answer does not name the passkey: `prf.passkeyId` does)
    */
   async signIn({ username, hints, prf, credentialId } = {}) {
     const context = prfContext(prf);
@@ -746,7 +782,7 @@ export class Passkeyd {
       return this.#modal(true, async () => {
         const signedIn = await this.#signInForExtension({ username, credentialId, hints, extensions: context ? { prf: true } : undefined });
         if (!context) return signedIn.answer;
-        return { ...signedIn.answer, prf: await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.passkey) };
+        return { ...signedIn.answer, prf: await prfOutcome(signedIn.credential, context, signedIn.requested.prf) };
       });
     }
     return this.#modal(true, async () => {
@@ -857,7 +893,7 @@ export class Passkeyd {
    * Reads the data stored on a passkey (largeBlob) in a sign-in ceremony with it, which also
    * signs in. `credentialId` names the passkey (needed when the account has several).
    * @param {{username: string, credentialId?: string}} details
-   * @returns {Promise<{verified: true, user: object, token: string, passkey?: object, blob: Uint8Array|null}>}
+   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string, blob: Uint8Array|null}>}
    *   `blob`: null when the passkey holds nothing for this site or cannot store data
    */
   async readLargeBlob({ username, credentialId } = {}) {
@@ -876,7 +912,7 @@ export class Passkeyd {
    * `large_blob_too_large`). Put nothing secret there unencrypted: anyone holding the
    * authenticator and passing its user verification can read it.
    * @param {{username: string, credentialId: string, data: string|ArrayBuffer|ArrayBufferView}} details
-   * @returns {Promise<{verified: true, user: object, token: string, passkey?: object, written: boolean}>}
+   * @returns {Promise<{verified: true, user: object, token: string, expiresAt: string, accessToken: string, accessTokenExpiresAt: string, written: boolean}>}
    */
   async writeLargeBlob({ username, credentialId, data } = {}) {
     const bytes = bytesOf(data);
@@ -972,6 +1008,18 @@ export class Passkeyd {
     await this.#request('DELETE', '/api/auth/passkeys/' + encodeURIComponent(id));
     // The list as the server has it now (never a cached one minus this id).
     try { await this.passkeys(); } catch { /* the signal only */ }
+  }
+
+  /**
+   * Gives one of the account's passkeys a new PRF salt (`POST /api/auth/passkeys/{id}/prf-salt`;
+   * needs a recent sign-in, see `onReauthenticate`): its next `prf` sign-in gives a different
+   * key. Re-wrap what the old key protected first, while that key is at hand (docs/extensions.md).
+   * Rejects with `passkey_not_found` for a passkey that is not the account's.
+   * @param {string} id the passkey's id (a `prf` answer's `passkeyId`)
+   * @returns {Promise<object>} the passkey
+   */
+  async rotatePRFSalt(id) {
+    return this.#request('POST', '/api/auth/passkeys/' + encodeURIComponent(id) + '/prf-salt', {});
   }
 
   /** Signs out (ends the session; clears the cookie or forgets the token). */

@@ -292,10 +292,11 @@ def test_a_rotated_salt_gives_the_passkey_a_new_key(page):
     driver, _, _ = page
     up = run(driver, SIGN_UP, "salt-jo")
     assert up["prf"]["hasKey"], up
-    rotated = run(driver, """const response = await fetch('/api/auth/passkeys/' + args[0] + '/prf-salt',
-        { method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' }, body: '{}' });
-        return { status: response.status, json: await response.json() };""", up["passkeyId"])
-    assert rotated["status"] == 200 and rotated["json"]["id"] == up["passkeyId"], rotated
+    # client.rotatePRFSalt (POST /api/auth/passkeys/{id}/prf-salt) answers the passkey.
+    rotated = run(driver, "return await window.client.rotatePRFSalt(args[0]);", up["passkeyId"])
+    assert rotated.get("id") == up["passkeyId"] and rotated.get("prf") is True, rotated
+    unknown = run(driver, "return await window.client.rotatePRFSalt('AAAA');")
+    assert (unknown.get("status"), unknown.get("code")) == (404, "passkey_not_found"), unknown
     run(driver, "await window.client.signOut(); return true;")
     run(driver, SIGN_IN, "salt-jo", None, "rotated")
     assert run(driver, """const box = await m.encrypt(window.t.up.prf.key, 'old key');
@@ -305,6 +306,42 @@ def test_a_rotated_salt_gives_the_passkey_a_new_key(page):
     run(driver, SIGN_IN, "salt-jo", None, "again")
     assert run(driver, """const box = await m.encrypt(window.t.rotated.prf.key, 'new key');
         return await m.decrypt(window.t.again.prf.key, box, { text: true });""") == "new key"
+
+
+def test_decrypting_binary_data_as_text_is_refused_with_not_text(page):
+    """GCM opened the box, so the bytes are the ones encrypted: bytes that are not UTF-8 were
+    never text. `text: true` on them rejects with PasskeydError not_text; without it, the bytes."""
+    driver, _, _ = page
+    result = run(driver, """
+        const key = await m.deriveKey(new Uint8Array(32).fill(9), 'notes');
+        const box = await m.encrypt(key, new Uint8Array([0xff, 0xfe, 0x00, 0x80]));
+        const bytes = Array.from(await m.decrypt(key, box));
+        const asText = await m.decrypt(key, box, { text: true }).then((text) => ({ text }),
+          (e) => ({ name: e.name, code: e.code, message: e.message, typed: e instanceof m.PasskeydError }));
+        const text = await m.decrypt(key, await m.encrypt(key, 'déjà vu'), { text: true });
+        return { bytes, asText, text };""")
+    assert result["bytes"] == [0xFF, 0xFE, 0x00, 0x80]
+    refused = result["asText"]
+    assert (refused.get("name"), refused.get("code"), refused.get("typed")) == ("PasskeydError", "not_text", True), refused
+    assert refused["message"] and not refused["message"].startswith("error."), refused
+    assert result["text"] == "déjà vu"
+
+
+def test_the_module_functions_errors_are_in_the_pages_language(page):
+    """decrypt and unwrapKey know no client: their PasskeydError speaks the page's languages
+    (navigator.languages), from the catalogue next to passkeyd.js."""
+    driver, _, _ = page
+    french = json.loads((ROOT / "Public" / "i18n" / "fr.json").read_text(encoding="utf-8"))
+    result = run(driver, """
+        Object.defineProperty(navigator, 'languages', { get: () => ['fr-CA', 'en'], configurable: true });
+        const key = await m.deriveKey(new Uint8Array(32).fill(9), 'notes');
+        const other = await m.deriveKey(new Uint8Array(32).fill(8), 'notes', { extractable: true });
+        const failed = (e) => ({ code: e.code, message: e.message });
+        return {
+          decrypt: await m.decrypt(other, await m.encrypt(key, 'secret')).then(() => 'opened', failed),
+          unwrap: await m.unwrapKey(key, await m.wrapKey(other, other)).then(() => 'unwrapped', failed) };""")
+    expected = {"code": "decryption_failed", "message": french["error.decryption_failed"]}
+    assert result == {"decrypt": expected, "unwrap": expected}
 
 
 def test_large_blob_write_then_read_and_the_cap(page):
