@@ -16,7 +16,8 @@ LANGUAGES = ("en", "fr")
 CATALOGUES = {language: json.loads((PUBLIC / "i18n" / f"{language}.json").read_text(encoding="utf-8")) for language in LANGUAGES}
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 # Codes the client makes itself (docs/web.md); the Swift client's catalogue uses the same keys.
-CLIENT_CODES = {"cancelled", "timeout", "no_passkey_on_device", "passkey_removed", "network", "unsupported", "invalid_response", "unknown", "authenticator_failed"}
+CLIENT_CODES = {"cancelled", "timeout", "no_passkey_on_device", "passkey_removed", "network", "unsupported", "invalid_response", "unknown", "authenticator_failed",
+                "decryption_failed", "invalid_argument", "not_text"}
 
 
 @pytest.mark.parametrize("language", [language for language in LANGUAGES if language != "en"])
