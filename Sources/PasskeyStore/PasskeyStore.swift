@@ -83,7 +83,9 @@ public protocol PasskeyStore: Sendable {
     func challenge(_ challenge: [UInt8]) async throws -> ChallengeRecord?
     /// A sign-in's two reads in one: the ceremony for this challenge (as ``challenge(_:)``) and
     /// the passkey with its account (as ``passkeyAndAccount(credentialID:)``), each nil when
-    /// absent. One statement, so PostgreSQL answers in one round trip instead of two.
+    /// absent. One statement, so PostgreSQL answers in one round trip instead of two. The
+    /// passkey comes without what a sign-in does not use: its ``Passkey/extensions`` and
+    /// ``Passkey/prfSalt`` read as unknown (``passkey(credentialID:)`` has them).
     func challengeAndPasskey(_ challenge: [UInt8], credentialID: [UInt8]) async throws -> (ChallengeRecord?, (Passkey, Account)?)
     /// How many ceremonies are open (for flood limits and metrics).
     func openChallengeCount(now: Date) async throws -> Int

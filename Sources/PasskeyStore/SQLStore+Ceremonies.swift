@@ -43,7 +43,7 @@ extension SQLStore {
                 .prepared(
                     as: ChallengeAndPasskey.self,
                     """
-                    SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedPasskeyColumns), \(sql: Self.joinedAccountColumns)
+                    SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedSignInPasskeyColumns), \(sql: Self.joinedAccountColumns)
                     FROM (SELECT 1 AS one) AS one
                     LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
                     LEFT JOIN passkeys p ON p.credential_id = \(credentialID)

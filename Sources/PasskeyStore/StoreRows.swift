@@ -117,6 +117,8 @@ extension Passkey {
         "user_verified", "attestation_format", "attestation_trusted", "name", "created_at", "last_used_at", "counter_anomalies",
         "discoverable", "prf_enabled", "cred_protect", "large_blob", "min_pin_length", "prf_salt",
     ]
+    /// The columns of what registration learned from the extensions, and the PRF salt.
+    static let extensionColumns: Set<String> = ["discoverable", "prf_enabled", "cred_protect", "large_blob", "min_pin_length", "prf_salt"]
 
     init(row: some StoreRow) throws {
         self.init(

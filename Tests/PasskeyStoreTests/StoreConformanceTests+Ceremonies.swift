@@ -43,8 +43,14 @@ extension StoreConformanceTests {
     func aChallengeAndAPasskeyAreReadTogether(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
         let ada = Self.account("ada")
-        let key = Self.passkey(for: ada, signCount: 41)
+        var key = Self.passkey(for: ada, signCount: 41)
+        key.extensions = PasskeyExtensions(discoverable: true, prfEnabled: true, credProtect: 2, largeBlob: false, minPinLength: 6)
+        key.prfSalt = Array(repeating: 5, count: 32)
         try await store.createAccount(ada, passkey: key, session: nil, audit: [])
+        // What a sign-in reads of it: everything but the extension facts and the PRF salt.
+        var signingKey = key
+        signingKey.extensions = PasskeyExtensions()
+        signingKey.prfSalt = nil
         let challenge = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let record = ChallengeRecord(
             challenge: challenge, ceremony: .authentication, accountID: ada.id, pendingUsername: "ada", pendingDisplayName: "Ada",
@@ -56,11 +62,12 @@ extension StoreConformanceTests {
 
         let both = try await store.challengeAndPasskey(challenge, credentialID: key.credentialID)
         #expect(both.0 == stored)
-        #expect(both.1?.0 == pair.0 && both.1?.1 == pair.1)
+        #expect(pair.0 == key)
+        #expect(both.1?.0 == signingKey && both.1?.1 == pair.1)
         let noPasskey = try await store.challengeAndPasskey(challenge, credentialID: [1, 2, 3])
         #expect(noPasskey.0 == stored && noPasskey.1 == nil)
         let noChallenge = try await store.challengeAndPasskey([7, 7, 7], credentialID: key.credentialID)
-        #expect(noChallenge.0 == nil && noChallenge.1?.0 == key)
+        #expect(noChallenge.0 == nil && noChallenge.1?.0 == signingKey)
         let neither = try await store.challengeAndPasskey([7, 7, 7], credentialID: [1, 2, 3])
         #expect(neither.0 == nil && neither.1 == nil)
         // A read: the ceremony is still there to be taken once.
