@@ -36,7 +36,8 @@ struct Register: AsyncParsableCommand {
         authenticator.keyType = type
         authenticator.aaguid = AAGUID("0a55c0de-7e57-4ab1-8c1f-000000000001") ?? authenticator.aaguid
         authenticator.transports = ["internal"]
-        let (registration, credential) = try authenticator.register(options: creation, origin: api.origin)
+        var (registration, credential) = try authenticator.register(options: creation, origin: api.origin)
+        registration.clientExtensionResults = Postable.results(registration.clientExtensionResults)
         let verify = try await api.call(
             .POST, "/api/auth/register/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: registration))), token: token)
 
@@ -77,7 +78,8 @@ struct SignIn: AsyncParsableCommand {
                 "no passkey for \(request.rpId)\(username.map { " and \($0)" } ?? "") in \(keychain.path); run `passkey register` first")
         }
         var credential = contents.passkeys[index].credential
-        let assertion = try SoftwareAuthenticator().authenticate(options: request, origin: api.origin, credential: &credential)
+        var assertion = try SoftwareAuthenticator().authenticate(options: request, origin: api.origin, credential: &credential)
+        assertion.clientExtensionResults = Postable.results(assertion.clientExtensionResults)
         let verify = try await api.call(
             .POST, "/api/auth/authenticate/verify", json: Array(try JSONEncoder().encode(Wrapped(credential: assertion))))
         contents.passkeys[index].credential = credential

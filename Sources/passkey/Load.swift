@@ -160,7 +160,8 @@ struct Load: AsyncParsableCommand {
         } catch {
             throw Failure("register/options: bad_options: not WebAuthn JSON")
         }
-        let (registration, credential) = try authenticator.register(options: creation, origin: origin)
+        var (registration, credential) = try authenticator.register(options: creation, origin: origin)
+        registration.clientExtensionResults = Postable.results(registration.clientExtensionResults)
         return (Array(try JSONEncoder().encode(Wrapped(credential: registration))), credential)
     }
 

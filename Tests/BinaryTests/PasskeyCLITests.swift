@@ -79,6 +79,33 @@ struct PasskeyCLITests {
         #expect(usage.status == 2)
     }
 
+    /// A server that asks every registration for PRF (`PASSKEYD_PRF`): the terminal passkey and the
+    /// load generator evaluate it at creation, as Chromium does, and post what an app posts (no
+    /// PRF output: the server would refuse it with `prf_output_posted`).
+    @Test func registerAndLoadAgainstAServerThatAsksForPRF() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-prf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try ServeBinaryTests.freePort()
+        let server = try ServeBinaryTests.Server(
+            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            environment: ["PASSKEYD_PRF": "true", "PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let common = ["--server", "http://localhost:\(port)", "--store", directory.appendingPathComponent("vault.json").path]
+        let register = try Self.passkey(["register", "--username", "ada"] + common)
+        #expect(register.status == 0, "\(register.stderr)")
+        let signIn = try Self.passkey(["sign-in", "--username", "ada"] + common)
+        #expect(signIn.status == 0, "\(signIn.stderr)")
+        let list = try Self.passkey(["list"] + common)
+        #expect(list.status == 0 && list.stdout.contains("has 1 passkey(s)"), "\(list.stdout) \(list.stderr)")
+        let load = try Self.passkey([
+            "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", "sign-up", "--json",
+        ])
+        #expect(load.status == 0, "\(load.stderr)")
+        #expect(load.stdout.contains(#""errors":{}"#), "\(load.stdout)")
+    }
+
     /// A real server for the load generator, its database in a folder of its own (removed when
     /// `body` returns), with `perIP` requests per rate-limit window for one client address.
     private static func withLoadServer(perIP: String, _ body: (_ port: Int) async throws -> Void) async throws {
