@@ -79,7 +79,7 @@ public struct RegistrationState: Codable, Sendable, Hashable {
     }
 }
 
-/// An authentication between ``RelyingParty/beginAuthentication(allowCredentials:userVerification:hints:challenge:profile:)``
+/// An authentication between ``RelyingParty/beginAuthentication(allowCredentials:userVerification:hints:challenge:profile:extensions:)``
 /// and ``RelyingParty/finishAuthentication(response:state:credential:)``: kept by the caller as an
 /// opaque `Codable` value, like ``RegistrationState``.
 public struct AuthenticationState: Codable, Sendable, Hashable {
