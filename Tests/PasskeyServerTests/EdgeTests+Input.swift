@@ -160,22 +160,8 @@ extension EdgeTests {
             let unknown = try await api.post("/api/auth/password/sign-in", ["username": "nobody", "password": "guess"])
             #expect(wrong.status == unknown.status && wrong.bytes == unknown.bytes)
 
-            // Timings within noise: medians of many samples taken in turn (so a busy moment hits
-            // every kind alike), a loose bound.
-            var samples: [String: [Duration]] = [:]
-            for round in 0..<45 {
-                for username in ["kay", "nobody", "pat"] {
-                    let start = ContinuousClock.now
-                    _ = try await api.post("/api/auth/authenticate/options", ["username": username])
-                    if round >= 5 { samples[username, default: []].append(ContinuousClock.now - start) }
-                }
-            }
-            func median(_ username: String) -> Duration {
-                samples[username, default: [.zero]].sorted()[samples[username, default: [.zero]].count / 2]
-            }
-            let (a, b, c) = (median("kay"), median("nobody"), median("pat"))
-            let slowest = max(a, b, c), fastest = min(a, b, c)
-            #expect(slowest < fastest * 4, "\(a) \(b) \(c)")
+            // Their timings: OptionsTimingTests, in the serial group (beside a hundred suites on
+            // two cores, what a timing sees is the machine's load).
         }
     }
 
