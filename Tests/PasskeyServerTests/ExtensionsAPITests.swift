@@ -149,6 +149,11 @@ import WebAuthnTesting
             #expect(after[ids[0]]?.count == 32)
             #expect(after[ids[1]] == offered[ids[1]])
             #expect(try await api.request(.post, "/api/auth/passkeys/\(ids[0])/prf-salt").status == .unauthorized)
+            // A cookie session from another origin (CSRF) changes nothing.
+            let forged = try await api.request(
+                .post, "/api/auth/passkeys/\(ids[0])/prf-salt", cookie: "passkeyd_session=\(fresh)", origin: "https://evil.example")
+            #expect(forged.status == .forbidden && forged.errorCode == "csrf_origin_mismatch")
+            #expect(try await saltsOffered()[ids[0]] == after[ids[0]])
             // Another account's passkey is not found, and its salt stays.
             var bobsAuthenticator = SoftwareAuthenticator()
             let bob = try await Self.signUp(api, "bob", extensions: ["prf": .bool(true)], authenticator: &bobsAuthenticator)
