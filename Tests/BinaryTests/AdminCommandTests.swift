@@ -189,27 +189,34 @@ struct AdminCommandTests {
     }
 
     @Test func perIPLimitsAnswer429WithRetryAfterOnARealSocket() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-limit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
-        let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("l.sqlite").path,
-            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
-        defer { server.stop() }
-        try await server.waitUntilReady()
-        // Windows are fixed (they start at multiples of 600 s): seven calls that straddled a
-        // start would be counted in two windows. Close to one, wait until it has passed.
-        let intoWindow = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 600)
-        if intoWindow > 590 { try await Task.sleep(for: .seconds(600 - intoWindow + 0.5)) }
-        var statuses: [Int] = []
-        for _ in 0..<7 { statuses.append(try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0) }
-        #expect(statuses == [200, 200, 200, 200, 200, 429, 429])
-        let (status, body, headers) = try await server.send("POST", "/api/auth/register/verify", json: Data("{}".utf8))
-        #expect(status == 429 && body["error"]?["code"] == .string("rate_limited"))
-        #expect(Int(headers["Retry-After"] ?? "").map { (1...600).contains($0) } == true)
-        // Pages, the session check and health are not limited.
-        #expect(try await server.call("GET", "/healthz").0 == 200)
-        #expect(try await server.call("GET", "/api/auth/session").0 == 401)
+        // Windows are fixed (they start at multiples of 600 s): seven calls that straddle a start
+        // are counted in two windows. On a busy machine the calls can take many seconds, so the
+        // window is read before and after them, and a run that straddled one starts again on a
+        // fresh database (its counters start at zero). Two straddles in a row would need the
+        // calls to take a whole window.
+        for attempt in 1...3 {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-limit-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let port = try ServeBinaryTests.freePort()
+            let server = try ServeBinaryTests.Server(
+                port: port, database: directory.appendingPathComponent("l.sqlite").path,
+                environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
+            defer { server.stop() }
+            try await server.waitUntilReady()
+            let window = { Int(Date().timeIntervalSince1970 / 600) }
+            let started = window()
+            var statuses: [Int] = []
+            for _ in 0..<7 { statuses.append(try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0) }
+            let (status, body, headers) = try await server.send("POST", "/api/auth/register/verify", json: Data("{}".utf8))
+            if window() != started && attempt < 3 { continue }
+            #expect(statuses == [200, 200, 200, 200, 200, 429, 429])
+            #expect(status == 429 && body["error"]?["code"] == .string("rate_limited"))
+            #expect(Int(headers["Retry-After"] ?? "").map { (1...600).contains($0) } == true)
+            // Pages, the session check and health are not limited.
+            #expect(try await server.call("GET", "/healthz").0 == 200)
+            #expect(try await server.call("GET", "/api/auth/session").0 == 401)
+            return
+        }
     }
 }

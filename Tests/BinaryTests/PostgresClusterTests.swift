@@ -181,18 +181,26 @@ struct PostgresClusterTests {
 
     @Test(.enabled(if: TestDatabase.postgresURL != nil || required))
     func rateLimitsAreSharedAcrossInstances() async throws {
-        let database = try await TestDatabase.makeURL(.postgres)
-        let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "6", "PASSKEYD_RATE_LIMIT_WINDOW": "600"]
-        let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
-        defer {
-            a.stop()
-            b.stop()
+        // Windows start at multiples of 600 s: calls that straddle a start are counted in two
+        // windows, so a run that did starts again on a fresh database (counters at zero).
+        for attempt in 1...3 {
+            let database = try await TestDatabase.makeURL(.postgres)
+            let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "6", "PASSKEYD_RATE_LIMIT_WINDOW": "600"]
+            let a = try await Self.server(database, limits), b = try await Self.server(database, limits)
+            defer {
+                a.stop()
+                b.stop()
+            }
+            let window = { Int(Date().timeIntervalSince1970 / 600) }
+            let started = window()
+            var statuses: [Int] = []
+            for n in 0..<8 {
+                statuses.append(try await (n % 2 == 0 ? a : b).call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0)
+            }
+            if window() != started && attempt < 3 { continue }
+            #expect(statuses == [200, 200, 200, 200, 200, 200, 429, 429])
+            return
         }
-        var statuses: [Int] = []
-        for n in 0..<8 {
-            statuses.append(try await (n % 2 == 0 ? a : b).call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8)).0)
-        }
-        #expect(statuses == [200, 200, 200, 200, 200, 200, 429, 429])
     }
 
     /// PostgreSQL stops under a running server: requests fail with 503 and a code, /readyz fails,
