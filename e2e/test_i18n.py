@@ -127,3 +127,45 @@ def test_the_lang_parameter_chooses_the_language(server, browser, query, languag
     visible(browser, "view-signin")
     wait(browser).until(lambda d: d.find_element(By.ID, "signin-title").text == title)
     assert browser.execute_script("return document.documentElement.lang") == language
+
+
+# The operator's console (Public/admin/): its own catalogues, over the account UI's error.* sentences.
+CONSOLE = PUBLIC / "admin"
+CONSOLE_CATALOGUES = {language: json.loads((CONSOLE / "i18n" / f"{language}.json").read_text(encoding="utf-8")) for language in LANGUAGES}
+# The contract's console codes (issue 36) and the reused ones an operator reads differently.
+CONSOLE_CODES = {"admin_required", "admin_role_required", "bootstrap_invalid", "confirmation_mismatch", "reason_required", "invalid_query",
+                 "reauthentication_required", "csrf_origin_mismatch", "last_passkey", "account_not_found", "passkey_not_found", "rate_limited",
+                 "invalid_webhook_url", "not_found"}
+
+
+@pytest.mark.parametrize("language", [language for language in LANGUAGES if language != "en"])
+def test_the_console_catalogues_have_the_same_keys_and_placeholders(language):
+    english, other = CONSOLE_CATALOGUES["en"], CONSOLE_CATALOGUES[language]
+    assert sorted(set(english) - set(other)) == [], f"missing in admin/i18n/{language}.json"
+    assert sorted(set(other) - set(english)) == [], f"in admin/i18n/{language}.json but not in admin/i18n/en.json"
+    for key, text in english.items():
+        assert set(PLACEHOLDER.findall(other[key])) == set(PLACEHOLDER.findall(text)), f"admin/i18n/{language}.json {key}: placeholders differ"
+        assert other[key].strip(), f"admin/i18n/{language}.json {key} is empty"
+
+
+def test_the_console_words_every_console_error_code():
+    keys = {key.removeprefix("error.") for key in CONSOLE_CATALOGUES["en"] if key.startswith("error.")}
+    assert sorted(CONSOLE_CODES - keys) == []
+    # Any other error.<code> of the console is one the API or the client knows.
+    openapi = json.loads((ROOT / "Sources" / "PasskeyServer" / "Resources" / "openapi.json").read_text(encoding="utf-8"))
+    codes = set(openapi["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"])
+    assert sorted(keys - codes - CLIENT_CODES - CONSOLE_CODES - {"credential_already_registered"}) == []
+
+
+def test_the_console_page_and_scripts_use_only_keys_its_catalogue_has():
+    english = CONSOLE_CATALOGUES["en"]
+    page = _Texts()
+    page.feed((CONSOLE / "index.html").read_text(encoding="utf-8"))
+    assert sorted(page.keys - set(english)) == [], "admin/index.html keys missing from admin/i18n/en.json"
+    assert page.stray == [], "text in admin/index.html that no data-i18n key covers"
+    for script in sorted(CONSOLE.rglob("*.js")):
+        for literal in set(re.findall(r"'([a-z_]+(?:\.[a-z_]+)+\.?)'", script.read_text(encoding="utf-8"))):
+            if literal.endswith("."):
+                assert any(key.startswith(literal) for key in english), f"{script.name}: {literal!r}"
+            else:
+                assert literal in english or literal + ".other" in english, f"{script.name} uses {literal!r}, which admin/i18n/en.json lacks"

@@ -104,6 +104,9 @@ function render(picture, { prefix, width, days, stacked, lines, kind }) {
   const top = Math.ceil(peak / step) * step;
   const y = (value) => MARGIN.top + plotHeight - (value / top) * plotHeight;
   const band = n ? plotWidth / n : plotWidth;
+  // Bars thinner than 4 px show neither their pattern nor their gaps: a long range at a narrow
+  // width is drawn as a stacked area instead.
+  if (kind === 'bars' && n > 1 && band < 4) kind = 'area';
   // Bars sit in bands; an area's points run edge to edge.
   const x = kind === 'area' && n > 1 ? (index) => MARGIN.left + (index * plotWidth) / (n - 1) : (index) => MARGIN.left + band * index + band / 2;
 

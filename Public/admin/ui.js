@@ -93,19 +93,24 @@ export function say(text, kind = 'info') {
 export const explain = (error) => (error && error.name === 'ConsoleError' ? error.message : t('error.unknown'));
 export const fail = (error) => { if (error && error.name !== 'ConsoleError') console.error(error); say(explain(error), 'error'); };
 
-/** Runs `work` with `control` (a button or form) busy; failures go to the message line. */
+/**
+ * Runs `work` with `control` (a button or form) busy: marked aria-disabled (not disabled, so it
+ * keeps the focus a dialog gives back), and a second click or submit meanwhile is ignored.
+ * Failures go to the message line.
+ */
 export async function busy(control, work) {
-  const controls = control instanceof HTMLFormElement ? [...control.elements] : [control];
-  for (const element of controls) element.disabled = true;
-  if (control) control.setAttribute('aria-busy', 'true');
+  if (control && control.dataset.busy) return undefined;
+  const marked = control instanceof HTMLFormElement ? [...control.querySelectorAll('button')] : control ? [control] : [];
+  if (control) { control.dataset.busy = 'true'; control.setAttribute('aria-busy', 'true'); }
+  for (const element of marked) element.setAttribute('aria-disabled', 'true');
   try {
     return await work();
   } catch (error) {
     fail(error);
     return undefined;
   } finally {
-    for (const element of controls) if (element.isConnected) element.disabled = false;
-    if (control) control.removeAttribute('aria-busy');
+    if (control) { delete control.dataset.busy; control.removeAttribute('aria-busy'); }
+    for (const element of marked) element.removeAttribute('aria-disabled');
   }
 }
 

@@ -18,6 +18,11 @@ function attestation(passkey) {
 
 function verdict(passkey) {
   const policy = passkey.policy || {};
+  const anomalies = passkey.counterAnomalies > 0 ? [' ', badge(t('passkey.counter_anomalies', { count: passkey.counterAnomalies }), 'bad')] : null;
+  return [verdictBadge(policy), anomalies];
+}
+
+function verdictBadge(policy) {
   if (policy.allowed === false) return [badge(t('passkey.refused'), 'bad'), policy.reason ? h('span', { class: 'reason' }, ' ' + policy.reason) : null];
   if (policy.allowed === true) return badge(t('passkey.allowed'), 'good');
   return '—';

@@ -35,8 +35,8 @@ export function auditTable(events, { caption, showAccount = true }) {
   return table({ caption, columns, rows: events, empty: t('audit.none') });
 }
 
-/** A date field's day as the start (`from`) or the end (`to`) of that UTC day. */
-const moment = (date, end) => (/^\d{4}-\d{2}-\d{2}$/.test(date) ? `${date}T${end ? '23:59:59' : '00:00:00'}Z` : '');
+/** A date field's day (YYYY-MM-DD, a UTC day: the API reads a day given as `to` as that whole day). */
+const moment = (date) => (/^\d{4}-\d{2}-\d{2}$/.test(date) ? date : '');
 
 export default async function audit({ params, go }) {
   const filter = {
@@ -47,7 +47,7 @@ export default async function audit({ params, go }) {
     to: params.get('to') || '',
   };
   const before = params.get('before') || '';
-  const apiFilter = { account: filter.account, kind: filter.kind, address: filter.address, from: moment(filter.from, false), to: moment(filter.to, true) };
+  const apiFilter = { account: filter.account, kind: filter.kind, address: filter.address, from: moment(filter.from), to: moment(filter.to) };
   const answer = await get('/audit' + query({ ...apiFilter, before, limit: 50 }));
   const events = Array.isArray(answer.events) ? answer.events : [];
 

@@ -131,12 +131,12 @@ export default async function integrations({ canChange, reload }) {
 
   const deliveryColumns = (hook) => {
     const columns = [
-      { label: t('deliveries.event'), cell: (row) => [kindLabel(row.kind), h('br'), shortId(row.eventId, 12)] },
+      { label: t('deliveries.event'), cell: (row) => [row.kind ? [kindLabel(row.kind), h('br')] : null, shortId(row.eventId, 12)] },
       { label: t('deliveries.status'), cell: (row) => deliveryStatus(row) },
       { label: t('deliveries.latency'), cell: (row) => (typeof row.latencyMs === 'number' ? t('deliveries.ms', { ms: number(row.latencyMs) }) : '—'), class: 'number' },
       { label: t('deliveries.attempts'), cell: (row) => number(row.attempts ?? 0), class: 'number' },
       { label: t('deliveries.delivered'), cell: (row) => when(row.deliveredAt, '—') },
-      { label: t('deliveries.next_attempt'), cell: (row) => when(row.nextAttemptAt, '—') },
+      { label: t('deliveries.next_attempt'), cell: (row) => (row.deliveredAt ? '—' : when(row.nextAttemptAt, '—')) },
       { label: t('deliveries.last_error'), cell: (row) => row.lastError || '—' },
     ];
     if (canChange) {
@@ -246,9 +246,10 @@ function failed(delivery) {
 }
 
 function deliveryStatus(delivery) {
-  const status = String(delivery.status ?? '');
-  // A number is the receiver's HTTP status; words are the delivery's state.
-  if (/^\d{3}$/.test(status)) return badge(status, status.startsWith('2') ? 'good' : 'bad');
-  const kind = status === 'delivered' ? 'good' : failed(delivery) ? 'bad' : 'warn';
-  return badge(t('deliveries.state.' + status) === 'deliveries.state.' + status ? status || '—' : t('deliveries.state.' + status), kind);
+  const status = delivery.status === null || delivery.status === undefined ? '' : String(delivery.status);
+  const state = delivery.deliveredAt ? 'delivered' : failed(delivery) ? 'failed' : 'pending';
+  const kind = state === 'delivered' ? 'good' : state === 'failed' ? 'bad' : 'warn';
+  // The receiver's HTTP status when it answered, with the delivery's state in words.
+  const words = /^[a-z_]+$/.test(status) && t('deliveries.state.' + status) !== 'deliveries.state.' + status ? t('deliveries.state.' + status) : t('deliveries.state.' + state);
+  return [badge(words, kind), /^\d{3}$/.test(status) ? [' ', h('code', {}, 'HTTP ' + status)] : null];
 }
