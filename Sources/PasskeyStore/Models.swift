@@ -242,6 +242,26 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         case oauthClientRemoved = "oauth_client_removed"
         /// A passkey's PRF input was replaced: secrets derived with it change.
         case passkeyPRFSaltRotated = "passkey_prf_salt_rotated"
+        /// The operator's console (issue 36): sign-in, refusal (a passkey without a role), sign
+        /// out, step-up, the bootstrap link used, roles, and the changes only it makes.
+        case adminConsoleSignIn = "admin_console_sign_in"
+        case adminConsoleRefused = "admin_console_refused"
+        case adminConsoleSignOut = "admin_console_sign_out"
+        case adminConsoleStepUp = "admin_console_step_up"
+        case adminBootstrapUsed = "admin_bootstrap_used"
+        case adminRoleGranted = "admin_role_granted"
+        case adminRoleRevoked = "admin_role_revoked"
+        case accountDeleted = "account_deleted"
+        case webhookAdded = "webhook_added"
+        case webhookRemoved = "webhook_removed"
+        case webhookPaused = "webhook_paused"
+        case webhookResumed = "webhook_resumed"
+        case webhookSecretRotated = "webhook_secret_rotated"
+        case webhookDeliveryRetried = "webhook_delivery_retried"
+        case oauthClientSecretRotated = "oauth_client_secret_rotated"
+        case signingKeyRotated = "signing_key_rotated"
+        /// An account imported with a password hash (`passkeyd import`), one line per account.
+        case accountImported = "account_imported"
     }
 
     /// The line's number (ascending in the order lines were written); nil before it is stored.
@@ -254,20 +274,27 @@ public struct AuditEvent: Sendable, Hashable, Codable {
     public var userAgent: String?
     /// An error code for failures, or a short detail.
     public var detail: String?
+    /// The adoption metric this line counts for (`sign_in_passkey`, `upgrade_conditional`, …; at
+    /// most one per line), rolled up per UTC day into ``DailyMetric``s; nil for lines that count
+    /// for none.
+    public var metric: String?
+    /// The W3C `traceparent` of the request that wrote the line (propagated to webhook
+    /// deliveries); nil when tracing is off.
+    public var traceParent: String?
 
     public init(
         time: Date, kind: Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
-        userAgent: String? = nil, detail: String? = nil
+        userAgent: String? = nil, detail: String? = nil, metric: String? = nil, traceParent: String? = nil
     ) {
         self.init(
             time: time, kind: kind.rawValue, accountID: accountID, credentialID: credentialID, ipAddress: ipAddress,
-            userAgent: userAgent, detail: detail)
+            userAgent: userAgent, detail: detail, metric: metric, traceParent: traceParent)
     }
 
     /// A line as stored (a kind this version may not know, read back from the database).
     public init(
         time: Date, kind: String, accountID: UUID? = nil, credentialID: [UInt8]? = nil, ipAddress: String? = nil,
-        userAgent: String? = nil, detail: String? = nil
+        userAgent: String? = nil, detail: String? = nil, metric: String? = nil, traceParent: String? = nil
     ) {
         self.time = time
         self.kind = kind
@@ -276,6 +303,8 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         self.ipAddress = ipAddress
         self.userAgent = userAgent
         self.detail = detail
+        self.metric = metric
+        self.traceParent = traceParent
     }
 }
 
@@ -357,11 +386,14 @@ public struct WebhookDelivery: Sendable, Hashable {
     public var deliveredAt: Date?
     public var lastStatus: Int?
     public var lastError: String?
+    /// How long the last attempt took, in milliseconds (nil before the first, or when not measured).
+    public var latencyMs: Int?
 
     public init(
         eventID: Int64, endpointID: UUID, accountID: UUID?, attempts: Int, nextAttemptAt: Date, deliveredAt: Date? = nil,
-        lastStatus: Int? = nil, lastError: String? = nil
+        lastStatus: Int? = nil, lastError: String? = nil, latencyMs: Int? = nil
     ) {
+        self.latencyMs = latencyMs
         self.eventID = eventID
         self.endpointID = endpointID
         self.accountID = accountID

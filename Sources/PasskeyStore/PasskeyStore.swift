@@ -145,7 +145,9 @@ public protocol PasskeyStore: Sendable {
     func refundHit(key: String, windowStart: Date) async throws
 
     /// Brings every account's username comparison key to the current ``Username`` rules;
-    /// accounts whose new key another account holds keep their old one and are returned.
+    /// accounts whose new key another account holds keep their old one and are returned. The
+    /// console's search keys (display name, external id) are brought to passkeyd's folding too
+    /// (run it after migration 13: its backfill folds ASCII only on SQLite).
     func rekeyUsernames() async throws -> [UsernameCollision]
 
     // Audit and upkeep
@@ -194,9 +196,10 @@ public protocol PasskeyStore: Sendable {
     func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
         WebhookDelivery, AuditEvent
     )]
-    /// Settles a claimed delivery: delivered, or tried once more and due again at `retryAt`.
+    /// Settles a claimed delivery: delivered, or tried once more and due again at `retryAt`;
+    /// `latencyMs`: how long the attempt took (shown in the console), nil when not measured.
     func settleWebhookDelivery(
-        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date) async throws
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, latencyMs: Int?, retryAt: Date) async throws
     /// The newest deliveries (for an endpoint, or all), newest first.
     func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery]
 
@@ -260,6 +263,99 @@ public protocol PasskeyStore: Sendable {
     func metadataBLOB() async throws -> MetadataBLOBRecord?
     /// The stored BLOB's number, without its text (the cheap check every instance polls).
     func metadataBLOBNumber() async throws -> Int?
+
+    // MARK: The operator's console (issue 36; SQLStore+Console*.swift)
+
+    // Roles
+    /// The account's console role; nil when it has none.
+    func adminRole(accountID: UUID) async throws -> AdminRole?
+    /// Every account holding a role, ordered by username key.
+    func adminGrants() async throws -> [AdminGrant]
+    /// How many accounts hold the `admin` role.
+    func adminCount() async throws -> Int
+    /// Grants, changes (`role`) or removes (nil) an account's role, with `audit` lines, in one
+    /// transaction that also ends the account's console sessions when a role is changed or
+    /// removed. Removing or downgrading the last `admin` is refused (`lastAdmin`, nothing
+    /// written), atomically: of two concurrent demotions of the last two admins one is refused.
+    func setAdminRole(accountID: UUID, role: AdminRole?, by grantedBy: String, at time: Date, audit: [AuditEvent]) async throws
+        -> AdminRoleChange
+
+    // The first admin's bootstrap token (single use, expiring)
+    /// Stores a bootstrap token (its SHA-256).
+    func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date) async throws
+    /// Whether the token exists, is unused and has not expired (a read: nothing is taken).
+    func adminBootstrapTokenIsLive(hash: [UInt8], now: Date) async throws -> Bool
+    /// Takes the token for `accountID` in one transaction: marks it used (single use: of callers
+    /// racing for one token, one alone gets `true`), grants the account `admin` and writes the
+    /// audit lines. `false`, and nothing written, when the token is unknown, used or expired.
+    func redeemAdminBootstrapToken(hash: [UInt8], accountID: UUID, now: Date, audit: [AuditEvent]) async throws -> Bool
+
+    // Console sessions
+    func createAdminSession(_ session: AdminSessionRecord) async throws
+    /// The live console session for a token hash, with its account and role, its idle expiry
+    /// moved to `min(idleUntil, expiresAt)` (and returned so). nil when unknown, expired (either
+    /// expiry at or before `now`), the account disabled, or the account holds no role.
+    func adminSession(tokenHash: [UInt8], now: Date, idleUntil: Date) async throws -> (AdminSessionRecord, Account, AdminRole)?
+    /// A step-up: records a passkey verification at `time` and replaces the CSRF token's hash.
+    /// false when there is no such session.
+    func verifyAdminSession(tokenHash: [UInt8], at time: Date, csrfHash: [UInt8]) async throws -> Bool
+    func revokeAdminSession(tokenHash: [UInt8]) async throws
+    /// Ends every console session of an account; returns how many.
+    @discardableResult func revokeAdminSessions(accountID: UUID) async throws -> Int
+
+    // Adoption rollups (daily_metrics, from audit_events.metric)
+    /// Rolls up every UTC day before the day containing `before` not rolled up yet (at most 400
+    /// per call), idempotently (recomputing a day writes the same rows), and moves the watermark
+    /// forward; returns the number of days rolled. Safe to run on several instances at once.
+    @discardableResult func rollUpMetrics(before: Date) async throws -> Int
+    /// Rolled-up rows of the days `from ≤ day < to` (00:00 UTC each), by day then metric.
+    func dailyMetrics(from: Date, to: Date) async throws -> [DailyMetric]
+    /// Per metric, the sum over rolled-up days before `before` (running totals start there; the
+    /// migration's `baseline_*` rows included).
+    func metricTotals(before: Date) async throws -> [String: Int]
+    /// Per metric, the audit lines in `[from, to)` counted now (today, not rolled up yet).
+    func liveMetrics(from: Date, to: Date) async throws -> [String: Int]
+    /// The first day not rolled up yet (00:00 UTC); nil on a database without the watermark.
+    func metricsRolledThrough() async throws -> Date?
+
+    // Search
+    /// Accounts whose `field` starts with `prefix` (case-insensitive), in the field's order,
+    /// `limit` at a time; `next` is the cursor of the following page (nil on the last). Every
+    /// field is an index range scan. The store validates its input: `prefix` 1…128 UTF-8 bytes,
+    /// `limit` 1…100, a cursor it made; anything else throws `invalid_query`
+    /// (``StoreError/Code/invalidQuery``). A prefix that cannot match (an id prefix that is not
+    /// hex) finds nothing.
+    func searchAccounts(field: AccountSearchField, prefix: String, after cursor: String?, limit: Int) async throws -> (
+        accounts: [Account], next: String?
+    )
+    /// Audit lines matching every filter of `query`, newest first (id descending). A limit
+    /// outside 1…10 000 or an address prefix over 128 bytes throws `invalid_query`.
+    func searchAudit(_ query: AuditQuery) async throws -> [AuditEvent]
+
+    // Overview
+    /// Sessions not expired at `now`.
+    func liveSessionCount(now: Date) async throws -> Int
+    /// Webhook deliveries not delivered yet (due or waiting their retry).
+    func webhookBacklog(now: Date) async throws -> Int
+    /// Passkeys counted by AAGUID (which providers people use).
+    func passkeyCountsByAAGUID() async throws -> [String: Int]
+
+    // Changes
+    /// Deletes the account and everything of it (passkeys, sessions, recovery codes and links,
+    /// registration tokens, OAuth codes, refresh tokens and consents, its role and console
+    /// sessions) with the `audit` lines, in one transaction. Audit lines stay (the history), and
+    /// webhook deliveries of them too. false, and nothing written, when there is no such account.
+    func deleteAccount(accountID: UUID, audit: [AuditEvent]) async throws -> Bool
+    /// Pauses or resumes an endpoint (its `disabled` flag: a paused endpoint gets no new
+    /// deliveries, and its waiting ones are not claimed). false when there is no such endpoint.
+    func setWebhookPaused(id: UUID, paused: Bool) async throws -> Bool
+    /// Replaces an endpoint's signing secret; false when there is no such endpoint.
+    func setWebhookSecret(id: UUID, secret: [UInt8]) async throws -> Bool
+    /// Makes an undelivered delivery due at `now` with its lease cleared; false when there is no
+    /// such delivery or it was delivered.
+    func retryWebhookDelivery(endpointID: UUID, eventID: Int64, now: Date) async throws -> Bool
+    /// Replaces a client's secret hash; false when there is no such client.
+    func setOAuthClientSecret(id: String, secretHash: [UInt8]) async throws -> Bool
 }
 
 /// How ``PasskeyStore/completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)`` ended.
@@ -336,6 +432,15 @@ extension PasskeyStore {
     /// Removes a passkey and the sessions it made.
     public func revokePasskey(credentialID: [UInt8]) async throws -> Bool {
         try await revokePasskey(credentialID: credentialID, audit: [])
+    }
+
+    /// Settles a claimed delivery without a measured latency.
+    public func settleWebhookDelivery(
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date
+    ) async throws {
+        try await settleWebhookDelivery(
+            eventID: eventID, endpointID: endpointID, deliveredAt: deliveredAt, status: status, error: error, latencyMs: nil,
+            retryAt: retryAt)
     }
 
     /// Claims due deliveries to any endpoint.

@@ -325,5 +325,98 @@ enum PostgresSchema {
                 "ALTER TABLE passkeys ADD COLUMN min_pin_length BIGINT",
                 "ALTER TABLE passkeys ADD COLUMN prf_salt BYTEA",
             ]),
+        .init(
+            version: 13,
+            statements: [
+                // The operator's console (issue 36). Audit lines carry the adoption metric they
+                // count for and the request's traceparent; indexes let the console search the log
+                // by kind, address and time; display names and external ids get search keys
+                // (folded by passkeyd on every write; the backfill below uses lower(), ASCII
+                // only on SQLite: `rekeyUsernames()` brings old rows to passkeyd's folding).
+                // Prefix searches compare bytes ("C"): a range `>= p AND < p || U+10FFFF` then
+                // holds every string starting with p, and the index serves it whatever the
+                // database's collation. (Equality, and so uniqueness, is the same in any
+                // deterministic collation.)
+                "ALTER TABLE audit_events ADD COLUMN metric TEXT",
+                "ALTER TABLE audit_events ADD COLUMN trace_parent TEXT",
+                "ALTER TABLE audit_events ALTER COLUMN ip_address TYPE TEXT COLLATE \"C\"",
+                // Rollups and today's live counts read (time, metric) from the index alone.
+                "CREATE INDEX audit_time ON audit_events(time, metric)",
+                "CREATE INDEX audit_kind ON audit_events(kind, id)",
+                "CREATE INDEX audit_address ON audit_events(ip_address, id)",
+                "ALTER TABLE webhook_deliveries ADD COLUMN latency_ms INTEGER",
+                "ALTER TABLE accounts ALTER COLUMN username_key TYPE TEXT COLLATE \"C\"",
+                "ALTER TABLE accounts ADD COLUMN display_name_key TEXT COLLATE \"C\"",
+                "ALTER TABLE accounts ADD COLUMN external_id_key TEXT COLLATE \"C\"",
+                "UPDATE accounts SET display_name_key = lower(display_name), external_id_key = lower(external_id)",
+                "CREATE INDEX accounts_display_name_key ON accounts(display_name_key, id)",
+                "CREATE INDEX accounts_external_id_key ON accounts(external_id_key, id) WHERE external_id_key IS NOT NULL",
+                "CREATE INDEX passkeys_aaguid ON passkeys(aaguid)",
+                """
+                CREATE TABLE admin_roles (
+                    account_id UUID PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    role TEXT NOT NULL,
+                    granted_at BIGINT NOT NULL,
+                    granted_by TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE admin_bootstrap (
+                    token_hash BYTEA PRIMARY KEY,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT,
+                    used_by TEXT
+                )
+                """,
+                """
+                CREATE TABLE admin_sessions (
+                    token_hash BYTEA PRIMARY KEY,
+                    account_id UUID NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    idle_expires_at BIGINT NOT NULL,
+                    verified_at BIGINT NOT NULL,
+                    csrf_hash BYTEA NOT NULL,
+                    ip_address TEXT,
+                    user_agent TEXT
+                )
+                """,
+                "CREATE INDEX admin_sessions_account ON admin_sessions(account_id)",
+                """
+                CREATE TABLE daily_metrics (
+                    day BIGINT NOT NULL,
+                    metric TEXT NOT NULL,
+                    n BIGINT NOT NULL,
+                    PRIMARY KEY (day, metric)
+                )
+                """,
+                // The first day not rolled up yet (one row).
+                "CREATE TABLE metrics_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), next_day BIGINT NOT NULL)",
+                // A database with accounts: what they had at this moment, as baselines on the day
+                // before (zero counts are not written), and rollups start today (older days have
+                // no metrics: they are unknown, not zero). An empty database writes neither:
+                // its rollups start on the day of its first metric.
+                """
+                INSERT INTO daily_metrics (day, metric, n)
+                SELECT day, metric, n FROM (
+                    SELECT floor(extract(epoch FROM now()) / 86400)::bigint * 86400000 - 86400000 AS day,
+                           'baseline_with_passkey' AS metric,
+                           (SELECT COUNT(*) FROM accounts a WHERE EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)) AS n
+                    UNION ALL
+                    SELECT floor(extract(epoch FROM now()) / 86400)::bigint * 86400000 - 86400000, 'baseline_password_only',
+                           (SELECT COUNT(*) FROM accounts a WHERE a.password_hash IS NOT NULL
+                                AND NOT EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id))
+                    UNION ALL
+                    SELECT floor(extract(epoch FROM now()) / 86400)::bigint * 86400000 - 86400000, 'baseline_empty',
+                           (SELECT COUNT(*) FROM accounts a WHERE a.password_hash IS NULL
+                                AND NOT EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id))
+                ) b WHERE n > 0
+                """,
+                """
+                INSERT INTO metrics_rollup (id, next_day)
+                SELECT 1, floor(extract(epoch FROM now()) / 86400)::bigint * 86400000 WHERE EXISTS (SELECT 1 FROM accounts)
+                """,
+            ]),
     ]
 }

@@ -22,9 +22,11 @@ extension SQLStore {
 
     static func insert(_ account: Account) -> SQL {
         """
-        INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+        INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash,
+                              display_name_key)
         VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
-                \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash))
+                \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash),
+                \(AccountSearch.key(account.displayName)))
         """
     }
 
@@ -77,24 +79,35 @@ extension SQLStore {
             }
             let plan = UsernameRekeying.plan(accounts)
             for change in plan.changes { try await db.execute("UPDATE accounts SET username_key = \(change.key) WHERE id = \(change.id)") }
+            try await Self.rekeySearchKeys(db)
             return plan.collisions
         }
     }
 
     // MARK: Passwords
 
+    /// Each inserted account gets its audit line (`account_imported`, metric `import_password`,
+    /// at the account's `createdAt`) in the same transaction.
     public func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool] {
         try await transaction { db in
             var inserted: [Bool] = []
             for (account, hash) in rows {
                 let added = try await db.run(
                     """
-                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash)
+                    INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash,
+                                          display_name_key)
                     VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
-                            \(account.userHandle), \(account.createdAt), \(false), \(hash))
+                            \(account.userHandle), \(account.createdAt), \(false), \(hash), \(AccountSearch.key(account.displayName)))
                     ON CONFLICT (username_key) DO NOTHING RETURNING 1
                     """)
                 inserted.append(added == 1)
+                if added == 1 {
+                    try await db.execute(
+                        Self.insert(
+                            AuditEvent(
+                                time: account.createdAt, kind: .accountImported, accountID: account.id, userAgent: "passkeyd import",
+                                metric: "import_password")))
+                }
             }
             return inserted
         }
@@ -134,15 +147,21 @@ extension SQLStore {
         try await transaction { db in
             try await db.execute(
                 """
-                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash, external_id)
+                INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, password_hash, external_id,
+                                      display_name_key, external_id_key)
                 VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
-                        \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.passwordHash), \(account.externalID))
+                        \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.passwordHash), \(account.externalID),
+                        \(AccountSearch.key(account.displayName)), \(account.externalID.map(AccountSearch.key)))
                 """)
             for event in audit { try await db.execute(Self.insert(event)) }
         }
     }
 
     public func setExternalID(accountID: UUID, externalID: String?) async throws -> Bool {
-        try await writer.run("UPDATE accounts SET external_id = \(externalID) WHERE id = \(accountID) RETURNING 1") == 1
+        try await writer.run(
+            """
+            UPDATE accounts SET external_id = \(externalID), external_id_key = \(externalID.map(AccountSearch.key))
+            WHERE id = \(accountID) RETURNING 1
+            """) == 1
     }
 }

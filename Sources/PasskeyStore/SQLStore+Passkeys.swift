@@ -117,9 +117,10 @@ extension SQLStore {
             sql = sql.appending(
                 """
                 , \(sql: SQLFragment(text: "audit\(index)")) AS (
-                    INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+                    INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail, metric, trace_parent)
                     SELECT \(event.time)::bigint, \(event.kind)::text, \(event.accountID)::uuid, \(event.credentialID)::bytea,
-                           \(event.ipAddress)::text, \(event.userAgent)::text, \(event.detail)::text
+                           \(event.ipAddress)::text, \(event.userAgent)::text, \(event.detail)::text, \(event.metric)::text,
+                           \(event.traceParent)::text
                     WHERE EXISTS (SELECT 1 FROM moved))
                 """)
         }

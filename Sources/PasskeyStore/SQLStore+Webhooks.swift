@@ -26,6 +26,7 @@ extension SQLStore {
         // The candidates, read off the writer: per (endpoint, account) the oldest undelivered
         // event (events of one account reach an endpoint in order), when it is due and not
         // leased. One pass over the undelivered rows (of one endpoint, or all), however many wait.
+        // A paused endpoint's (`disabled`) deliveries wait, unclaimed, until it is resumed.
         let endpointFilter: SQL = endpointID.map { id -> SQL in " AND endpoint_id = \(id)" } ?? ""
         let select: SQL = """
             SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
@@ -36,6 +37,7 @@ extension SQLStore {
              GROUP BY endpoint_id, account_id) f
               ON f.endpoint_id = d.endpoint_id AND f.first = d.event_id
             WHERE d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+              AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled = \(true))
             ORDER BY d.event_id LIMIT \(limit)
             """
         let candidates = try await reader.rows(select.appending(endpointFilter).appending(rest))
@@ -55,7 +57,7 @@ extension SQLStore {
         guard try await writer.run(update.appending(") RETURNING 1")) > 0 else { return [] }
         return try await reader.rows(
             """
-            SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail
+            SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail, a.metric, a.trace_parent
             FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
             WHERE d.lease_token = \(token) AND d.delivered_at IS NULL
             ORDER BY d.event_id
@@ -64,13 +66,13 @@ extension SQLStore {
     }
 
     public func settleWebhookDelivery(
-        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, retryAt: Date
+        eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, latencyMs: Int?, retryAt: Date
     ) async throws {
         try await writer.run(
             """
             UPDATE webhook_deliveries
             SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
-                next_attempt_at = \(retryAt), lease_until = NULL
+                latency_ms = \(latencyMs), next_attempt_at = \(retryAt), lease_until = NULL
             WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)
             """)
     }

@@ -126,6 +126,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
             removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
+            removed += try await Self.sweepConsole(db, now: now)
             return removed
         }
     }
@@ -134,8 +135,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     static func insert(_ event: AuditEvent) -> SQL {
         """
-        INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
-        VALUES (\(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail))
+        INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail, metric, trace_parent)
+        VALUES (\(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail),
+                \(event.metric), \(event.traceParent))
         """
     }
 

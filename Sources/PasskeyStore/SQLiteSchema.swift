@@ -379,5 +379,91 @@ enum SQLiteSchema {
                 "ALTER TABLE passkeys ADD COLUMN min_pin_length INTEGER",
                 "ALTER TABLE passkeys ADD COLUMN prf_salt BLOB",
             ]),
+        .init(
+            version: 13,
+            statements: [
+                // The operator's console (issue 36). Audit lines carry the adoption metric they
+                // count for and the request's traceparent; indexes let the console search the log
+                // by kind, address and time; display names and external ids get search keys
+                // (folded by passkeyd on every write; the backfill below uses lower(), ASCII
+                // only on SQLite: `rekeyUsernames()` brings old rows to passkeyd's folding).
+                "ALTER TABLE audit_events ADD COLUMN metric TEXT",
+                "ALTER TABLE audit_events ADD COLUMN trace_parent TEXT",
+                // Rollups and today's live counts read (time, metric) from the index alone.
+                "CREATE INDEX audit_time ON audit_events(time, metric)",
+                "CREATE INDEX audit_kind ON audit_events(kind, id)",
+                "CREATE INDEX audit_address ON audit_events(ip_address, id)",
+                "ALTER TABLE webhook_deliveries ADD COLUMN latency_ms INTEGER",
+                "ALTER TABLE accounts ADD COLUMN display_name_key TEXT",
+                "ALTER TABLE accounts ADD COLUMN external_id_key TEXT",
+                "UPDATE accounts SET display_name_key = lower(display_name), external_id_key = lower(external_id)",
+                "CREATE INDEX accounts_display_name_key ON accounts(display_name_key, id)",
+                "CREATE INDEX accounts_external_id_key ON accounts(external_id_key, id) WHERE external_id_key IS NOT NULL",
+                "CREATE INDEX passkeys_aaguid ON passkeys(aaguid)",
+                """
+                CREATE TABLE admin_roles (
+                    account_id TEXT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    role TEXT NOT NULL,
+                    granted_at INTEGER NOT NULL,
+                    granted_by TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE admin_bootstrap (
+                    token_hash BLOB NOT NULL PRIMARY KEY,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER,
+                    used_by TEXT
+                ) WITHOUT ROWID
+                """,
+                """
+                CREATE TABLE admin_sessions (
+                    token_hash BLOB NOT NULL PRIMARY KEY,
+                    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    idle_expires_at INTEGER NOT NULL,
+                    verified_at INTEGER NOT NULL,
+                    csrf_hash BLOB NOT NULL,
+                    ip_address TEXT,
+                    user_agent TEXT
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX admin_sessions_account ON admin_sessions(account_id)",
+                """
+                CREATE TABLE daily_metrics (
+                    day INTEGER NOT NULL,
+                    metric TEXT NOT NULL,
+                    n INTEGER NOT NULL,
+                    PRIMARY KEY (day, metric)
+                ) WITHOUT ROWID
+                """,
+                // The first day not rolled up yet (one row).
+                "CREATE TABLE metrics_rollup (id INTEGER PRIMARY KEY CHECK (id = 1), next_day INTEGER NOT NULL)",
+                // A database with accounts: what they had at this moment, as baselines on the day
+                // before (zero counts are not written), and rollups start today (older days have
+                // no metrics: they are unknown, not zero). An empty database writes neither:
+                // its rollups start on the day of its first metric.
+                """
+                INSERT INTO daily_metrics (day, metric, n)
+                SELECT day, metric, n FROM (
+                    SELECT CAST(strftime('%s', 'now') AS INTEGER) / 86400 * 86400000 - 86400000 AS day, 'baseline_with_passkey' AS metric,
+                           (SELECT COUNT(*) FROM accounts a WHERE EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)) AS n
+                    UNION ALL
+                    SELECT CAST(strftime('%s', 'now') AS INTEGER) / 86400 * 86400000 - 86400000, 'baseline_password_only',
+                           (SELECT COUNT(*) FROM accounts a WHERE a.password_hash IS NOT NULL
+                                AND NOT EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id))
+                    UNION ALL
+                    SELECT CAST(strftime('%s', 'now') AS INTEGER) / 86400 * 86400000 - 86400000, 'baseline_empty',
+                           (SELECT COUNT(*) FROM accounts a WHERE a.password_hash IS NULL
+                                AND NOT EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id))
+                ) WHERE n > 0
+                """,
+                """
+                INSERT INTO metrics_rollup (id, next_day)
+                SELECT 1, CAST(strftime('%s', 'now') AS INTEGER) / 86400 * 86400000 WHERE EXISTS (SELECT 1 FROM accounts)
+                """,
+            ]),
     ]
 }

@@ -176,7 +176,8 @@ extension AuditEvent {
         self.init(
             time: try row.date(timeColumn), kind: try row.text("kind"), accountID: try row.optionalID("account_id"),
             credentialID: try row.optionalBytes("credential_id"), ipAddress: try row.optionalText("ip_address"),
-            userAgent: try row.optionalText("user_agent"), detail: try row.optionalText("detail"))
+            userAgent: try row.optionalText("user_agent"), detail: try row.optionalText("detail"),
+            metric: try row.optionalText("metric"), traceParent: try row.optionalText("trace_parent"))
         id = try row.optionalInteger(idColumn)
     }
 }
@@ -214,7 +215,7 @@ extension WebhookDelivery {
             eventID: try row.integer("event_id"), endpointID: try row.id("endpoint_id"), accountID: try row.optionalID("account_id"),
             attempts: Int(try row.integer("attempts")), nextAttemptAt: try row.date("next_attempt_at"),
             deliveredAt: try row.optionalDate("delivered_at"), lastStatus: try row.optionalInteger("last_status").map { Int($0) },
-            lastError: try row.optionalText("last_error"))
+            lastError: try row.optionalText("last_error"), latencyMs: try row.optionalInteger("latency_ms").map { Int(clamping: $0) })
     }
 }
 

@@ -112,7 +112,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 12)
+        #expect(try await store.schemaVersion() == 13)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -132,20 +132,21 @@ struct StoreConformanceTests {
         let ada = Self.account("ada")
         let key = Self.passkey(for: ada, signCount: 5)
         let session = Self.session(for: ada)
-        // Written as version 9 wrote them (the passkey without the columns of version 12).
+        // Written as version 9 wrote them (the passkey without the columns of version 12, the
+        // account and audit line without those of version 13).
         try await store.transaction { db in
-            try await db.execute(SQLStore.insert(ada))
+            try await db.execute(Self.insertAsVersion12(ada))
             try await db.execute(Self.insertWithoutExtensionColumns(key))
             try await db.execute(SQLStore.insert(session))
-            try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)))
+            try await db.execute(Self.insertAsVersion12(AuditEvent(time: Self.t0, kind: "sign_up", accountID: ada.id)))
         }
         let challenge = ChallengeRecord(
             challenge: Array(repeating: 7, count: 32), ceremony: .authentication, accountID: ada.id, api: "native",
             userVerification: "required", state: [1, 2, 3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
         try await store.saveChallenge(challenge)
 
-        #expect(try await store.migrate() == [10, 11, 12])
-        #expect(try await store.schemaVersion() == 12)
+        #expect(try await store.migrate() == [10, 11, 12, 13])
+        #expect(try await store.schemaVersion() == 13)
         // Migration 12: the passkey's extension facts and PRF salt are unknown, not made up.
         let migrated = try #require(try await store.passkey(credentialID: key.credentialID))
         #expect(migrated.extensions == PasskeyExtensions())
@@ -168,12 +169,30 @@ struct StoreConformanceTests {
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID%' ORDER BY name")
             #expect(try tables.map { try $0.text("name") } == ["challenges", "sessions"])
         }
+        // Migration 10 dropped audit_time; migration 13 made it again, on (time, metric).
         #expect(
             try await store.reader.count(
                 kind == .sqlite
-                    ? "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'audit_time'"
-                    : "SELECT COUNT(*) AS n FROM pg_indexes WHERE indexname = 'audit_time'") == 0)
+                    ? "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'audit_time' AND sql LIKE '%metric%'"
+                    : "SELECT COUNT(*) AS n FROM pg_indexes WHERE indexname = 'audit_time' AND indexdef LIKE '%metric%'") == 1)
         if let postgres = store as? PostgresStore { postgres.close() }
+    }
+
+    /// An account row as versions before 13 wrote it (no search keys).
+    static func insertAsVersion12(_ account: Account) -> SQL {
+        """
+        INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled, last_sign_in_at, password_hash)
+        VALUES (\(account.id), \(account.username), \(Account.key(for: account.username)), \(account.displayName),
+                \(account.userHandle), \(account.createdAt), \(account.disabled), \(account.lastSignInAt), \(account.passwordHash))
+        """
+    }
+
+    /// An audit line as versions before 13 wrote it (no metric, no traceparent).
+    static func insertAsVersion12(_ event: AuditEvent) -> SQL {
+        """
+        INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail)
+        VALUES (\(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail))
+        """
     }
 
     /// A passkey row as versions before 12 wrote it.
@@ -245,7 +264,8 @@ struct StoreConformanceTests {
 
     /// Hot reads name their columns one by one (PostgreSQL prepares them, and a prepared
     /// statement's result shape is fixed): the lists must be exactly the tables' (a column added
-    /// by a migration and not listed would be lost). Accounts leave out only `username_key`.
+    /// by a migration and not listed would be lost). Accounts leave out only their keys
+    /// (`username_key`, and the search keys of version 13).
     @Test(arguments: TestDatabase.kinds)
     func theColumnListsAreTheTables(_ kind: TestDatabase.Kind) async throws {
         let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
@@ -260,7 +280,10 @@ struct StoreConformanceTests {
             }
         }
         for (table, listed) in [
-            ("challenges", ChallengeRecord.columns), ("passkeys", Passkey.columns), ("accounts", Account.columns + ["username_key"]),
+            ("challenges", ChallengeRecord.columns), ("passkeys", Passkey.columns),
+            (
+                "accounts", Account.columns + ["username_key", "display_name_key", "external_id_key"]
+            ),
         ] {
             let actual = try await columns(table)
             #expect(Set(actual) == Set(listed), "\(table)")

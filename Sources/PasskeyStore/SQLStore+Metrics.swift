@@ -1,0 +1,98 @@
+import Foundation
+
+/// The adoption picture's numbers: audit lines carry a metric (`AuditEvent.metric`); each
+/// completed UTC day is counted once into `daily_metrics` (a year's chart then reads a few
+/// thousand rows, never the log), and today is counted live from the log.
+///
+/// The watermark (`metrics_rollup.next_day`) is the first day not rolled up yet. Migration 13
+/// sets it to the day it ran on a database with accounts (older days have no metrics: unknown,
+/// not zero) and writes their `baseline_*` counts on the day before; on an empty database it is
+/// set by the first rollup, to the day of the first audit line with a metric.
+extension SQLStore {
+    static let dayMillis: Int64 = 86_400_000
+    /// Most days one call rolls up (a long-stopped instance catches up over several calls).
+    static let maximumRollupDays: Int64 = 400
+
+    /// The start (00:00 UTC) of the day holding `time`, in Unix milliseconds.
+    static func dayStart(_ time: Date) -> Int64 {
+        let millis = StoreValues.millis(time)
+        return millis >= 0 ? millis / dayMillis * dayMillis : -((-millis + dayMillis - 1) / dayMillis * dayMillis)
+    }
+
+    public func rollUpMetrics(before: Date) async throws -> Int {
+        let end = Self.dayStart(before)
+        let forUpdate = dialect.forUpdate
+        return try await transaction { db in
+            // Rollers take turns on the watermark row (PostgreSQL; SQLite has one writer): the
+            // second finds the days rolled by the first and has nothing left to do.
+            var start = try await db.first("SELECT next_day FROM metrics_rollup WHERE id = 1\(sql: forUpdate)").map {
+                try $0.integer("next_day")
+            }
+            if start == nil {
+                guard let first = try await db.first("SELECT MIN(time) AS earliest FROM audit_events WHERE metric IS NOT NULL"),
+                    let time = try first.optionalInteger("earliest")
+                else { return 0 }
+                try await db.execute(
+                    """
+                    INSERT INTO metrics_rollup (id, next_day) VALUES (1, \(Self.dayStart(StoreValues.date(time))))
+                    ON CONFLICT (id) DO NOTHING
+                    """)
+                start = try await db.first("SELECT next_day FROM metrics_rollup WHERE id = 1\(sql: forUpdate)").map {
+                    try $0.integer("next_day")
+                }
+            }
+            guard let start, start < end else { return 0 }
+            let stop = min(end, start + Self.maximumRollupDays * Self.dayMillis)
+            // The day's length as text of the statement (a constant): both GROUP BY and the
+            // SELECT list then name the same expression.
+            let day = SQLFragment(text: "\(Self.dayMillis)")
+            // One statement for every day of the range (an index range scan of audit_time, which
+            // holds the metric: the log's rows are not read). Recomputing a day writes the same
+            // rows; a day without metrics has no rows (zero).
+            try await db.execute(
+                """
+                INSERT INTO daily_metrics (day, metric, n)
+                SELECT time / \(sql: day) * \(sql: day) AS day, metric, COUNT(*) AS n FROM audit_events
+                WHERE time >= \(start) AND time < \(stop) AND metric IS NOT NULL
+                GROUP BY time / \(sql: day) * \(sql: day), metric
+                ON CONFLICT (day, metric) DO UPDATE SET n = excluded.n
+                """)
+            // Forward only.
+            try await db.execute("UPDATE metrics_rollup SET next_day = \(stop) WHERE id = 1 AND next_day < \(stop)")
+            return Int((stop - start) / Self.dayMillis)
+        }
+    }
+
+    public func dailyMetrics(from: Date, to: Date) async throws -> [DailyMetric] {
+        try await reader.rows(
+            """
+            SELECT day, metric, n FROM daily_metrics WHERE day >= \(StoreValues.millis(from)) AND day < \(StoreValues.millis(to))
+            ORDER BY day, metric
+            """
+        ).map { DailyMetric(day: try $0.date("day"), metric: try $0.text("metric"), n: Int(try $0.integer("n"))) }
+    }
+
+    public func metricTotals(before: Date) async throws -> [String: Int] {
+        try await counts(
+            "SELECT metric, CAST(SUM(n) AS BIGINT) AS n FROM daily_metrics WHERE day < \(StoreValues.millis(before)) GROUP BY metric")
+    }
+
+    public func liveMetrics(from: Date, to: Date) async throws -> [String: Int] {
+        try await counts(
+            """
+            SELECT metric, COUNT(*) AS n FROM audit_events
+            WHERE time >= \(from) AND time < \(to) AND metric IS NOT NULL GROUP BY metric
+            """)
+    }
+
+    public func metricsRolledThrough() async throws -> Date? {
+        try await reader.first("SELECT next_day FROM metrics_rollup WHERE id = 1").map { try $0.date("next_day") }
+    }
+
+    /// `metric → n` from rows of (`metric`, `n`).
+    private func counts(_ sql: SQL) async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try await reader.rows(sql) { counts[try row.text("metric")] = Int(try row.integer("n")) }
+        return counts
+    }
+}
