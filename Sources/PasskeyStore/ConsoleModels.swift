@@ -29,7 +29,8 @@ public struct AdminGrant: Sendable, Hashable {
 
 /// How ``PasskeyStore/setAdminRole(accountID:role:by:at:audit:)`` ended.
 public enum AdminRoleChange: Sendable, Equatable {
-    /// Written (also when the role was already the one asked for).
+    /// Done. When the account already had that role nothing was written (no audit lines, its
+    /// console sessions kept).
     case changed
     case accountNotFound
     /// Refused: it would leave no account with the `admin` role. Nothing was written.

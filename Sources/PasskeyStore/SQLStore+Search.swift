@@ -17,8 +17,7 @@ extension SQLStore {
         let after = try cursor.map { try AccountSearch.Cursor(decoding: $0, field: field) }
         switch field {
         case .username:
-            let key = Username.key(prefix)
-            return try await searchByKey(column: "username_key", key: key, after: after, limit: limit, field: field)
+            return try await searchByKey(column: "username_key", key: Username.key(prefix), after: after, limit: limit, field: field)
         case .displayName:
             return try await searchByKey(
                 column: "display_name_key", key: AccountSearch.key(prefix), after: after, limit: limit, field: field)
@@ -48,10 +47,14 @@ extension SQLStore {
             SELECT \(sql: Self.accountColumns), \(sql: name) AS search_key FROM accounts
             WHERE \(sql: name) >= \(key) AND \(sql: name) < \(key + AccountSearch.highest)
             """
+        // The username key is unique: its own order. Display names and external ids may share a
+        // key: (key, id), compared as a row value (an index range on both engines).
+        let unique = field == .username
         if let after {
-            sql = sql.appending(" AND (\(sql: name) > \(after.key) OR (\(sql: name) = \(after.key) AND id > \(after.id)))")
+            sql = sql.appending(unique ? " AND \(sql: name) > \(after.key)" : " AND (\(sql: name), id) > (\(after.key), \(after.id))")
         }
-        let rows = try await reader.rows(sql.appending(" ORDER BY \(sql: name), id LIMIT \(limit + 1)"))
+        let order = SQLFragment(text: unique ? column : "\(column), id")
+        let rows = try await reader.rows(sql.appending(" ORDER BY \(sql: order) LIMIT \(limit + 1)"))
         var accounts: [Account] = []
         var last: AccountSearch.Cursor?
         for row in rows.prefix(limit) {

@@ -167,7 +167,8 @@ struct StoreConformanceTests {
         if kind == .sqlite {
             let tables = try await store.reader.rows(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID%' ORDER BY name")
-            #expect(try tables.map { try $0.text("name") } == ["challenges", "sessions"])
+            #expect(
+                try tables.map { try $0.text("name") } == ["admin_bootstrap", "admin_sessions", "challenges", "daily_metrics", "sessions"])
         }
         // Migration 10 dropped audit_time; migration 13 made it again, on (time, metric).
         #expect(
