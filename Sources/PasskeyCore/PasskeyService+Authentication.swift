@@ -187,12 +187,14 @@ extension PasskeyService {
         do {
             let key = try CredentialPublicKey(cose: passkey.publicKey)
             // §7.2 step 5 checks the allowCredentials really offered (kept in the state).
-            verified = try relyingParty.finishAuthentication(
-                response: credential, clientData: clientData,
-                state: authenticationState(record, offered: passkey.credentialID),
-                credential: StoredCredential(
-                    id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
-                    userHandle: account.userHandle, backupEligible: passkey.backupEligible))
+            verified = try Spans.measure("webauthn.verify_authentication") { () throws(WebAuthnError) in
+                try relyingParty.finishAuthentication(
+                    response: credential, clientData: clientData,
+                    state: authenticationState(record, offered: passkey.credentialID),
+                    credential: StoredCredential(
+                        id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
+                        userHandle: account.userHandle, backupEligible: passkey.backupEligible))
+            }
         } catch {
             try await refuse(PasskeyServiceError(error, signIn: true)) {
                 logger.info("sign-in rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])

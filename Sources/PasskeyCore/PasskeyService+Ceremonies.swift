@@ -91,7 +91,7 @@ extension PasskeyService {
     {
         AuditEvent(
             time: now(), kind: kind, accountID: accountID, credentialID: credentialID, ipAddress: client.ipAddress,
-            userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail)
+            userAgent: client.userAgent.map { String($0.prefix(256)) }, detail: detail, traceParent: client.traceParent)
     }
 
     package func audit(_ kind: AuditEvent.Kind, accountID: UUID? = nil, credentialID: [UInt8]? = nil, client: Client, detail: String? = nil)

@@ -154,8 +154,10 @@ extension PasskeyService {
         // The PRF input the options carried becomes the passkey's.
         let prfSalt = state.extensions.prf?.eval?.first.bytes
         do {
-            verified = try await metadataState.relyingParty.finishRegistration(
-                response: credential, clientData: clientData, state: state, now: now())
+            verified = try await Spans.measure("webauthn.verify_registration") { () async throws(WebAuthnError) in
+                try await metadataState.relyingParty.finishRegistration(
+                    response: credential, clientData: clientData, state: state, now: now())
+            }
         } catch {
             logger.info("registration rejected", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             await audit(.registrationFailed, accountID: record.accountID, client: client, detail: error.code.rawValue)

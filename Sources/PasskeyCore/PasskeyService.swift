@@ -58,9 +58,13 @@ public struct PasskeyService: Sendable {
     public struct Client: Sendable {
         public var ipAddress: String?
         public var userAgent: String?
-        public init(ipAddress: String? = nil, userAgent: String? = nil) {
+        /// The W3C `traceparent` of the request's span when tracing is on: the audit lines the
+        /// request writes keep it, and their webhook deliveries carry it.
+        public var traceParent: String?
+        public init(ipAddress: String? = nil, userAgent: String? = nil, traceParent: String? = nil) {
             self.ipAddress = ipAddress
             self.userAgent = userAgent
+            self.traceParent = traceParent
         }
         package var kind: ServerMetrics.ClientKind { .classify(origin: nil, userAgent: userAgent) }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PasskeyStore
 import ServiceLifecycle
+import Tracing
 import WebAuthn
 
 /// Standard Webhooks signatures: `webhook-signature: v1,<base64 HMAC-SHA256(secret, "id.timestamp.body")>`
@@ -236,13 +237,14 @@ public struct WebhookDispatcher: Service {
                 let body = Array(try encoder.encode(WebhookEventJSON(event)))
                 let id = Self.eventID(event)
                 let timestamp = Int(now().timeIntervalSince1970)
-                outcome = await client.post(
-                    url: endpoint.url,
-                    headers: [
-                        ("Content-Type", "application/json"), ("User-Agent", "passkeyd-webhooks"), ("webhook-id", id),
-                        ("webhook-timestamp", String(timestamp)),
-                        ("webhook-signature", WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body)),
-                    ], body: body)
+                let headers = [
+                    ("Content-Type", "application/json"), ("User-Agent", "passkeyd-webhooks"), ("webhook-id", id),
+                    ("webhook-timestamp", String(timestamp)),
+                    ("webhook-signature", WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body)),
+                ]
+                outcome = await traced(event) { traceParent in
+                    await client.post(url: endpoint.url, headers: headers + (traceParent.map { [("traceparent", $0)] } ?? []), body: body)
+                }
             } catch {
                 outcome = WebhookSendOutcome(failure: String("\(error)".prefix(200)), reason: "error")
             }
@@ -270,6 +272,28 @@ public struct WebhookDispatcher: Service {
             logger.warning("webhook settle failed", metadata: ["error": "\(error)"])
         }
         return outcome.delivered
+    }
+}
+
+extension WebhookDispatcher {
+    /// A send in the trace of the request that wrote the event (its `traceparent`, kept on the
+    /// audit line). With tracing on, a `webhook.deliver` span of that trace is current while it
+    /// sends: the HTTP client's own span is its child and writes the request's `traceparent`.
+    /// With tracing off, the request carries the line's `traceparent` as it was kept (written by
+    /// an instance with tracing on); none without one.
+    fileprivate func traced(_ event: AuditEvent, _ send: (String?) async -> WebhookSendOutcome) async -> WebhookSendOutcome {
+        guard let parent = event.traceParent, Spans.isTraceParent(parent) else { return await send(nil) }
+        guard Spans.enabled else { return await send(parent) }
+        let span = startSpan("webhook.deliver", context: Spans.context(traceParent: parent), ofKind: .internal)
+        defer { span.end() }
+        span.attributes["webhook.event.type"] = event.kind
+        let outcome = await InstrumentationContext.$current.withValue(span.context) { await send(nil) }
+        if let status = outcome.status { span.attributes["http.response.status_code"] = status }
+        if !outcome.delivered {
+            span.attributes["error.type"] = outcome.reason ?? "error"
+            span.setStatus(SpanStatus(code: .error))
+        }
+        return outcome
     }
 }
 

@@ -53,8 +53,10 @@ public enum PasskeyServer {
     public static func router(service: PasskeyService) -> Router<PasskeyRequestContext> {
         let configuration = service.configuration
         let router = Router(context: PasskeyRequestContext.self)
-        // Outermost first: every answer (errors included) is logged and carries the security
-        // headers; then one spelling per path, then no cross-site writes.
+        // Outermost first: a span per request when tracing is on; every answer (errors included)
+        // is logged and carries the security headers; then one spelling per path, then no
+        // cross-site writes.
+        if Spans.enabled { router.add(middleware: TracingMiddleware()) }
         router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: CORSMiddleware(origins: Set(configuration.corsOrigins)))

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PasskeyCore
+import PasskeyStore
 import Synchronization
 import WebAuthn
 
@@ -88,11 +89,12 @@ struct RequestLogMiddleware: RouterMiddleware {
 
 extension PasskeyRequestContext {
     /// The client of a request: its address (from `X-Forwarded-For` when the TCP peer is a
-    /// trusted proxy: the right-most address that is not one) and User-Agent.
+    /// trusted proxy: the right-most address that is not one), User-Agent, and with tracing on
+    /// the `traceparent` of the request's span (what the request's webhook deliveries carry).
     func client(_ request: Request, trustedProxies: [String]) -> PasskeyService.Client {
         PasskeyService.Client(
             ipAddress: PasskeyService.clientAddress(
                 peer: peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: trustedProxies),
-            userAgent: request.headers[.userAgent])
+            userAgent: request.headers[.userAgent], traceParent: Spans.currentTraceParent)
     }
 }

@@ -37,7 +37,7 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
             pools: pools, health: DatabaseHealth(probe: probe, options: options, logger: logger),
             operationTimeout: options.operationTimeout, preparesStatements: prepares, logger: logger)
         self.postgres = engine
-        super.init(engine: engine, migrationTimeout: options.migrationTimeout)
+        super.init(engine: TracedSQLEngine.wrap(engine), migrationTimeout: options.migrationTimeout)
     }
 
     deinit { postgres.pools.close() }

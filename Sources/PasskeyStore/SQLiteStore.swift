@@ -7,7 +7,7 @@ import Synchronization
 public final class SQLiteStore: SQLStore, @unchecked Sendable {
     /// Opens (creating if needed) the SQLite database at `path`.
     public init(path: String) throws {
-        super.init(engine: try SQLiteEngine(path: path))
+        super.init(engine: TracedSQLEngine.wrap(try SQLiteEngine(path: path)))
     }
 }
 

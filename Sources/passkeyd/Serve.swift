@@ -40,9 +40,14 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         Self.keepFreedMemory()
         let loaded = try options.load(listen: listen)
-        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        LogFormat.bootstrap(loaded.logFormat, level: level)
+        let environment = ProcessInfo.processInfo.environment
+        let level = environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        // Traces (OTEL_* variables; off by default) before anything that makes spans: the
+        // store's engine is traced only when they are on at its start.
+        let tracing = OTelTraces.enabled(environment)
+        LogFormat.bootstrap(loaded.logFormat, level: level, metadataProvider: tracing ? OTelTraces.logMetadata : nil)
         let logger = Logger(label: "passkeyd")
+        let traces = try tracing ? [OTelTraces.bootstrap(environment: environment)] : []
         // The PostgreSQL pools run on the store's own task (it replaces them after an outage) and
         // close once the server has stopped; the database is checked and migrated before the
         // server listens.
@@ -55,7 +60,7 @@ struct Serve: AsyncParsableCommand {
             sharedLimits: Database.isShared(loaded.databaseURL))
         service.prepareDecoyPasswordHash()
         let app = PasskeyServer.application(
-            service: service, host: loaded.host, port: loaded.port, logger: logger
+            service: service, host: loaded.host, port: loaded.port, logger: logger, services: traces
         ) {
             let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
@@ -64,7 +69,7 @@ struct Serve: AsyncParsableCommand {
             "passkeyd listening",
             metadata: [
                 "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
-                "database": "\(url)",
+                "database": "\(url)", "tracing": "\(tracing ? "on" : "off")",
             ])
         let server = loaded.server
         if !server.cookieSecure {

@@ -1,0 +1,44 @@
+import Logging
+import OTel
+import PasskeyStore
+import ServiceLifecycle
+
+/// OpenTelemetry traces, read from the standard `OTEL_*` variables and exported over OTLP/HTTP
+/// (protobuf) by swift-otel. Off unless an OTLP endpoint is named (`OTEL_EXPORTER_OTLP_ENDPOINT`
+/// or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or `OTEL_TRACES_EXPORTER` asks for an exporter;
+/// `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true` keeps it off whatever else is set.
+/// Off, no tracer is bootstrapped and the server makes no span (``Spans``).
+///
+/// swift-otel reads the rest itself: `OTEL_SERVICE_NAME` (default `passkeyd`),
+/// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP[_TRACES]_{PROTOCOL,HEADERS,TIMEOUT,COMPRESSION,
+/// CERTIFICATE,CLIENT_KEY,CLIENT_CERTIFICATE}`, `OTEL_TRACES_SAMPLER[_ARG]`, `OTEL_PROPAGATORS`,
+/// `OTEL_BSP_*` and `OTEL_LOG_LEVEL` (its own diagnostics, logged as `passkeyd.otel`). Only
+/// traces: logs stay passkeyd's own lines (which carry the ids) and metrics stay Prometheus.
+enum OTelTraces {
+    /// Whether the environment turns traces on.
+    static func enabled(_ environment: [String: String]) -> Bool {
+        func value(_ name: String) -> String? {
+            environment[name].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        if value("OTEL_SDK_DISABLED") == "true" { return false }
+        if let exporter = value("OTEL_TRACES_EXPORTER") { return exporter != "none" }
+        return value("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != nil || value("OTEL_EXPORTER_OTLP_ENDPOINT") != nil
+    }
+
+    /// Bootstraps the tracer and turns spans on: the returned service exports the spans in
+    /// batches, and sends the last ones when the server stops.
+    static func bootstrap(environment: [String: String]) throws -> any Service {
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "passkeyd"
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.enabled = true
+        configuration.diagnosticLogger = .custom(Logger(label: "passkeyd.otel"))
+        let service = try OTel.bootstrap(configuration: configuration, environment: environment)
+        Spans.enable()
+        return service
+    }
+
+    /// What puts the current span's `trace_id` and `span_id` in every log line.
+    static let logMetadata = OTel.makeLoggingMetadataProvider()
+}
