@@ -835,7 +835,7 @@ export class Passkeyd {
         wait = null;
         await run.whileActive(run.unpaused());
         controller = run.attempt();
-        const options = await this.#request('POST', '/api/auth/authenticate/options', {}, { signal: controller.signal });
+        const options = await this.#request('POST', '/api/auth/authenticate/options', { mediation: 'conditional' }, { signal: controller.signal });
         const publicKey = await this.#parse(requestOptionsFromJSON, options);
         const pending = this.#ceremony('get', options, { mediation: 'conditional', signal: controller.signal, publicKey });
         run.pending = pending.catch(() => {});

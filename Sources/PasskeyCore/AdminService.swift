@@ -61,7 +61,11 @@ public struct AdminService: Sendable {
         guard let passkey = try await store.passkey(credentialID: credentialID), passkey.accountID == account.id else {
             throw PasskeyServiceError(.passkeyNotFound, "\(account.username) has no passkey \(Base64URLBytes(credentialID).base64URL)")
         }
-        let audit = [event(.adminPasskeyRevoked, account, by: operatorName, credentialID: credentialID, detail: passkey.name)]
+        let existing = try await store.passkeys(accountID: account.id).count
+        let audit = [
+            event(.adminPasskeyRevoked, account, by: operatorName, credentialID: credentialID, detail: passkey.name)
+                .counted(AdoptionMetric.removedPasskey(existing: existing, hasPassword: account.passwordHash != nil))
+        ]
         guard try await store.revokePasskey(credentialID: credentialID, audit: audit) else {
             throw PasskeyServiceError(.passkeyNotFound, "the passkey was removed meanwhile")
         }
@@ -92,7 +96,7 @@ public struct AdminService: Sendable {
         let account = Account(
             username: username, displayName: display, userHandle: RelyingParty.makeUserHandle(), createdAt: now(), externalID: externalID)
         do {
-            try await store.createAccount(account, audit: [event(.accountCreated, account, by: operatorName)])
+            try await store.createAccount(account, audit: [event(.accountCreated, account, by: operatorName).counted(.accountCreatedEmpty)])
         } catch let error as StoreError where error.code == .conflict {
             // Created meanwhile by the same external id (a retried call), or the username is taken.
             if let externalID, let existing = try await store.account(externalID: externalID) { return (existing, false) }

@@ -18,7 +18,7 @@ extension PasskeyService {
     /// account; one that is not the account's gets the same decoy answer as an unknown username.
     public func authenticationOptions(
         username: String?, profile: Profile = .native, hints: [String]? = nil, client: Client = Client(),
-        extensions: SignInExtensionRequest = SignInExtensionRequest(), credentialID: [UInt8]? = nil
+        extensions: SignInExtensionRequest = SignInExtensionRequest(), credentialID: [UInt8]? = nil, conditional: Bool = false
     ) async throws
         -> PublicKeyCredentialRequestOptionsJSON
     {
@@ -65,7 +65,8 @@ extension PasskeyService {
         try await store.saveChallenge(
             ChallengeRecord(
                 challenge: begin.challenge, ceremony: .authentication, accountID: accountID, unknownUser: unknown, api: profile.api,
-                userVerification: begin.state.userVerification.rawValue, state: Self.encoded(begin.state), createdAt: time,
+                userVerification: begin.state.userVerification.rawValue, conditional: conditional, state: Self.encoded(begin.state),
+                createdAt: time,
                 expiresAt: time.addingTimeInterval(lifetime(configuration.challengeLifetime))))
         capacity.issued()
         return begin.options
@@ -213,7 +214,9 @@ extension PasskeyService {
             events.append(
                 auditEvent(.counterAnomaly, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "flagged"))
         }
-        events.append(auditEvent(.signIn, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey"))
+        events.append(
+            auditEvent(.signIn, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "passkey")
+                .counted(record.conditional ? .signInAutofill : .signInPasskey))
         // One transaction: counter compare-and-set (of two sign-ins racing with the same counter
         // value, one wins), last use, the session and the audit lines.
         let completion = try await store.completeSignIn(

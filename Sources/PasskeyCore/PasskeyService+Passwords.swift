@@ -60,7 +60,7 @@ extension PasskeyService {
         guard try await store.removePassword(accountID: signedIn.account.id) else {
             throw PasskeyServiceError.noPasskey
         }
-        await audit(.passwordRemoved, accountID: signedIn.account.id, client: client)
+        await audit(auditEvent(.passwordRemoved, accountID: signedIn.account.id, client: client).counted(.passwordOff))
     }
 
     /// Changes the password of an account that has one: needs a recent sign-in and the new

@@ -92,7 +92,10 @@ extension PasskeyService {
         let (token, session) = makeSession(for: account, client: client, method: method)
         try await store.recordSignIn(
             accountID: account.id, session: session,
-            audit: [auditEvent(recovery ? .recoverySignIn : .signIn, accountID: account.id, client: client, detail: method)],
+            audit: [
+                auditEvent(recovery ? .recoverySignIn : .signIn, accountID: account.id, client: client, detail: method)
+                    .counted(AdoptionMetric.signIn(method: method))
+            ],
             revokeOtherSessions: recovery)
         metrics.signedIn(method: method)
         return OtherSignIn(account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery)

@@ -171,7 +171,8 @@ extension PasskeyService {
         let time = now()
         if let accountID = record.accountID {
             guard let account = try await store.account(id: accountID) else { throw PasskeyServiceError.unknownChallenge }
-            let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
+            let existing = try await store.passkeys(accountID: accountID)
+            let taken = Set(existing.map(\.name))
             var passkey = makePasskey(verified, accountID: accountID, name: passkeyName, prfSalt: prfSalt, at: time)
             if passkeyName == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
             do {
@@ -179,7 +180,13 @@ extension PasskeyService {
             } catch let error as StoreError where error.code == .conflict {
                 throw PasskeyServiceError.credentialExists
             }
-            await audit(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+            // Counted for the adoption chart: a first passkey of a password account is an upgrade.
+            let metric = AdoptionMetric.newPasskey(
+                existing: replaces == nil ? existing.count : max(existing.count, 1), hasPassword: account.passwordHash != nil,
+                conditional: record.conditional, sessionMethod: signedIn?.session.method)
+            await audit(
+                auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+                    .counted(metric))
             if let replaces, replaces != passkey.credentialID,
                 let old = try await store.passkey(credentialID: replaces), old.accountID == accountID
             {
@@ -212,6 +219,7 @@ extension PasskeyService {
                 account, passkey: passkey, session: session,
                 audit: [
                     auditEvent(.signUp, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+                        .counted(.signUpPasskey)
                 ])
         } catch let error as StoreError where error.code == .conflict {
             // Someone took the username (or registered this credential) since the options.
@@ -229,7 +237,8 @@ extension PasskeyService {
     {
         guard let account = try await store.account(id: accountID), !account.disabled else { throw PasskeyServiceError.unknownChallenge }
         let time = now()
-        let taken = Set(try await store.passkeys(accountID: accountID).map(\.name))
+        let existing = try await store.passkeys(accountID: accountID)
+        let taken = Set(existing.map(\.name))
         var passkey = makePasskey(verified, accountID: accountID, name: name, prfSalt: prfSalt, at: time)
         if name == nil { passkey.name = Self.distinctName(passkey.name, taken: taken) }
         do {
@@ -241,7 +250,10 @@ extension PasskeyService {
         try await store.recordSignIn(
             accountID: accountID, session: session,
             audit: [
-                auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name),
+                auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
+                    .counted(
+                        AdoptionMetric.newPasskey(
+                            existing: existing.count, hasPassword: account.passwordHash != nil, conditional: false, sessionMethod: nil)),
                 auditEvent(.signIn, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: "registration_token"),
             ], revokeOtherSessions: false)
         metrics.signedIn(method: "registration_token")

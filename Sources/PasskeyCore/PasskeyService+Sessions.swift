@@ -94,8 +94,13 @@ extension PasskeyService {
         if try await waysIn(signedIn.account) == 2 { try requireRecentSignIn(signedIn) }
         // Every session the passkey made ends, but the one deleting it (its person just proved
         // they are signed in; the sessions of someone who added a passkey of their own end).
+        // Read first for the adoption chart: was it the account's last passkey?
+        let existing = try await store.passkeys(accountID: signedIn.account.id).count
         switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id, keepSession: signedIn.session.tokenHash) {
-        case .deleted: await audit(.passkeyDeleted, accountID: signedIn.account.id, credentialID: id, client: client)
+        case .deleted:
+            await audit(
+                auditEvent(.passkeyDeleted, accountID: signedIn.account.id, credentialID: id, client: client)
+                    .counted(AdoptionMetric.removedPasskey(existing: existing, hasPassword: signedIn.account.passwordHash != nil)))
         case .notFound: throw PasskeyServiceError.passkeyNotFound
         case .lastPasskey: throw PasskeyServiceError.lastPasskey
         }

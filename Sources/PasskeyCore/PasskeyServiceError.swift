@@ -129,6 +129,19 @@ extension PasskeyServiceError.Code {
     /// A `largeBlob.write` over the configured `extensions.largeBlobMaxBytes`.
     public static let largeBlobTooLarge = Self(rawValue: "large_blob_too_large")
 
+    /// The operator's console (`/admin/api`): no console session (every route answers this
+    /// alike, whatever else the request carries), a viewer asking for a change, a change
+    /// without the session's CSRF token, a bootstrap token that is not live, a typed
+    /// confirmation or a reason missing, a search out of bounds, the last administrator.
+    public static let adminRequired = Self(rawValue: "admin_required")
+    public static let adminRoleRequired = Self(rawValue: "admin_role_required")
+    public static let csrfTokenInvalid = Self(rawValue: "csrf_token_invalid")
+    public static let bootstrapInvalid = Self(rawValue: "bootstrap_invalid")
+    public static let confirmationMismatch = Self(rawValue: "confirmation_mismatch")
+    public static let reasonRequired = Self(rawValue: "reason_required")
+    public static let invalidQuery = Self(rawValue: "invalid_query")
+    public static let lastAdmin = Self(rawValue: "last_admin")
+
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
         .notSignedIn, .reauthenticationRequired, .challengeUnknown, .challengeExpired, .ceremonyMismatch, .accountMismatch,
@@ -138,7 +151,8 @@ extension PasskeyServiceError.Code {
         .invalidRecoveryCode, .invalidRecoveryLink, .invalidUserID, .malformedJSON, .invalidHints,
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
         .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound, .invalidExtension,
-        .largeBlobTooLarge,
+        .largeBlobTooLarge, .adminRequired, .adminRoleRequired, .csrfTokenInvalid, .bootstrapInvalid, .confirmationMismatch,
+        .reasonRequired, .invalidQuery, .lastAdmin,
     ]
 }
 
@@ -172,6 +186,12 @@ extension PasskeyServiceError {
         .invalidRegistrationToken, "This registration token is unknown, expired or already used; ask the app for a new one.")
     package static let invalidAPIKey = Self(.invalidAPIKey, "Send a live API key as Authorization: Bearer pkd_…")
     package static let accountNotFound = Self(.accountNotFound, "No such account.")
+    package static let adminRequired = Self(.adminRequired, "Sign in to the console with an administrator's passkey.")
+    package static let adminRoleRequired = Self(.adminRoleRequired, "Viewers cannot change anything; ask an administrator.")
+    package static let csrfTokenInvalid = Self(
+        .csrfTokenInvalid, "This change lacks the console's current X-CSRF-Token; reload the console.")
+    package static let bootstrapInvalid = Self(.bootstrapInvalid, "This bootstrap link is unknown, expired or already used.")
+    package static let lastAdmin = Self(.lastAdmin, "This is the last administrator; grant the role to someone else first.")
     package static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
     package static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
 

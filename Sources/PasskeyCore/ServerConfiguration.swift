@@ -272,6 +272,41 @@ public struct ServerConfiguration: Sendable {
     /// The WebAuthn extensions asked for by default, and their limits.
     public var extensions = Extensions()
 
+    /// The operator's console at `/admin` (docs/admin.md).
+    public var console = Console()
+
+    /// The operator's console: its sessions, the step-up window of its changes, the bootstrap
+    /// link's life and its rate limit.
+    public struct Console: Sendable, Hashable {
+        /// Serve `/admin/api` (the console's static pages are files of the public directory).
+        public var enabled: Bool
+        /// A console session ends after this long without a request.
+        public var idleTimeout: Duration
+        /// … and this long after its sign-in, whatever its use.
+        public var sessionLifetime: Duration
+        /// Every change needs a passkey verification at most this long ago.
+        public var stepUpWindow: Duration
+        /// How long a bootstrap link printed at start stays usable.
+        public var bootstrapLifetime: Duration
+        /// Console requests per administrator, and per address, in each rate-limit window.
+        public var requestsPerWindow: Int
+
+        public init(
+            enabled: Bool = true, idleTimeout: Duration = .seconds(900), sessionLifetime: Duration = .seconds(8 * 3600),
+            stepUpWindow: Duration = .seconds(300), bootstrapLifetime: Duration = .seconds(3600), requestsPerWindow: Int = 600
+        ) {
+            self.enabled = enabled
+            self.idleTimeout = idleTimeout
+            self.sessionLifetime = sessionLifetime
+            self.stepUpWindow = stepUpWindow
+            self.bootstrapLifetime = bootstrapLifetime
+            self.requestsPerWindow = requestsPerWindow
+        }
+    }
+
+    /// The console session cookie's name: `__Host-passkeyd_admin` when cookies are `Secure`.
+    public var consoleCookieName: String { cookieSecure ? "__Host-passkeyd_admin" : "passkeyd_admin" }
+
     /// The scrypt parameters of new password hashes.
     package var passwordScrypt: PasswordHash.Scrypt.Parameters { .init(logN: passwordScryptCost) }
 

@@ -65,6 +65,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidAuthorizationRequest: .notFound, .consentRequired: .forbidden, .signUpNotAllowed: .forbidden,
         .alreadySignedIn: .conflict, .invalidWebhookURL: .badRequest, .invalidValue: .badRequest, .notFound: .notFound,
         .invalidExtension: .badRequest, .largeBlobTooLarge: .badRequest,
+        .adminRequired: .forbidden, .adminRoleRequired: .forbidden, .csrfTokenInvalid: .forbidden, .bootstrapInvalid: .badRequest,
+        .confirmationMismatch: .badRequest, .reasonRequired: .badRequest, .invalidQuery: .badRequest, .lastAdmin: .conflict,
     ]
 
     /// Ceremony codes the authenticator policy refuses with (403).

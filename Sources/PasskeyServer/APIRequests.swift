@@ -132,9 +132,18 @@ struct AuthenticateOptionsBody: APIRequestBody {
     var extensions = PasskeyService.SignInExtensionRequest()
     /// `credentialId`: offer only this passkey of the account (a large blob write names it).
     var credentialID: [UInt8]?
+    /// `"mediation": "conditional"`: options for the browser's AutoFill (counted apart from a
+    /// button's sign-ins in the adoption chart).
+    var conditional = false
 
     init(json: JSONObject) throws {
         username = try json.optionalString("username")
+        switch try json.optionalString("mediation") {
+        case nil, "optional", "required", "silent": conditional = false
+        case "conditional": conditional = true
+        case let other?:
+            throw PasskeyServiceError.invalid(.invalidMediation, "mediation \"\(other)\" is not conditional, optional, required or silent")
+        }
         hints = try requestedHints(in: json)
         let members = try requestedExtensions(in: json, known: ["prf", "largeBlob"])
         extensions.prf = try requestedPRF(members)

@@ -38,6 +38,7 @@ public enum PasskeyServer {
             try await beforeServerStarts?()
             try await service.prepareIntegrations()
             await service.refreshMetadata()
+            try await announceBootstrap(service: service, logger: logger)
         }
         app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
         app.addServices(
@@ -73,6 +74,9 @@ public enum PasskeyServer {
             router.addRoutes(CompatibilityAPI(service: service).routes)
         }
         router.addRoutes(ServerAPI(service: service).routes, atPath: "/api/admin")
+        if configuration.console.enabled {
+            router.addRoutes(ConsoleAPI(service: service).routes, atPath: "/admin/api")
+        }
         router.addRoutes(OpenIDProvider(service: service).routes)
         router.group("api/auth/introspect").add(middleware: APIKeyMiddleware(service: service, scope: "introspect"))
             .post { request, _ in
@@ -99,6 +103,22 @@ public enum PasskeyServer {
             router.get("metrics") { request, _ in try await metrics(request, service: service) }
         }
         return router
+    }
+
+    /// With no administrator yet, a one-time link for the first one, written to standard error
+    /// (not to the log lines, which are often shipped elsewhere; the log says where to look).
+    static func announceBootstrap(service: PasskeyService, logger: Logger) async throws {
+        guard service.configuration.console.enabled else { return }
+        let console = ConsoleService(service: service)
+        guard let (token, expiresAt) = try await console.issueBootstrapToken() else { return }
+        let minutes = Int(expiresAt.timeIntervalSince(service.now()) / 60)
+        let text =
+            "\npasskeyd: no administrator yet. Open this link within \(minutes) minutes to create the first one (it works once):\n"
+            + "  \(console.bootstrapLink(token))\n\n"
+        FileHandle.standardError.write(Data(text.utf8))
+        logger.notice(
+            "no administrator yet: a one-time bootstrap link was written to standard error",
+            metadata: ["expiresAt": "\(expiresAt)", "grant": "passkeyd admin grant NAME --role admin"])
     }
 
     /// Prometheus text exposition; behind a bearer token when `metricsToken` is set.
@@ -129,6 +149,12 @@ struct ExpirySweeper: Service {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
             guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
             limiter.prune(now: Date())
+            // The adoption chart's daily rollups: a day is rolled up five minutes after it ends.
+            do {
+                try await store.rollUpMetrics(before: Date().addingTimeInterval(-300))
+            } catch {
+                logger.warning("adoption rollup failed", metadata: ["error": "\(error)"])
+            }
             do {
                 let removed = try await store.sweepExpired(now: Date())
                 if removed > 0 { logger.debug("swept expired rows", metadata: ["count": "\(removed)"]) }

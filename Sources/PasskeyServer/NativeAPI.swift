@@ -193,16 +193,18 @@ struct NativeAPI: Sendable {
         var hints: [String]?
         var extensions = PasskeyService.SignInExtensionRequest()
         var credentialID: [UInt8]?
+        var conditional = request.uri.queryParameters.get("mediation") == "conditional"
         if request.method == .post {
             let body = try await request.decode(AuthenticateOptionsBody.self, limit: limit)
             username = body.username ?? username
             hints = body.hints
             extensions = body.extensions
             credentialID = body.credentialID
+            conditional = body.conditional
         }
         let options = try await service.authenticationOptions(
             username: username, hints: hints, client: context.client(request, trustedProxies: service.configuration.trustedProxies),
-            extensions: extensions, credentialID: credentialID)
+            extensions: extensions, credentialID: credentialID, conditional: conditional)
         // The GET form is what clients that decode with `window.atob` call (the widely copied
         // guide's `PasskeyWebManager`); Level 3 clients POST. The challenge is alphabet-neutral
         // already; credential IDs are the authenticator's choice, so this form writes them in

@@ -18,6 +18,8 @@ public struct PasskeyRequestContext: RequestContext {
     public var signedIn: PasskeyService.SignedIn?
     /// The API key a server route was called with.
     public var apiKey: APIKeyCaller?
+    /// The console session of an `/admin/api` route (``ConsoleSessionMiddleware``).
+    public var console: ConsoleService.Session?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

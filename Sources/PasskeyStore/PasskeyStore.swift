@@ -246,12 +246,12 @@ public protocol PasskeyStore: Sendable {
     func saveConsent(accountID: UUID, clientID: String, scope: String, at time: Date) async throws
 
     /// A verified assertion that opens no account session (the operator's console signs in and
-    /// steps up with one), in one transaction: the challenge taken (single use, as in
+    /// steps up with one), in one transaction: the challenge taken unless nil (single use, as in
     /// ``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``),
     /// the counter compare-and-set, the passkey's last use and backup state, and the audit lines.
     /// The account's last sign-in is left alone (this was no sign-in to the account).
     func recordAssertion(
-        challenge: [UInt8], credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, audit: [AuditEvent]
     ) async throws -> SignInCompletion
 

@@ -2,12 +2,15 @@ import Foundation
 
 extension SQLStore {
     public func recordAssertion(
-        challenge: [UInt8], credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
+        challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, audit: [AuditEvent]
     ) async throws -> SignInCompletion {
         try await transaction { db in
             // Single use: of two answers to one challenge, the first to delete it goes on.
-            guard try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") == 1 else {
+            // (nil: the caller took it already.)
+            if let challenge,
+                try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
+            {
                 return .challengeTaken
             }
             // Compare-and-set: of two assertions racing with one counter value, one moves it.

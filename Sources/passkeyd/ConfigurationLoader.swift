@@ -59,6 +59,16 @@ struct ConfigurationLoader {
         var oidcRefreshTokenSeconds: Int?
         var mdsRootCertificate: String?
         var extensions: ExtensionsFile?
+        var console: ConsoleFile?
+    }
+
+    struct ConsoleFile: Decodable {
+        var enabled: Bool?
+        var idleTimeoutSeconds: Int?
+        var sessionLifetimeSeconds: Int?
+        var stepUpSeconds: Int?
+        var bootstrapSeconds: Int?
+        var requestsPerWindow: Int?
     }
 
     struct ExtensionsFile: Decodable {
@@ -295,6 +305,7 @@ struct ConfigurationLoader {
             passwordScryptCost: try int(
                 "PASSKEYD_PASSWORD_SCRYPT_COST", file.passwordScryptCost, range: 10...20, setting: "passwordScryptCost") ?? 17)
         configuration.extensions = try extensions(file.extensions ?? ExtensionsFile())
+        configuration.console = try console(file.console ?? ConsoleFile())
         let tokens = file.tokens ?? TokensFile()
         let defaults = ServerConfiguration.Tokens()
         configuration.tokens = ServerConfiguration.Tokens(
@@ -408,6 +419,31 @@ struct ConfigurationLoader {
             largeBlobMaxBytes: try int(
                 "PASSKEYD_LARGE_BLOB_MAX_BYTES", file.largeBlobMaxBytes, range: 1...65_536, setting: "extensions.largeBlobMaxBytes")
                 ?? defaults.largeBlobMaxBytes)
+    }
+
+    /// `console` (file) and `PASSKEYD_ADMIN_CONSOLE`, `PASSKEYD_ADMIN_IDLE_TIMEOUT`,
+    /// `PASSKEYD_ADMIN_SESSION_LIFETIME`, `PASSKEYD_ADMIN_STEP_UP`, `PASSKEYD_ADMIN_BOOTSTRAP_TTL`
+    /// (seconds) and `PASSKEYD_ADMIN_RATE_LIMIT` (environment).
+    private func console(_ file: ConsoleFile) throws(ConfigurationError) -> ServerConfiguration.Console {
+        let defaults = ServerConfiguration.Console()
+        func seconds(_ key: String, _ value: Int?, _ range: ClosedRange<Int>, _ setting: String, _ fallback: Duration)
+            throws(ConfigurationError) -> Duration
+        {
+            try int(key, value, range: range, setting: "console." + setting).map { .seconds($0) } ?? fallback
+        }
+        return ServerConfiguration.Console(
+            enabled: try bool("PASSKEYD_ADMIN_CONSOLE", file.enabled) ?? defaults.enabled,
+            idleTimeout: try seconds(
+                "PASSKEYD_ADMIN_IDLE_TIMEOUT", file.idleTimeoutSeconds, 60...86_400, "idleTimeoutSeconds", defaults.idleTimeout),
+            sessionLifetime: try seconds(
+                "PASSKEYD_ADMIN_SESSION_LIFETIME", file.sessionLifetimeSeconds, 300...604_800, "sessionLifetimeSeconds",
+                defaults.sessionLifetime),
+            stepUpWindow: try seconds("PASSKEYD_ADMIN_STEP_UP", file.stepUpSeconds, 10...3600, "stepUpSeconds", defaults.stepUpWindow),
+            bootstrapLifetime: try seconds(
+                "PASSKEYD_ADMIN_BOOTSTRAP_TTL", file.bootstrapSeconds, 60...604_800, "bootstrapSeconds", defaults.bootstrapLifetime),
+            requestsPerWindow: try int(
+                "PASSKEYD_ADMIN_RATE_LIMIT", file.requestsPerWindow, range: 1...1_000_000, setting: "console.requestsPerWindow")
+                ?? defaults.requestsPerWindow)
     }
 
     /// `connections` (file) and `PASSKEYD_*CONNECTIONS*` / `*_TIMEOUT` (environment).

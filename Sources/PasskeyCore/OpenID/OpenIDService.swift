@@ -256,7 +256,9 @@ public struct OpenIDService: Sendable {
             grant: OAuthGrant(
                 clientID: client.id, accountID: signedIn.account.id, grant: Array(try JSONEncoder().encode(grant)), family: nil,
                 expiresAt: time.addingTimeInterval(Self.codeLifetime)), createdAt: time)
-        await service.audit(.oidcAuthorized, accountID: signedIn.account.id, client: PasskeyService.Client(), detail: client.id)
+        await service.audit(
+            service.auditEvent(.oidcAuthorized, accountID: signedIn.account.id, client: PasskeyService.Client(), detail: client.id)
+                .counted(.signInOIDC))
         return Self.location(pending.redirectURI, ["code": Base64URLBytes(code).base64URL, "state": pending.state, "iss": issuer])
     }
 
