@@ -80,7 +80,8 @@ struct MigrationTests {
             }
             #expect(
                 kinds == [
-                    "sign_in_failed:invalid_credentials", "sign_in:password", "passkey_added:Passkey", "sign_in:password",
+                    "account_imported:", "sign_in_failed:invalid_credentials", "sign_in:password", "passkey_added:Passkey",
+                    "sign_in:password",
                     "password_removed:", "sign_in_failed:invalid_credentials", "sign_in:passkey",
                 ], "\(kinds)")
         }
