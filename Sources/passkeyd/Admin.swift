@@ -11,10 +11,11 @@ import WebAuthn
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Look after accounts (list, show, disable, revoke passkeys or sessions, audit log, export, adoption), signing keys, API keys and webhooks.",
+            "Look after accounts (list, show, disable, revoke passkeys or sessions, delete, audit log, export, adoption), console roles, signing keys, API keys and webhooks.",
         subcommands: [
             Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
-            Audit.self, Export.self, Adoption.self, Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self, Clients.self,
+            DeleteAccount.self, Audit.self, Export.self, Adoption.self, Grant.self, RevokeRole.self, Roles.self, BootstrapLink.self,
+            Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self, Clients.self,
         ])
 }
 
@@ -340,14 +341,47 @@ extension Admin {
 
     struct Adoption: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "How many accounts have passkeys, active accounts among them, passkeys by provider.")
+            abstract:
+                "How many accounts have passkeys, active accounts among them, passkeys by provider; --daily: the console's chart as a table.",
+            discussion:
+                "With --daily (or --csv) --days is the chart's range (7, 30, 90 or 365) and the table is the console's adoption chart, "
+                + "day by day (UTC), from the daily rollups and today's audit lines (docs/admin.md).")
         @OptionGroup var options: ServerOptions
-        @Option(help: "Active means signed in within this many days.") var days = 30
+        @Option(help: "Active means signed in within this many days; with --daily, the days shown.") var days = 30
+        @Flag(help: "Print the console's adoption chart day by day.") var daily = false
+        @Flag(help: "Print the chart's days as the console's CSV download.") var csv = false
         @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            if daily || csv {
+                guard ConsoleService.adoptionRanges.contains(days) else {
+                    throw ValidationError("with --daily or --csv, --days must be one of 7, 30, 90, 365")
+                }
+            }
+        }
+
+        func chart(_ context: AdminContext) async throws {
+            let console = try context.console()
+            if csv {
+                // Byte for byte the console's download (RFC 4180 line ends).
+                FileHandle.standardOutput.write(Data(try await console.adoptionCSV(days: days).utf8))
+                return
+            }
+            let series = try await console.adoption(days: days)
+            if json {
+                try printJSON(series.map(AdoptionTable.DayJSON.init))
+                return
+            }
+            for line in AdoptionTable.lines(series) { print(line) }
+        }
 
         func run() async throws {
             guard (1...3650).contains(days) else { throw ValidationError("--days must be 1...3650") }
             try await AdminContext.with(options) { context in
+                if daily || csv {
+                    try await chart(context)
+                    return
+                }
                 let now = Date()
                 let stats = try await context.store.statistics(now: now, activeSince: now.addingTimeInterval(-Double(days) * 86_400))
                 if json {
