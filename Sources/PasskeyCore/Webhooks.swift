@@ -229,6 +229,7 @@ public struct WebhookDispatcher: Service {
         -> Bool
     {
         var outcome = WebhookSendOutcome(failure: "endpoint removed", reason: "removed")
+        var latency: Int?
         if let endpoint {
             do {
                 let encoder = JSONEncoder()
@@ -242,9 +243,13 @@ public struct WebhookDispatcher: Service {
                     ("webhook-timestamp", String(timestamp)),
                     ("webhook-signature", WebhookSigner.signature(key: endpoint.secret, id: id, timestamp: timestamp, body: body)),
                 ]
+                let started = ContinuousClock.now
                 outcome = await traced(event) { traceParent in
                     await client.post(url: endpoint.url, headers: headers + (traceParent.map { [("traceparent", $0)] } ?? []), body: body)
                 }
+                // How long the receiver took (connection included), for the console's deliveries.
+                let elapsed = (ContinuousClock.now - started).components
+                latency = Int(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000)
             } catch {
                 outcome = WebhookSendOutcome(failure: String("\(error)".prefix(200)), reason: "error")
             }
@@ -265,7 +270,7 @@ public struct WebhookDispatcher: Service {
         do {
             try await store.settleWebhookDelivery(
                 eventID: delivery.eventID, endpointID: delivery.endpointID, deliveredAt: outcome.delivered ? time : nil,
-                status: outcome.status, error: outcome.failure,
+                status: outcome.status, error: outcome.failure, latencyMs: latency,
                 retryAt: time.addingTimeInterval(Self.backoff(afterAttempts: delivery.attempts)))
         } catch {
             // The lease runs out and the delivery is tried again: at least once.

@@ -99,6 +99,7 @@ public struct APIError: Error, Sendable, HTTPResponseError {
     static func from(_ error: StoreError) -> APIError {
         switch error.code {
         case .conflict: APIError(.conflict, "conflict", "That already exists.")
+        case .invalidQuery: APIError(.badRequest, "invalid_query", error.reason)
         default: APIError(.serviceUnavailable, "database_unavailable", "The database is unavailable; try again shortly.")
         }
     }

@@ -21,6 +21,8 @@ struct CanonicalPathMiddleware: RouterMiddleware {
         let bytes = Array(path.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return false }
         if bytes.count == 1 { return true }
+        // The one folder page: the operator's console (its file server sends /admin here).
+        if path == "/admin/" { return true }
         guard bytes.last != UInt8(ascii: "/") else { return false }
         for segment in bytes.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
             guard !segment.isEmpty, segment.elementsEqual(".".utf8) == false, segment.elementsEqual("..".utf8) == false else {

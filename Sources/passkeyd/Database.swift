@@ -42,7 +42,9 @@ enum Database {
             let applied = try await store.migrate()
             // Migration 5 brought the PRECIS username keys: bring stored keys to them, and report
             // accounts whose names now collide (never merged; an operator decides).
-            if applied.contains(5) {
+            // Migration 13 added the display name and external id search keys, backfilled by
+            // SQL's lower() (ASCII only on SQLite): the same pass folds them in full.
+            if applied.contains(5) || applied.contains(13) {
                 for collision in try await store.rekeyUsernames() {
                     let line =
                         "username collision: \"\(collision.username)\" (\(collision.accountID)) and \"\(collision.otherUsername)\" "

@@ -152,7 +152,7 @@ public struct ConsoleService: Sendable {
     /// The link an operator opens: the first web origin's console with the token in the
     /// fragment (never sent to a server, never in a log line).
     public func bootstrapLink(_ token: String) -> String {
-        (service.configuration.webOrigins.first ?? "http://localhost:8080") + "/admin#bootstrap=" + token
+        (service.configuration.webOrigins.first ?? "http://localhost:8080") + "/admin/#bootstrap=" + token
     }
 
     /// Creation options for the first administrator's new account, while the token is live.
