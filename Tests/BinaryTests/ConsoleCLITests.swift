@@ -7,7 +7,7 @@ import WebAuthnTesting
 /// adoption table) on the real binary, beside a real `passkeyd serve` on the same database.
 @Suite("passkeyd admin: console roles and the bootstrap link")
 struct ConsoleCLITests {
-    static let linkMarker = "/admin#bootstrap=pkb_"
+    static let linkMarker = "/admin/#bootstrap=pkb_"
 
     struct Workspace {
         let directory: URL
