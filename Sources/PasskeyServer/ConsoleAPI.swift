@@ -55,7 +55,8 @@ struct ConsoleAPI: Sendable {
             .add(middleware: JSONRequestMiddleware())
         gated.get("session") { _, context in
             let session = try session(context)
-            return try HTTP.json(ConsoleSessionJSON(session, csrfToken: try await console.csrfToken(for: session.record)))
+            return try HTTP.json(
+                ConsoleSessionJSON(session, csrfToken: try await console.csrfToken(for: session.record), now: service.now()))
         }
         gated.delete("session") { request, context in
             try await console.signOut(try session(context), client: client(request, context))
@@ -198,12 +199,36 @@ struct ConsoleAPI: Sendable {
         }
 
         // Any other path under /admin/api: the gate answered for it already (403 without a
-        // session); with one, it names nothing.
-        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+        // session); with one, it names nothing. A path above asked with a method it does not
+        // take, or a stem of one, would miss the wildcard (the router answers 404 itself,
+        // before the gate: the route map would show); those go through the gate as well.
+        for (path, taken) in Self.methods {
+            for method in Self.anyMethod where !taken.contains(method) {
+                gated.on(RouterPath(path), method: method) { _, _ -> Response in throw APIError.notFound }
+            }
+        }
+        for method in Self.anyMethod {
             gated.on("**", method: method) { _, _ -> Response in throw APIError.notFound }
         }
         return api
     }
+
+    static let anyMethod: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete]
+
+    /// Every path of ``routes`` (and the stems between them) with the methods it takes.
+    static let methods: [String: Set<HTTPRequest.Method>] = [
+        "session": [.get, .delete], "session/options": [.post], "session/verify": [.post], "bootstrap": [],
+        "bootstrap/options": [.post], "bootstrap/verify": [.post], "step-up": [], "step-up/options": [.post],
+        "step-up/verify": [.post], "overview": [.get], "adoption": [.get], "adoption.csv": [.get], "accounts": [.get],
+        "accounts/:id": [.get, .delete], "accounts/:id/disable": [.post], "accounts/:id/enable": [.post],
+        "accounts/:id/revoke-sessions": [.post], "accounts/:id/passkeys": [], "accounts/:id/passkeys/:credential": [.delete],
+        "accounts/:id/recovery-link": [.post], "audit": [.get], "audit.csv": [.get], "integrations": [.get], "policy": [.get],
+        "admins": [.get, .post], "admins/:id": [.delete], "clients": [.post], "clients/:id": [.delete],
+        "clients/:id/rotate-secret": [.post], "api-keys": [.post], "api-keys/:id": [.delete], "webhooks": [.post],
+        "webhooks/:id": [.delete], "webhooks/:id/pause": [.post], "webhooks/:id/resume": [.post],
+        "webhooks/:id/rotate-secret": [.post], "webhooks/:id/deliveries": [], "webhooks/:id/deliveries/:event": [],
+        "webhooks/:id/deliveries/:event/retry": [.post], "signing-keys": [], "signing-keys/rotate": [.post],
+    ]
 
     // MARK: Helpers
 
@@ -227,11 +252,11 @@ struct ConsoleAPI: Sendable {
     func signedIn(_ result: ConsoleService.SignedIn) throws -> Response {
         var headers = HTTPFields()
         headers[.setCookie] = cookie(token: result.token)
-        return try HTTP.json(ConsoleSessionJSON(result.session, csrfToken: result.csrfToken), headers: headers)
+        return try HTTP.json(ConsoleSessionJSON(result.session, csrfToken: result.csrfToken, now: service.now()), headers: headers)
     }
 
     func days(_ request: Request) throws -> Int {
-        guard let text = request.uri.queryParameters.get("days") else { return 30 }
+        guard let text = FormQuery(request).get("days") else { return 30 }
         guard let days = Int(text), ConsoleService.adoptionRanges.contains(days) else {
             throw PasskeyServiceError(.invalidQuery, "days must be 7, 30, 90 or 365.")
         }
@@ -251,7 +276,7 @@ struct ConsoleAPI: Sendable {
     }
 
     func searchAccounts(_ request: Request) async throws -> Response {
-        let query = request.uri.queryParameters
+        let query = FormQuery(request)
         let field =
             try query.get("by").map { text in
                 guard let field = AccountSearchField(rawValue: text) else {
@@ -273,7 +298,7 @@ struct ConsoleAPI: Sendable {
     }
 
     func auditQuery(_ request: Request, defaultLimit: Int, maximum: Int) throws -> AuditQuery {
-        let query = request.uri.queryParameters
+        let query = FormQuery(request)
         func date(_ name: String) throws -> Date? {
             guard let text = query.get(name), !text.isEmpty else { return nil }
             if let date = ISO8601DateFormatter().date(from: String(text)) { return date }
@@ -414,4 +439,24 @@ struct ConsoleOriginMiddleware: RouterMiddleware {
 
 extension HTTPField.Name {
     static let csrfToken = Self("X-CSRF-Token")!
+}
+
+/// A query string as a browser's form or `URLSearchParams` writes it: `+` is a space (and a
+/// `+` itself comes as `%2B`), then percent-decoding. The first value of a name counts.
+struct FormQuery {
+    private var values: [String: String] = [:]
+
+    init(_ request: Request) {
+        for pair in (request.uri.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ text: Substring) -> String {
+                let spaced = text.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            let name = decoded(parts[0])
+            if values[name] == nil { values[name] = parts.count > 1 ? decoded(parts[1]) : "" }
+        }
+    }
+
+    func get(_ name: String) -> String? { values[name] }
 }
