@@ -72,12 +72,13 @@ struct ConsoleSessionJSON: Encodable {
     let stepUpUntil: Date
     let expiresAt: Date
 
-    init(_ session: ConsoleService.Session, csrfToken: String?) {
+    /// `now`: the service's clock (the idle deadline was moved by it).
+    init(_ session: ConsoleService.Session, csrfToken: String?, now: Date) {
         admin = Admin(
             id: session.account.id.uuidString.lowercased(), username: session.account.username,
             displayName: session.account.displayName, role: session.role.rawValue)
         self.csrfToken = csrfToken
-        idleTimeout = Int(session.record.idleExpiresAt.timeIntervalSince(Date()).rounded())
+        idleTimeout = Int(session.record.idleExpiresAt.timeIntervalSince(now).rounded())
         stepUpUntil = session.stepUpUntil
         expiresAt = session.record.expiresAt
     }
