@@ -56,21 +56,12 @@ extension SQLStore {
                 backedUp: backedUp, counterAnomaly: counterAnomaly, at: time, session: session, audit: audit)
         }
         return try await transaction { db in
-            // Single use: of two answers to one challenge, the first to delete it goes on.
-            if let challenge,
-                try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
+            if let refused = try await Self.takeChallengeAndMoveCounter(
+                db, challenge: challenge, credentialID: credentialID, previousSignCount: previousSignCount, signCount: signCount,
+                backedUp: backedUp, counterAnomaly: counterAnomaly, at: time)
             {
-                return .challengeTaken
+                return refused
             }
-            // Compare-and-set: of two sign-ins racing with one counter value, one moves it.
-            let moved = try await db.run(
-                """
-                UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
-                       counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
-                WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
-                RETURNING 1
-                """)
-            guard moved == 1 else { return .counterRaced }
             try await db.execute("UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID)")
             try await db.execute(Self.insert(session))
             for event in audit { try await db.execute(Self.insert(event)) }
