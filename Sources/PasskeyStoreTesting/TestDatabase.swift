@@ -61,25 +61,28 @@ public enum TestDatabase {
         }
     }
 
+    /// The options of every PostgreSQL store a test opens (a test of its own options starts
+    /// from these). Tests run many suites in parallel on two cores; the 5 s production deadline
+    /// and the outage breaker are tested against real outages (PostgresClusterTests,
+    /// PostgresOutageTests), not against this machine's load: fresh-clone runs starved
+    /// PostgreSQL past a 10 s probe while a hundred suites ran, and the breaker then answered
+    /// suites' queries as an outage (twice: once through a store opened with the defaults).
+    public static func postgresOptions(maxConnections: Int = 8) -> PostgresStore.Options {
+        var options = PostgresStore.Options()
+        options.maxConnections = maxConnections
+        options.operationTimeout = .seconds(30)
+        options.suspectAfter = .seconds(10)
+        options.probeTimeout = .seconds(30)
+        return options
+    }
+
     /// A migrated store on a new database of `kind`.
     public static func makeStore(_ kind: Kind) async throws -> any PasskeyStore {
         let url = try await makeURL(kind)
         let store: any PasskeyStore
         switch kind {
         case .sqlite: store = try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-        case .postgres:
-            var options = PostgresStore.Options()
-            options.maxConnections = 8
-            // Tests run many suites in parallel on two cores; the 5 s production deadline and the
-            // outage breaker are tested against real outages (PostgresClusterTests,
-            // PostgresOutageTests), not against this machine's load.
-            options.operationTimeout = .seconds(30)
-            // A fresh-clone run once starved PostgreSQL past a 10 s probe while a hundred suites ran
-            // on two cores: the breaker then answered two suites' queries as an outage. Here the
-            // probe gets as long as any operation.
-            options.suspectAfter = .seconds(10)
-            options.probeTimeout = .seconds(30)
-            store = try PostgresStore(url: url, options: options)
+        case .postgres: store = try PostgresStore(url: url, options: postgresOptions())
         }
         try await store.migrate()
         return store

@@ -301,7 +301,7 @@ struct ConsoleStoreTests {
         let store: SQLStore =
             switch kind {
             case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-            case .postgres: try PostgresStore(url: url)
+            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
             }
         defer { (store as? PostgresStore)?.close() }
         #expect(try await store.migrate(through: 12) == Array(1...12))

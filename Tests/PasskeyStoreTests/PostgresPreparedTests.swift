@@ -16,12 +16,7 @@ struct PostgresPreparedTests {
     static func oneConnectionStore(query: String? = nil, migrated: Bool = true) async throws -> PostgresStore {
         var url = try await TestDatabase.makeURL(.postgres)
         if let query { url += (url.contains("?") ? "&" : "?") + query }
-        var options = PostgresStore.Options()
-        options.maxConnections = 1
-        options.suspectAfter = .seconds(10)
-        options.probeTimeout = .seconds(10)
-        options.operationTimeout = .seconds(30)
-        let store = try PostgresStore(url: url, options: options)
+        let store = try PostgresStore(url: url, options: TestDatabase.postgresOptions(maxConnections: 1))
         if migrated { _ = try await store.migrate() }
         return store
     }

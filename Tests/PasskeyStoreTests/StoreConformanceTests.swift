@@ -125,7 +125,7 @@ struct StoreConformanceTests {
         let store: SQLStore =
             switch kind {
             case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-            case .postgres: try PostgresStore(url: url)
+            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
             }
         #expect(try await store.migrate(through: 9) == Array(1...9))
         #expect(try await store.schemaVersion() == 9)

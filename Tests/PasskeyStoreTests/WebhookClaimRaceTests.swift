@@ -23,10 +23,7 @@ struct WebhookClaimRaceTests {
             switch kind {
             case .sqlite: stores.append(try SQLiteStore(path: String(url.dropFirst("sqlite://".count))))
             case .postgres:
-                var options = PostgresStore.Options()
-                options.maxConnections = 4
-                options.operationTimeout = .seconds(30)
-                stores.append(try PostgresStore(url: url, options: options))
+                stores.append(try PostgresStore(url: url, options: TestDatabase.postgresOptions(maxConnections: 4)))
             }
         }
         try await stores[0].migrate()
