@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Runs a child process (the built executables, a Python oracle) to completion, feeding it standard input, and collects its output.
 public enum Subprocess {
     public struct Result: Sendable {
@@ -12,22 +18,42 @@ public enum Subprocess {
         _ executable: URL, _ arguments: [String], stdin: [UInt8] = [], environment: [String: String]? = nil,
         directory: URL? = nil
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let directory { process.currentDirectoryURL = directory }
-        let input = Pipe(), output = Pipe(), error = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        input.fileHandleForWriting.write(Data(stdin))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        // A directory: through the shell's cd (posix_spawn has no portable chdir action).
+        let (path, argv) =
+            directory.map { ("/bin/sh", ["-c", "cd \"$0\" && exec \"$@\"", $0.path, executable.path] + arguments) }
+            ?? (executable.path, arguments)
+        let input = try SpawnedProcess.pipe(), output = try SpawnedProcess.pipe(), errorPipe = try SpawnedProcess.pipe()
+        let child: SpawnedProcess
+        do {
+            child = try SpawnedProcess(
+                executable: path, arguments: argv, environment: environment, stdin: input.read, stdout: output.write,
+                stderr: errorPipe.write)
+        } catch {
+            for fd in [input.read, input.write, output.read, output.write, errorPipe.read, errorPipe.write] { close(fd) }
+            throw error
+        }
+        for fd in [input.read, output.write, errorPipe.write] { close(fd) }
+        // Both outputs are read at once (a child filling one pipe while the other is read would wait forever).
+        let errors = Collected(), finished = DispatchSemaphore(value: 0), errorFD = errorPipe.read
+        Thread {
+            errors.data = SpawnedProcess.readAll(errorFD)
+            finished.signal()
+        }.start()
+        stdin.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(input.write, bytes.baseAddress! + offset, bytes.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+        close(input.write)
+        let out = SpawnedProcess.readAll(output.read)
+        let status = child.waitUntilExit()
+        finished.wait()
+        return Result(status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: errors.data, as: UTF8.self))
     }
+
+    /// Standard error, read on a thread of its own (handed over after its semaphore).
+    private final class Collected: @unchecked Sendable { var data = Data() }
 }

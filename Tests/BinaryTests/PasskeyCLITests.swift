@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 
 /// The `passkey` client CLI against a real `passkeyd serve`, as a newcomer would use it.
 @Suite("passkey CLI against a running server")
@@ -16,19 +17,9 @@ struct PasskeyCLITests {
 
     /// Runs one of the package's executables to completion.
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+        let result = try Subprocess.run(
+            executable, arguments, environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        return Result(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     @Test func registerSignInAndListAgainstARealServer() async throws {

@@ -29,8 +29,8 @@ struct ServeBinaryTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    final class Server: @unchecked Sendable {  // its Process is only started and stopped
-        let process = Process()
+    final class Server: @unchecked Sendable {  // its process is only started and stopped
+        let process: SpawnedProcess
         let port: Int
         /// The web origin it is configured with (what a browser page of it sends as Origin).
         let origin: String
@@ -38,8 +38,6 @@ struct ServeBinaryTests {
         init(port: Int, database: String, environment extra: [String: String] = [:], origin: String? = nil, log: URL? = nil) throws {
             self.port = port
             self.origin = origin ?? "http://localhost:\(port)"
-            process.executableURL = ServeBinaryTests.binary
-            process.arguments = ["serve", "--database", database.contains("://") ? database : "sqlite://\(database)"]
             var environment = ProcessInfo.processInfo.environment
             environment["PASSKEYD_LISTEN"] = "127.0.0.1:\(port)"
             environment["PASSKEYD_ORIGINS"] = self.origin
@@ -48,15 +46,17 @@ struct ServeBinaryTests {
             // The decoy bcrypt hash is made at start; cost 12 in a debug build is seconds of CPU per server.
             environment["PASSKEYD_PASSWORD_SCRYPT_COST"] = "10"
             environment.merge(extra) { $1 }
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
+            var logFD: Int32?
             if let log {
-                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-                process.standardError = try FileHandle(forWritingTo: log)
-            } else {
-                process.standardError = FileHandle.nullDevice
+                let fd = open(log.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                logFD = fd
             }
-            try process.run()
+            defer { logFD.map { _ = close($0) } }
+            process = try SpawnedProcess(
+                executable: ServeBinaryTests.binary.path,
+                arguments: ["serve", "--database", database.contains("://") ? database : "sqlite://\(database)"], environment: environment,
+                stderr: logFD)
         }
 
         func waitUntilReady() async throws {
@@ -83,7 +83,7 @@ struct ServeBinaryTests {
         }()
 
         func stop() {
-            process.terminate()  // SIGTERM: graceful shutdown
+            process.signal(SIGTERM)  // graceful shutdown
             process.waitUntilExit()
         }
 

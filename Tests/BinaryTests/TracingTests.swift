@@ -180,8 +180,8 @@ struct TracingTests {
     }
 
     /// `scripts/otlp_receiver.py` on a free port, writing what it receives to a file.
-    final class Receiver: @unchecked Sendable {  // its Process is only started and stopped
-        let process = Process()
+    final class Receiver: @unchecked Sendable {  // its process is only started and stopped
+        let process: SpawnedProcess
         let port: Int
         let output: URL
 
@@ -206,14 +206,7 @@ struct TracingTests {
         }
 
         private static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus
+            try SpawnedProcess(executable: executable, arguments: arguments).waitUntilExit()
         }
 
         private init(python: String) throws {
@@ -222,14 +215,11 @@ struct TracingTests {
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
                 "../../scripts/otlp_receiver.py")
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [script.standardizedFileURL.path, String(port), output.path]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            process = try SpawnedProcess(executable: python, arguments: [script.standardizedFileURL.path, String(port), output.path])
         }
 
         func stop() {
-            kill(process.processIdentifier, SIGKILL)  // nothing to flush: every line is written as it comes
+            process.signal(SIGKILL)  // nothing to flush: every line is written as it comes
             process.waitUntilExit()
             try? FileManager.default.removeItem(at: output)
         }

@@ -2,6 +2,7 @@ import Foundation
 import PasskeyCore
 import PasskeyServer
 import Testing
+import WebAuthnTesting
 
 /// bcrypt against hashes made by other implementations (Python's `bcrypt`, i.e. OpenBSD's C code,
 /// and the OpenBSD test vector), and the other way round through py_webauthn's Python when present.
@@ -43,13 +44,9 @@ struct BcryptTests {
     @Test func pythonBcryptAcceptsOurHashes() throws {
         guard let python = ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] else { return }
         let made = Bcrypt(hashing: "from swift ✓", cost: 5)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            "-c", "import bcrypt,sys; sys.exit(0 if bcrypt.checkpw('from swift ✓'.encode(), sys.argv[1].encode()) else 1)", made.text,
-        ]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let result = try Subprocess.run(
+            URL(fileURLWithPath: python),
+            ["-c", "import bcrypt,sys; sys.exit(0 if bcrypt.checkpw('from swift ✓'.encode(), sys.argv[1].encode()) else 1)", made.text])
+        #expect(result.status == 0, "\(result.stderr)")
     }
 }
