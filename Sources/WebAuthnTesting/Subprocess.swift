@@ -12,11 +12,13 @@ public enum Subprocess {
         public var status: Int32
         public var stdout: String
         public var stderr: String
+        /// The child was still running after the `timeout` it was given, and was killed.
+        public var timedOut = false
     }
 
     public static func run(
         _ executable: URL, _ arguments: [String], stdin: [UInt8] = [], environment: [String: String]? = nil,
-        directory: URL? = nil
+        directory: URL? = nil, timeout: Duration? = nil
     ) throws -> Result {
         // A directory: through the shell's cd (posix_spawn has no portable chdir action).
         let (path, argv) =
@@ -48,12 +50,32 @@ public enum Subprocess {
             }
         }
         close(input.write)
+        // A child that hangs past its timeout is killed (its output so far is kept), so a test
+        // of "does not hang" fails rather than waiting forever.
+        let exited = DispatchSemaphore(value: 0), watchdog = Collected()
+        if let timeout {
+            let pid = child.pid
+            Thread {
+                let (seconds, attoseconds) = timeout.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                if exited.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+                    watchdog.fired = true
+                    kill(pid, SIGKILL)
+                }
+            }.start()
+        }
         let out = SpawnedProcess.readAll(output.read)
         let status = child.waitUntilExit()
+        exited.signal()
         finished.wait()
-        return Result(status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: errors.data, as: UTF8.self))
+        return Result(
+            status: status, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: errors.data, as: UTF8.self),
+            timedOut: watchdog.fired)
     }
 
     /// Standard error, read on a thread of its own (handed over after its semaphore).
-    private final class Collected: @unchecked Sendable { var data = Data() }
+    private final class Collected: @unchecked Sendable {
+        var data = Data()
+        var fired = false
+    }
 }

@@ -144,9 +144,10 @@ struct WebhookAddressTests {
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/hook")
             request.method = .POST
             request.body = .bytes(.init(string: "{}"))
-            let started = ContinuousClock.now
+            // The error is the policy's refusal, not a connect or request timeout: the connection
+            // was closed when its address was known, not left to time out (no clock is read here:
+            // under a loaded CI machine any bound on seconds would be a guess).
             await #expect(throws: OutboundURLPolicy.Refusal.self) { _ = try await strict.http.execute(request, timeout: .seconds(5)) }
-            #expect(ContinuousClock.now - started < .seconds(1))
             // Through the delivery path, the same URL is refused before connecting.
             let outcome = await strict.post(url: "http://127.0.0.1:\(port)/hook", headers: [], body: [])
             #expect(outcome.reason == "address_refused")
