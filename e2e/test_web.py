@@ -165,7 +165,7 @@ def test_no_passkey_gives_a_clear_message(impatient_server, browser):
     # which is the timeout above.)
     browser.add_virtual_authenticator(authenticator_options(user_verified=False))
     browser.find_element(By.ID, "signin-button").click()
-    wait(browser, 5).until(lambda d: "cancelled" in d.find_element(By.ID, "message").text)
+    wait(browser, 15).until(lambda d: "cancelled" in d.find_element(By.ID, "message").text)
 
 
 def test_a_passkey_deleted_on_the_server_is_reported(server, browser):

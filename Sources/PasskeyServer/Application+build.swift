@@ -40,7 +40,7 @@ public enum PasskeyServer {
             await service.refreshMetadata()
             try await announceBootstrap(service: service, logger: logger)
         }
-        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger))
+        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger, now: service.now))
         app.addServices(
             WebhookDispatcher(
                 store: service.store, metrics: service.metrics, logger: logger, policy: service.configuration.webhookPolicy,
@@ -141,6 +141,9 @@ struct ExpirySweeper: Service {
     let store: any PasskeyStore
     let limiter: RateLimiter
     let logger: Logger
+    /// The service's clock (the wall clock in production): what is expired is judged on the same
+    /// clock that set the expiry.
+    let now: @Sendable () -> Date
 
     func run() async throws {
         // The first sweep comes a minute in: by then the database is migrated (migrations run
@@ -148,15 +151,15 @@ struct ExpirySweeper: Service {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
             guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
-            limiter.prune(now: Date())
+            limiter.prune(now: now())
             // The adoption chart's daily rollups: a day is rolled up five minutes after it ends.
             do {
-                try await store.rollUpMetrics(before: Date().addingTimeInterval(-300))
+                try await store.rollUpMetrics(before: now().addingTimeInterval(-300))
             } catch {
                 logger.warning("adoption rollup failed", metadata: ["error": "\(error)"])
             }
             do {
-                let removed = try await store.sweepExpired(now: Date())
+                let removed = try await store.sweepExpired(now: now())
                 if removed > 0 { logger.debug("swept expired rows", metadata: ["count": "\(removed)"]) }
             } catch {
                 logger.warning("sweep failed", metadata: ["error": "\(error)"])

@@ -106,13 +106,14 @@ struct PasskeyCLITests {
 
     /// A real server for the load generator, its database in a folder of its own (removed when
     /// `body` returns), with `perIP` requests per rate-limit window for one client address.
-    private static func withLoadServer(perIP: String, _ body: (_ port: Int) async throws -> Void) async throws {
+    private static func withLoadServer(perIP: String, window: String = "60", _ body: (_ port: Int) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try ServeBinaryTests.freePort()
         let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path, environment: ["PASSKEYD_RATE_LIMIT_PER_IP": perIP])
+            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": perIP, "PASSKEYD_RATE_LIMIT_WINDOW": window])
         defer { server.stop() }
         try await server.waitUntilReady()
         try await body(port)
@@ -149,7 +150,9 @@ struct PasskeyCLITests {
     /// instead of asking again at once: a handful of refusals, not thousands, and the rate is
     /// given over the whole run even when every user stopped early.
     @Test func theLoadGeneratorHonoursRetryAfter() async throws {
-        try await Self.withLoadServer(perIP: "40") { port in try Self.refusedLoadWaits(port: port) }
+        // Twelve requests in a 600 s window: the two users' set-up (four) and four ceremonies,
+        // then each is refused with a Retry-After past the run's end, however slow the machine.
+        try await Self.withLoadServer(perIP: "12", window: "600") { port in try Self.refusedLoadWaits(port: port) }
     }
 
     private static func refusedLoadWaits(port: Int) throws {
@@ -222,8 +225,9 @@ struct ClosingServerLoadTests {
             var status: Int32 = 0
             while waitpid(python, &status, 0) == -1 && errno == EINTR {}
         }
-        // Wait (bounded) for the proxy to listen.
-        for _ in 0..<100 where !Self.listening(proxyPort) { try await Task.sleep(for: .milliseconds(50)) }
+        // Wait (bounded: 30 s, a Python start on a loaded machine) for the proxy to listen.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !Self.listening(proxyPort) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(Self.listening(proxyPort))
 
         for loadMode in ["sign-in", "sign-up"] {

@@ -216,6 +216,10 @@ struct TracingTests {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
                 "../../scripts/otlp_receiver.py")
             process = try SpawnedProcess(executable: python, arguments: [script.standardizedFileURL.path, String(port), output.path])
+            // The exporter drops a batch it cannot connect for: the server starts only once the
+            // receiver listens (bounded: 30 s, a Python start beside the whole parallel run).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !ClosingServerLoadTests.listening(port) && process.isRunning && ContinuousClock.now < deadline { usleep(50_000) }
         }
 
         func stop() {

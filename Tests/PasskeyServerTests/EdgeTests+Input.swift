@@ -258,18 +258,25 @@ extension EdgeTests {
     }
 
     @Test func thePasswordPoolRunsABoundedNumberAndRefusesPastItsQueue() async throws {
+        // Every admitted job holds its place until the test has seen the three refusals: which
+        // jobs are refused does not depend on how fast the machine is.
         let pool = BoundedWorkPool(width: 1, maxWaiting: 2)
+        let gate = DispatchSemaphore(value: 0)
         let results = await withTaskGroup(of: Int?.self) { group in
             for index in 0..<6 {
                 group.addTask {
                     await pool.run {
-                        usleep(150_000)
+                        // Bounded, so a pool that admitted too many fails the count below rather than hanging.
+                        _ = gate.wait(timeout: .now() + .seconds(60))
                         return index
                     }
                 }
             }
             var results: [Int?] = []
-            for await result in group { results.append(result) }
+            for await result in group {
+                results.append(result)
+                if results.count == 3 { for _ in 0..<3 { gate.signal() } }
+            }
             return results
         }
         #expect(results.compactMap { $0 }.count == 3)

@@ -154,7 +154,8 @@ struct WebhookAddressTests {
             await strict.shutdown()
             #expect(receiver.hits.withLock { $0 } == 0)
             // Allowed by the operator, the same request arrives.
-            let allowing = WebhookClient(policy: .unsafeAllowingPrivateAddresses, connectTimeout: .seconds(2), requestTimeout: .seconds(5))
+            let allowing = WebhookClient(
+                policy: .unsafeAllowingPrivateAddresses, connectTimeout: .seconds(30), requestTimeout: .seconds(60))
             let delivered = await allowing.post(url: "http://127.0.0.1:\(port)/hook", headers: [], body: [])
             await allowing.shutdown()
             #expect(delivered.delivered && receiver.hits.withLock { $0 } == 1)

@@ -55,7 +55,10 @@ struct WebhookTests {
         logger.logLevel = .error
         return WebhookDispatcher(
             store: harness.store, metrics: harness.service.metrics, logger: logger, policy: .unsafeAllowingPrivateAddresses,
-            now: { harness.clock.now }, sender: { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) })
+            now: { harness.clock.now },
+            // Generous timeouts: the receivers run in this busy test process, and no test here is
+            // about a timeout (WebhookIsolationTests is, serially).
+            sender: { policy, _, _ in WebhookClient(policy: policy, connectTimeout: .seconds(30), requestTimeout: .seconds(60)) })
     }
 
     /// The harness for receivers on loopback: private addresses allowed, as in development.
