@@ -31,7 +31,8 @@ extension AdminService {
     // MARK: Accounts
 
     /// Deletes an account and everything of it but its audit lines. `confirmation` must be its
-    /// username, typed (compared by its comparison key).
+    /// username, typed (compared by its comparison key). The last `admin`'s account is kept
+    /// (`last_admin`), by the store in the deletion's transaction.
     public func deleteAccount(_ account: Account, confirmation: String, by operatorName: String) async throws {
         guard Account.key(for: confirmation) == Account.key(for: account.username) else {
             throw PasskeyServiceError(.confirmationMismatch, "Type the account's username to confirm its deletion.")
@@ -40,7 +41,11 @@ extension AdminService {
         let line = AuditEvent(
             time: now(), kind: .accountDeleted, accountID: account.id, userAgent: operatorName, detail: account.username
         ).counted(AdoptionMetric.deleted(passkeys: passkeys, hasPassword: account.passwordHash != nil))
-        guard try await store.deleteAccount(accountID: account.id, audit: [line]) else { throw PasskeyServiceError.accountNotFound }
+        switch try await store.deleteAccount(accountID: account.id, audit: [line]) {
+        case .deleted: return
+        case .notFound: throw PasskeyServiceError.accountNotFound
+        case .lastAdmin: throw PasskeyServiceError.lastAdmin
+        }
     }
 
     /// Why an operator issues a recovery link: 1 to 500 bytes of text, kept in the audit line.

@@ -37,6 +37,15 @@ public enum AdminRoleChange: Sendable, Equatable {
     case lastAdmin
 }
 
+/// How ``PasskeyStore/deleteAccount(accountID:audit:)`` ended.
+public enum AccountDeletion: Sendable, Equatable {
+    case deleted
+    case notFound
+    /// Refused: the account holds the last `admin` role, and the console would be left without
+    /// an administrator. Nothing was written.
+    case lastAdmin
+}
+
 /// A console session. Only the SHA-256 of its token (and of its CSRF token) is stored.
 public struct AdminSessionRecord: Sendable, Hashable {
     public var tokenHash: [UInt8]

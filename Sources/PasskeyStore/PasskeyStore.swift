@@ -344,8 +344,10 @@ public protocol PasskeyStore: Sendable {
     /// Deletes the account and everything of it (passkeys, sessions, recovery codes and links,
     /// registration tokens, OAuth codes, refresh tokens and consents, its role and console
     /// sessions) with the `audit` lines, in one transaction. Audit lines stay (the history), and
-    /// webhook deliveries of them too. false, and nothing written, when there is no such account.
-    func deleteAccount(accountID: UUID, audit: [AuditEvent]) async throws -> Bool
+    /// webhook deliveries of them too. Nothing is written when there is no such account, or when
+    /// it holds the last `admin` role (the same guard as ``setAdminRole(accountID:role:by:at:audit:)``,
+    /// in the same transaction: two admins deleting each other at once leave one).
+    func deleteAccount(accountID: UUID, audit: [AuditEvent]) async throws -> AccountDeletion
     /// Pauses or resumes an endpoint (its `disabled` flag: a paused endpoint gets no new
     /// deliveries, and its waiting ones are not claimed). false when there is no such endpoint.
     func setWebhookPaused(id: UUID, paused: Bool) async throws -> Bool

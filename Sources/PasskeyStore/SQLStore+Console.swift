@@ -25,10 +25,15 @@ extension SQLStore {
 
     // MARK: Accounts
 
-    public func deleteAccount(accountID: UUID, audit: [AuditEvent]) async throws -> Bool {
+    public func deleteAccount(accountID: UUID, audit: [AuditEvent]) async throws -> AccountDeletion {
         let forUpdate = dialect.forUpdate
         return try await transaction { db in
-            guard try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)") == 1 else { return false }
+            // The last-admin guard, as in setAdminRole and in its order (every admin row locked
+            // first, then the account): of two admins deleting each other at once, the second
+            // waits, then counts one admin left and is refused.
+            let admins = try await Self.lockedAdmins(db, forUpdate: forUpdate)
+            guard try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)\(sql: forUpdate)") == 1 else { return .notFound }
+            if admins.contains(accountID) && admins.count <= 1 { return .lastAdmin }
             // Everything of the account, by name (not left to ON DELETE CASCADE alone: SQLite
             // applies it only on connections with foreign keys on). The audit log stays: it is
             // the history, and the deliveries of its lines with it.
@@ -40,7 +45,7 @@ extension SQLStore {
             }
             try await db.execute("DELETE FROM accounts WHERE id = \(accountID)")
             for event in audit { try await db.execute(Self.insert(event)) }
-            return true
+            return .deleted
         }
     }
 

@@ -43,9 +43,7 @@ extension SQLStore {
             // The last-admin guard: every admin row is locked first (PostgreSQL; SQLite has one
             // writer), so of two demotions racing for the last two admins the second waits, then
             // finds the row the first changed no longer an admin's, and counts one.
-            let admins = try await db.rows(
-                "SELECT account_id FROM admin_roles WHERE role = \(AdminRole.admin.rawValue) ORDER BY account_id\(sql: forUpdate)"
-            ).map { try $0.id("account_id") }
+            let admins = try await Self.lockedAdmins(db, forUpdate: forUpdate)
             guard try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)") == 1 else { return .accountNotFound }
             let current = try await db.first("SELECT role FROM admin_roles WHERE account_id = \(accountID)\(sql: forUpdate)").map {
                 try $0.text("role")
@@ -66,6 +64,14 @@ extension SQLStore {
             for event in audit { try await db.execute(Self.insert(event)) }
             return .changed
         }
+    }
+
+    /// The accounts holding `admin`, their rows locked (PostgreSQL; SQLite has one writer) in
+    /// one order: the first step of every change the last-admin guard covers.
+    static func lockedAdmins(_ db: any SQLConnection, forUpdate: SQLFragment) async throws -> [UUID] {
+        try await db.rows(
+            "SELECT account_id FROM admin_roles WHERE role = \(AdminRole.admin.rawValue) ORDER BY account_id\(sql: forUpdate)"
+        ).map { try $0.id("account_id") }
     }
 
     // MARK: Bootstrap

@@ -163,16 +163,14 @@ extension Admin {
         func run() async throws {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                // The store's role guard covers demotions, not deletions: a console left without an
-                // admin would only reopen through a bootstrap link.
-                let admins = try await context.console().admins().filter { $0.role == .admin }
-                if admins.count == 1, admins.first?.account.id == account.id {
-                    throw refusal("\(account.username) is the last admin: grant admin to another account before deleting it")
-                }
                 do {
                     try await context.admin.deleteAccount(account, confirmation: confirm, by: context.operatorName)
                 } catch let error as PasskeyServiceError where error.code == .confirmationMismatch {
                     throw refusal("--confirm \"\(confirm)\" is not the account's username (\(account.username)); nothing was deleted")
+                } catch let error as PasskeyServiceError where error.code == .lastAdmin {
+                    // The store's guard, in the deletion's transaction: a console left without an
+                    // admin would only reopen through a bootstrap link.
+                    throw refusal("\(account.username) is the last admin: grant admin to another account before deleting it")
                 }
                 print("deleted \(account.username) (\(account.id.uuidString.lowercased())); its audit lines stay")
             }

@@ -14,10 +14,10 @@ struct ConsoleRaceTests {
     static let takers = 16
     static let t0 = Fixtures.t0
 
-    static func accounts(_ store: any PasskeyStore, _ count: Int) async throws -> [Account] {
+    static func accounts(_ store: any PasskeyStore, _ count: Int, prefix: String = "racer") async throws -> [Account] {
         var accounts: [Account] = []
         for index in 0..<count {
-            let account = Fixtures.account("racer\(index)")
+            let account = Fixtures.account("\(prefix)\(index)")
             try await store.createAccount(account, passkey: Fixtures.passkey(for: account), session: nil, audit: [])
             accounts.append(account)
         }
@@ -97,6 +97,36 @@ struct ConsoleRaceTests {
             }
             #expect(Race.winners(results) { $0 == .changed } == 1)
             #expect(try await store.adminCount() == 1)
+        }
+    }
+
+    /// The last two admins delete each other's accounts at once, many times over: one account
+    /// goes, the other is refused (`lastAdmin`) and stays the one admin.
+    @Test(arguments: TestDatabase.kinds)
+    func twoAdminsDeletingEachOtherLeaveOne(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        var survivor: UUID?
+        for round in 0..<8 {
+            // Exactly this round's pair hold admin when the race starts.
+            let pair = try await Self.accounts(store, 2, prefix: "round\(round)-")
+            for account in pair {
+                #expect(try await store.setAdminRole(accountID: account.id, role: .admin, by: "cli", at: Self.t0, audit: []) == .changed)
+            }
+            if let survivor {
+                #expect(try await store.setAdminRole(accountID: survivor, role: nil, by: "cli", at: Self.t0, audit: []) == .changed)
+            }
+            let results = await Race.run(2) { taker in
+                try await store.deleteAccount(
+                    accountID: pair[1 - taker].id,
+                    audit: [AuditEvent(time: Self.t0, kind: "account_deleted", accountID: pair[1 - taker].id)])
+            }
+            #expect(results.allSatisfy { (try? $0.get()) != nil }, "no taker failed: \(results)")
+            #expect(Race.winners(results) { $0 == .deleted } == 1)
+            #expect(Race.winners(results) { $0 == .lastAdmin } == 1)
+            let admins = try await store.adminGrants().filter { $0.role == .admin }
+            #expect(admins.count == 1 && pair.map(\.id).contains(admins.first?.account.id ?? UUID()))
+            #expect(try await store.searchAudit(AuditQuery(kind: "account_deleted", limit: 100)).count == round + 1)
+            survivor = admins.first?.account.id
         }
     }
 

@@ -581,7 +581,7 @@ struct ConsoleStoreTests {
 
         let deletion = AuditEvent(
             time: Self.t0, kind: "admin_account_deleted", accountID: ada.id, detail: bob.id.uuidString, metric: "account_deleted_passkey")
-        #expect(try await store.deleteAccount(accountID: ada.id, audit: [deletion]))
+        #expect(try await store.deleteAccount(accountID: ada.id, audit: [deletion]) == .deleted)
         #expect(try await store.account(id: ada.id) == nil)
         #expect(try await store.passkey(credentialID: key.credentialID) == nil)
         #expect(try await store.sessions(accountID: ada.id, now: Self.t0).isEmpty)
@@ -596,7 +596,18 @@ struct ConsoleStoreTests {
         #expect(try await store.auditEvents(accountID: ada.id, limit: 5).map(\.kind) == ["admin_account_deleted", "sign_in"])
         #expect(try await store.account(id: bob.id) != nil)
         #expect(try await store.adminRole(accountID: bob.id) == .admin)
-        #expect(try await store.deleteAccount(accountID: ada.id, audit: [deletion]) == false)
+        #expect(try await store.deleteAccount(accountID: ada.id, audit: [deletion]) == .notFound)
         #expect(try await store.auditEvents(accountID: ada.id, limit: 5).count == 2)
+        // bob is the last admin now: his account stays, with everything of it and no new line.
+        let bobsDeletion = AuditEvent(time: Self.t0, kind: "admin_account_deleted", accountID: bob.id)
+        #expect(try await store.deleteAccount(accountID: bob.id, audit: [bobsDeletion]) == .lastAdmin)
+        #expect(try await store.account(id: bob.id) != nil)
+        #expect(try await store.adminRole(accountID: bob.id) == .admin)
+        #expect(try await store.auditEvents(accountID: bob.id, limit: 5).isEmpty)
+        // With a second admin, he can go.
+        let (carol, _) = try await Self.withPasskey(store, "carol")
+        _ = try await store.setAdminRole(accountID: carol.id, role: .admin, by: "cli", at: Self.t0, audit: [])
+        #expect(try await store.deleteAccount(accountID: bob.id, audit: [bobsDeletion]) == .deleted)
+        #expect(try await store.adminCount() == 1)
     }
 }
