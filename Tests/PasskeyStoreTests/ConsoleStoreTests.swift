@@ -395,12 +395,24 @@ struct ConsoleStoreTests {
             #expect(page.accounts.count == Set(page.accounts.map(\.id)).count)
         }
 
-        // Injection attempts are values, not SQL: they find nothing and break nothing.
+        // Injection attempts are values, not SQL: they find nothing and break nothing. (`_` is
+        // also a base64url character: as a credential ID prefix it finds exactly the accounts
+        // with a passkey whose encoded ID starts with it, 1 in 64 of random IDs, never all.)
+        let underscored = Fixtures.account("underscored")
+        let underscoredKey = Fixtures.passkey(for: underscored, id: [0xFF] + (0..<15).map { _ in UInt8.random(in: 0...255) })
+        try await store.createAccount(underscored, passkey: underscoredKey, session: nil, audit: [])
         for attack in ["' OR 1=1 --", "%", "_", "\"; DROP TABLE accounts; --", "<script>"] {
             for field in AccountSearchField.allCases {
-                #expect(
-                    try await store.searchAccounts(field: field, prefix: attack, after: nil, limit: 10).accounts.isEmpty,
-                    "\(field) \(attack)")
+                let found = try await store.searchAccounts(field: field, prefix: attack, after: nil, limit: 100).accounts
+                if field == .credentialID && attack == "_" {
+                    #expect(found.contains { $0.id == underscored.id })
+                    for account in found {
+                        let encoded = try await store.passkeys(accountID: account.id).map { AccountSearch.base64URL($0.credentialID) }
+                        #expect(encoded.contains { $0.hasPrefix("_") }, "\(account.username): \(encoded)")
+                    }
+                } else {
+                    #expect(found.isEmpty, "\(field) \(attack)")
+                }
             }
         }
         #expect(try await store.account(id: ada.id) != nil)
