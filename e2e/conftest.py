@@ -48,6 +48,21 @@ def serve_page(page, port):
     return httpd
 
 
+def wait_healthy(port, process, seconds=60) -> bool:
+    """Until the server on `port` answers /healthz with 200: False after `seconds` (a debug build
+    starting beside other work) or at once when `process` has exited."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
 class Server:
     def __init__(self, extra_origins=(), **extra_env):
         binary = os.environ.get("PASSKEYD_BINARY") or str(ROOT / ".build" / "debug" / "passkeyd")
@@ -64,14 +79,8 @@ class Server:
         self.log = open(os.path.join(self.directory, "serve.log"), "w")
         self.process = subprocess.Popen([binary, "serve", "--database", f"sqlite://{self.directory}/e2e.sqlite"],
                                         cwd=self.directory, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
+        if wait_healthy(self.port, self.process):
+            return
         self.stop()
         raise RuntimeError("passkeyd did not start; see " + self.log.name)
 

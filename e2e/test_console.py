@@ -29,9 +29,10 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
-from conftest import ROOT, authenticator_options, free_port
+from conftest import ROOT, authenticator_options, free_port, wait_healthy
 from test_recovery import GRANT_CONDITIONAL_CREATE
 from test_web import SCREENSHOTS, message, passkey_names, visible, wait
+from test_web import sign_up as sign_up_in_browser
 
 FAKETIME = shutil.which("faketime")
 pytestmark = pytest.mark.skipif(FAKETIME is None, reason="faketime(1) (Debian: faketime) is needed to run the server on earlier days")
@@ -129,14 +130,8 @@ class ConsoleServer:
         with open(self.log_path, "w") as out, open(self.err_path, "w") as err:
             self.process = subprocess.Popen(self.command(day, "serve", "--database", self.database), cwd=self.directory,
                                             env=self.env(day), stdout=out, stderr=err, start_new_session=True)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
+        if wait_healthy(self.port, self.process):
+            return
         raise RuntimeError("passkeyd did not start; see " + self.err_path)
 
     def stderr(self):
@@ -283,13 +278,7 @@ def uninjected(driver, identifier):
 def sign_up(w, day, username, display_name=""):
     driver = w.browser
     as_person(driver, [])
-    driver.get(w.server.origin + "/#signup")
-    visible(driver, "view-signup")
-    driver.find_element(By.ID, "signup-username").send_keys(username)
-    if display_name:
-        driver.find_element(By.ID, "signup-display-name").send_keys(display_name)
-    driver.find_element(By.ID, "signup-button").click()
-    visible(driver, "view-account")
+    sign_up_in_browser(driver, w.server, username, display_name)
     visible(driver, "recovery-codes")
     w.codes[username] = driver.execute_script("return [...document.querySelectorAll('#recovery-codes-list li')].map(e => e.textContent)")
     w.people[username] = driver.get_credentials()
