@@ -248,8 +248,7 @@ public struct WebhookDispatcher: Service {
                     await client.post(url: endpoint.url, headers: headers + (traceParent.map { [("traceparent", $0)] } ?? []), body: body)
                 }
                 // How long the receiver took (connection included), for the console's deliveries.
-                let elapsed = (ContinuousClock.now - started).components
-                latency = Int(elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000)
+                latency = Int((ContinuousClock.now - started).nanoseconds / 1_000_000)
             } catch {
                 outcome = WebhookSendOutcome(failure: String("\(error)".prefix(200)), reason: "error")
             }

@@ -256,7 +256,7 @@ struct ConsoleAPI: Sendable {
     }
 
     func days(_ request: Request) throws -> Int {
-        guard let text = FormQuery(request).get("days") else { return 30 }
+        guard let text = FormFields(request.uri.query ?? "")["days"] else { return 30 }
         guard let days = Int(text), ConsoleService.adoptionRanges.contains(days) else {
             throw PasskeyServiceError(.invalidQuery, "days must be 7, 30, 90 or 365.")
         }
@@ -276,31 +276,31 @@ struct ConsoleAPI: Sendable {
     }
 
     func searchAccounts(_ request: Request) async throws -> Response {
-        let query = FormQuery(request)
+        let query = FormFields(request.uri.query ?? "")
         let field =
-            try query.get("by").map { text in
+            try query["by"].map { text in
                 guard let field = AccountSearchField(rawValue: text) else {
                     throw PasskeyServiceError(.invalidQuery, "by is one of username, displayName, externalId, id, credentialId.")
                 }
                 return field
             } ?? .username
         var limit = 25
-        if let text = query.get("limit") {
+        if let text = query["limit"] {
             guard let value = Int(text), (1...100).contains(value) else {
                 throw PasskeyServiceError(.invalidQuery, "limit must be 1 to 100.")
             }
             limit = value
         }
         let page = try await console.searchAccounts(
-            field: field, prefix: query.get("q") ?? "", after: query.get("after").map { String($0) }, limit: limit)
+            field: field, prefix: query["q"] ?? "", after: query["after"].map { String($0) }, limit: limit)
         return try HTTP.json(
             AccountSearchJSON(accounts: page.accounts.map { AccountSummaryJSON($0.account, role: $0.role) }, next: page.next))
     }
 
     func auditQuery(_ request: Request, defaultLimit: Int, maximum: Int) throws -> AuditQuery {
-        let query = FormQuery(request)
+        let query = FormFields(request.uri.query ?? "")
         func date(_ name: String) throws -> Date? {
-            guard let text = query.get(name), !text.isEmpty else { return nil }
+            guard let text = query[name], !text.isEmpty else { return nil }
             if let date = ISO8601DateFormatter().date(from: String(text)) { return date }
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
@@ -311,24 +311,24 @@ struct ConsoleAPI: Sendable {
             return name == "to" ? date.addingTimeInterval(86_400) : date
         }
         var limit = defaultLimit
-        if let text = query.get("limit") {
+        if let text = query["limit"] {
             guard let value = Int(text), (1...maximum).contains(value) else {
                 throw PasskeyServiceError(.invalidQuery, "limit must be 1 to \(maximum).")
             }
             limit = value
         }
         var account: UUID?
-        if let text = query.get("account"), !text.isEmpty {
+        if let text = query["account"], !text.isEmpty {
             guard let id = UUID(uuidString: String(text)) else { throw PasskeyServiceError(.invalidQuery, "account is an account ID.") }
             account = id
         }
         var before: Int64?
-        if let text = query.get("before"), !text.isEmpty {
+        if let text = query["before"], !text.isEmpty {
             guard let id = Int64(text), id > 0 else { throw PasskeyServiceError(.invalidQuery, "before is an event number.") }
             before = id
         }
-        let kind = query.get("kind").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
-        let address = query.get("address").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let kind = query["kind"].map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let address = query["address"].map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
         return AuditQuery(
             accountID: account, kind: kind, addressPrefix: address, from: try date("from"), to: try date("to"), beforeID: before,
             limit: limit)
@@ -439,24 +439,4 @@ struct ConsoleOriginMiddleware: RouterMiddleware {
 
 extension HTTPField.Name {
     static let csrfToken = Self("X-CSRF-Token")!
-}
-
-/// A query string as a browser's form or `URLSearchParams` writes it: `+` is a space (and a
-/// `+` itself comes as `%2B`), then percent-decoding. The first value of a name counts.
-struct FormQuery {
-    private var values: [String: String] = [:]
-
-    init(_ request: Request) {
-        for pair in (request.uri.query ?? "").split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ text: Substring) -> String {
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            let name = decoded(parts[0])
-            if values[name] == nil { values[name] = parts.count > 1 ? decoded(parts[1]) : "" }
-        }
-    }
-
-    func get(_ name: String) -> String? { values[name] }
 }

@@ -9,7 +9,10 @@ struct FormFields: Sendable {
 
     init(_ text: String) {
         for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
+            // "=x" is an empty name (not a name "x"): empty sides are kept.
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                String($0).replacingOccurrences(of: "+", with: " ")
+            }
             guard let name = parts.first?.removingPercentEncoding else { continue }
             guard values[name] == nil else {
                 repeated = repeated ?? name
