@@ -732,10 +732,16 @@ def test_the_viewer_sees_and_changes_nothing(world):
     for hash_, heading in (("#/overview", "Overview"), ("#/accounts?q=a", "Accounts"), (f"#/accounts/{alice}", "Alice Liddell (alice)"),
                            ("#/audit", "Audit"), ("#/integrations", "Integrations"), ("#/policy", "Policy and metadata"), ("#/admins", "Admins")):
         go(viewer, server, hash_, heading)
-        buttons = viewer.execute_script("return [...document.querySelectorAll('#view-page button')].map(b => b.textContent.trim())")
-        # The search's and the audit filter's own buttons are the only ones (they change nothing).
+        # The search's and the audit filter's own buttons are the only ones (they change nothing);
+        # read once the page's parts have drawn (a table may come after the heading).
         allowed = {"#/accounts?q=a": ["Search"], "#/audit": ["Apply"]}.get(hash_, [])
-        assert buttons == allowed, (hash_, buttons)
+        def buttons(d):
+            return d.execute_script("return [...document.querySelectorAll('#view-page button')].map(b => b.textContent.trim())")
+        try:
+            wait(viewer, 10).until(lambda d: buttons(d) == allowed)
+        except Exception:
+            pass
+        assert buttons(viewer) == allowed, (hash_, buttons(viewer))
         assert viewer.find_elements(By.CSS_SELECTOR, "#view-page form.add-form, #view-page .actions") == [], hash_
         if hash_ == "#/integrations":
             assert len(viewer.find_elements(By.CSS_SELECTOR, "#view-page article.hook")) == 1

@@ -96,9 +96,13 @@ public final class SpawnedProcess: @unchecked Sendable {  // the pid is fixed; t
     @discardableResult public func waitUntilExit() -> Int32 {
         if let known = lock.withLock({ rawStatus }) { return Self.code(known) }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        lock.withLock { rawStatus = status }
-        return Self.code(status)
+        var reaped: pid_t
+        repeat { reaped = waitpid(pid, &status, 0) } while reaped == -1 && errno == EINTR
+        // Not reaped here (ECHILD): `isRunning` reaped it meanwhile and kept its status.
+        return lock.withLock {
+            if reaped == pid && rawStatus == nil { rawStatus = status }
+            return Self.code(rawStatus ?? status)
+        }
     }
 
     /// Whether the child is still running (reaping it if it ended).
