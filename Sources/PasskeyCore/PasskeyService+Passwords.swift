@@ -43,7 +43,7 @@ extension PasskeyService {
     private func rehash(_ account: Account, from old: String, password: String) async {
         let parameters = configuration.passwordScrypt
         do {
-            let new = try await hashing { PasswordHash.Scrypt(hashing: password, parameters: parameters).text }
+            let new = try await hashing { try PasswordHash.Scrypt(hashing: password, parameters: parameters).text }
             if try await store.rehashPassword(accountID: account.id, from: old, to: new) {
                 metrics.passwordRehashed()
             }
@@ -75,7 +75,7 @@ extension PasskeyService {
             throw PasskeyServiceError.invalid(.invalidPassword, "The password cannot be the username.")
         }
         let parameters = configuration.passwordScrypt
-        let hash = try await hashing { PasswordHash.Scrypt(hashing: newPassword, parameters: parameters).text }
+        let hash = try await hashing { try PasswordHash.Scrypt(hashing: newPassword, parameters: parameters).text }
         guard try await store.changePassword(accountID: signedIn.account.id, hash: hash, keepSession: signedIn.session.tokenHash) else {
             throw PasskeyServiceError.noPassword
         }
@@ -84,16 +84,10 @@ extension PasskeyService {
 
     /// scrypt (and bcrypt) runs for tens to hundreds of milliseconds: on the bounded pool, off the request
     /// threads, so a password flood cannot starve the ceremonies (503 `busy` past its queue).
-    package func hashing<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        guard let result = await passwordWork.run(work) else { throw PasskeyServiceError.busy }
-        return result
-    }
-
-    /// Makes the decoy hash in the background at start, so even the first unknown username takes
-    /// as long as a real password check.
-    public func prepareDecoyPasswordHash() {
-        let parameters = configuration.passwordScrypt
-        DispatchQueue.global(qos: .utility).async { _ = DecoyHash.shared.hash(parameters) }
+    /// What `work` throws (a hash that could not be made) reaches the caller.
+    package func hashing<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let result = await passwordWork.run({ Result { try work() } }) else { throw PasskeyServiceError.busy }
+        return try result.get()
     }
 
     private func decoyPasswordHash() -> PasswordHash {
@@ -101,16 +95,19 @@ extension PasskeyService {
     }
 }
 
-/// One decoy scrypt hash per parameter set, made once.
+/// One decoy scrypt hash per parameter set: a random salt and digest at those parameters.
+/// Checking a password against it costs what a real check costs (the derivation is the work),
+/// and no password matches it; it needs no derivation to make.
 package final class DecoyHash: Sendable {
     package static let shared = DecoyHash()
     private let hashes = Mutex<[PasswordHash.Scrypt.Parameters: PasswordHash.Scrypt]>([:])
 
     package func hash(_ parameters: PasswordHash.Scrypt.Parameters) -> PasswordHash.Scrypt {
-        // (made once per parameter set; the first call may run on a request's pool slot)
-        if let hash = hashes.withLock({ $0[parameters] }) { return hash }
-        let made = PasswordHash.Scrypt(hashing: Base64URLBytes(RelyingParty.randomBytes(16)).base64URL, parameters: parameters)
-        hashes.withLock { $0[parameters] = made }
-        return made
+        hashes.withLock { hashes in
+            if let hash = hashes[parameters] { return hash }
+            let made = PasswordHash.Scrypt(parameters: parameters, salt: RelyingParty.randomBytes(16), digest: RelyingParty.randomBytes(32))
+            hashes[parameters] = made
+            return made
+        }
     }
 }

@@ -113,8 +113,7 @@ extension PasskeyServiceError.Code {
     public static let signUpNotAllowed = Self(rawValue: "sign_up_not_allowed")
     public static let alreadySignedIn = Self(rawValue: "already_signed_in")
     /// A webhook URL that breaks the address rule (``OutboundURLPolicy``): 400, the message
-    /// names the rule. Not yet in ``all``: its status joins `APIError.statuses` first (until
-    /// then the table's default, 400, answers it).
+    /// names the rule.
     public static let invalidWebhookURL = Self(rawValue: "invalid_webhook_url")
     /// Server API and admin: a field whose value the verb does not accept (scopes, webhook
     /// events, redirect URIs, an ID token algorithm); the message names it.

@@ -13,7 +13,7 @@ import PasskeyStore
 /// scheduler time were ~10% of the server's CPU under load). With the connection's event loop
 /// as the handler task's executor preference (SE-0417), bytes read resume the handler on the
 /// same thread and its answer is written there too. Nothing else changes: unstructured tasks
-/// (webhooks, sweeps) keep the global executor, and bcrypt keeps its own queue. Both stores
+/// (webhooks, sweeps) keep the global executor, and password hashing keeps its own bounded pool. Both stores
 /// answer on this thread: SQLite runs statements on the calling thread, and PostgreSQL uses the
 /// pool of the loop it is called on (`PostgresEngine`).
 struct EventLoopHTTP1Channel: ServerChildChannel {

@@ -35,9 +35,4 @@ struct SessionResolver: Sendable {
         }
         return signedIn
     }
-
-    func required(_ request: Request) async throws -> PasskeyService.SignedIn {
-        guard let signedIn = try await optional(request) else { throw PasskeyServiceError.notSignedIn }
-        return signedIn
-    }
 }

@@ -34,14 +34,33 @@ struct PasswordHashTests {
     }
 
     @Test func aNewHashRoundTripsThroughItsText() throws {
-        let made = Scrypt(hashing: "correct horse", parameters: .init(logN: 10))
+        let made = try Scrypt(hashing: "correct horse", parameters: .init(logN: 10))
         #expect(made.text.hasPrefix("$scrypt$ln=10,r=8,p=1$"))
         #expect(made.salt.count == 16 && made.digest.count == 32)
         let read = try #require(PasswordHash(made.text))
         #expect(read.verify("correct horse"))
         #expect(!read.verify("correct horsE"))
         // Two hashes of one password differ (random salt).
-        #expect(Scrypt(hashing: "correct horse", parameters: .init(logN: 10)).text != made.text)
+        #expect(try Scrypt(hashing: "correct horse", parameters: .init(logN: 10)).text != made.text)
+    }
+
+    /// BoringSSL's scrypt refuses N ≥ 2^(16·r) (here N = 2^16 with r = 1, within our bounds): a
+    /// hash whose derivation failed must not be made, since stored it would never verify (it
+    /// used to be saved with an empty digest).
+    @Test func aFailedDerivationMakesNoHash() throws {
+        let parameters = Scrypt.Parameters(logN: 16, r: 1, p: 1)
+        #expect(parameters.isSane)
+        #expect(Scrypt.derive(Array("pw".utf8), salt: Array(repeating: 1, count: 16), parameters: parameters, count: 32) == nil)
+        #expect(throws: PasswordHash.HashingFailure.self) { try Scrypt(hashing: "pw", parameters: parameters) }
+        #expect(throws: PasswordHash.HashingFailure.self) { try Scrypt(hashing: "pw", parameters: .init(logN: 30)) }
+    }
+
+    /// The decoy hash checked for unknown usernames costs a real check and matches nothing.
+    @Test func theDecoyHashMatchesNoPassword() {
+        let decoy = DecoyHash.shared.hash(.init(logN: 10))
+        #expect(decoy.parameters == .init(logN: 10) && decoy.salt.count == 16 && decoy.digest.count == 32)
+        #expect(DecoyHash.shared.hash(.init(logN: 10)) == decoy)
+        #expect(!decoy.verify("") && !decoy.verify("password"))
     }
 
     @Test func absurdOrMalformedHashesDoNotParse() {
@@ -73,10 +92,10 @@ struct PasswordHashTests {
     @Test func bcryptAndWeakerScryptNeedARehashTheCurrentOneDoesNot() throws {
         let current = Scrypt.Parameters(logN: 11)
         #expect(try #require(PasswordHash(Bcrypt(hashing: "pw", cost: 4).text)).needsRehash(for: current))
-        #expect(PasswordHash.scrypt(Scrypt(hashing: "pw", parameters: .init(logN: 10))).needsRehash(for: current))
-        #expect(!PasswordHash.scrypt(Scrypt(hashing: "pw", parameters: .init(logN: 11))).needsRehash(for: current))
+        #expect(PasswordHash.scrypt(try Scrypt(hashing: "pw", parameters: .init(logN: 10))).needsRehash(for: current))
+        #expect(!PasswordHash.scrypt(try Scrypt(hashing: "pw", parameters: .init(logN: 11))).needsRehash(for: current))
         // A stronger stored hash stays: its own parameters are used to check it.
-        let stronger = PasswordHash.scrypt(Scrypt(hashing: "pw", parameters: .init(logN: 12)))
+        let stronger = PasswordHash.scrypt(try Scrypt(hashing: "pw", parameters: .init(logN: 12)))
         #expect(!stronger.needsRehash(for: current))
         #expect(stronger.verify("pw"))
     }
@@ -136,7 +155,7 @@ struct PasswordHashTests {
         let stored = try #require(try await harness.store.account(username: "ada"))
         let results = await Race.run(16) { _ in
             try await harness.store.rehashPassword(
-                accountID: stored.id, from: imported, to: Scrypt(hashing: "engine", parameters: .init(logN: 10)).text)
+                accountID: stored.id, from: imported, to: try Scrypt(hashing: "engine", parameters: .init(logN: 10)).text)
         }
         #expect(Race.winners(results) { $0 } == 1)
         #expect(try await harness.store.account(username: "ada")?.passwordHash?.hasPrefix("$scrypt$") == true)

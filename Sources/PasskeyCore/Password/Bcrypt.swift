@@ -36,8 +36,10 @@ public struct Bcrypt: Sendable, Hashable {
         variant = String(decoding: bytes[1..<3], as: UTF8.self)
     }
 
-    /// A new hash of `password` with a random salt.
-    public init(hashing password: String, cost: Int) {
+    /// A new `$2b$` hash of `password`, as another system's user table holds one: what the
+    /// tests import. passkeyd itself never makes bcrypt hashes (it verifies imported ones and
+    /// replaces them with scrypt), so this is not part of the public API.
+    package init(hashing password: String, cost: Int) {
         precondition(Self.costs.contains(cost), "bcrypt cost is 4...31")
         self.cost = cost
         salt = RelyingParty.randomBytes(16)

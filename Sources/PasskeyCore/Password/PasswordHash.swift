@@ -18,6 +18,13 @@ package enum PasswordHash: Sendable {
     case scrypt(Scrypt)
     case bcrypt(Bcrypt)
 
+    /// A new hash could not be made (the key derivation failed): nothing is stored, and the
+    /// request that asked for it fails (500 `internal_error`; the reason goes to the log).
+    package struct HashingFailure: Error, Sendable, CustomStringConvertible {
+        package let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     package init?(_ text: String) {
         if text.hasPrefix("$scrypt$") {
             guard let hash = Scrypt(text) else { return nil }
@@ -82,12 +89,24 @@ package enum PasswordHash: Sendable {
         package let salt: [UInt8]
         package let digest: [UInt8]
 
-        /// A new hash of `password` with a random 16-byte salt and a 32-byte digest.
-        package init(hashing password: String, parameters: Parameters) {
-            precondition(parameters.isSane, "scrypt parameters out of bounds")
+        /// A new hash of `password` with a random 16-byte salt and a 32-byte digest. Throws when
+        /// the parameters are out of bounds or scrypt fails (BoringSSL refuses some parameter
+        /// sets, such as N ≥ 2^(16·r), and fails when it cannot allocate): a hash that was never
+        /// computed is never stored, since it would never verify.
+        package init(hashing password: String, parameters: Parameters) throws(HashingFailure) {
+            guard parameters.isSane else { throw HashingFailure("scrypt parameters out of bounds: \(parameters)") }
+            let salt = RelyingParty.randomBytes(16)
+            guard let digest = Self.derive(Array(password.utf8), salt: salt, parameters: parameters, count: 32) else {
+                throw HashingFailure("scrypt failed for \(parameters)")
+            }
+            self.init(parameters: parameters, salt: salt, digest: digest)
+        }
+
+        /// A hash with these parts (the decoy: a random digest no password derives).
+        package init(parameters: Parameters, salt: [UInt8], digest: [UInt8]) {
             self.parameters = parameters
-            salt = RelyingParty.randomBytes(16)
-            digest = Self.derive(Array(password.utf8), salt: salt, parameters: parameters, count: 32) ?? []
+            self.salt = salt
+            self.digest = digest
         }
 
         /// Parses `$scrypt$ln=…,r=…,p=…$salt$hash`.

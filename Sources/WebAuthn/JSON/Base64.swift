@@ -28,24 +28,6 @@ enum Base64 {
         encode(bytes, alphabet: standardAlphabet, pad: false)
     }
 
-    /// Whether no 6-bit group of `bytes` (the last one zero-filled, RFC 4648 §4) is 62 or 63, so
-    /// the unpadded base64url and base64 texts are the same string.
-    static func isAlphabetNeutral(_ bytes: [UInt8]) -> Bool {
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            accumulator = (accumulator << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 6 {
-                bits -= 6
-                if (accumulator >> UInt32(bits)) & 0x3F >= 62 { return false }
-            }
-            accumulator &= (1 << UInt32(bits)) - 1
-        }
-        // A trailing group of 2 or 4 bits is zero-filled: at most 0b110000 or 0b111100 (60).
-        return true
-    }
-
     /// Written straight into the string's storage (four characters per three bytes, RFC 4648
     /// §4/§5; the last group padded with `=` or cut short).
     private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
