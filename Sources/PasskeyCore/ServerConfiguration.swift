@@ -357,12 +357,15 @@ public struct ServerConfiguration: Sendable {
         self.hints = hints
     }
 
-    /// `scheme://host[:port]` with nothing after it.
+    /// A serialized origin, as a browser sends it in `Origin` (HTML's ASCII serialization):
+    /// `http://` or `https://`, a valid host (``URLAuthority``: no wildcard, no user info), a port
+    /// other than the scheme's default or none, all in lowercase, and nothing after it (no path,
+    /// query or fragment). Never `null`, which sandboxed and file pages send.
     package static func isOrigin(_ text: String) -> Bool {
-        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), let host = url.host, !host.isEmpty,
-            url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil
-        else { return false }
-        return text == "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+        guard let scheme = ["https", "http"].first(where: { text.hasPrefix($0 + "://") }), text == text.lowercased() else { return false }
+        let authority = text.dropFirst(scheme.count + 3)
+        guard !authority.contains(where: { "/?#@\\".contains($0) }), let parsed = URLAuthority(authority) else { return false }
+        return parsed.port != (scheme == "https" ? 443 : 80)
     }
 
     /// The hint values of WebAuthn Level 3 §5.8.7.
@@ -433,7 +436,10 @@ public struct ServerConfiguration: Sendable {
         }
         for origin in corsOrigins where !Self.isOrigin(origin) {
             throw ConfigurationError(
-                setting: "corsOrigins", problem: "\"\(origin)\" is not an origin (scheme://host[:port]); * is never allowed")
+                setting: "corsOrigins",
+                problem:
+                    "\"\(origin)\" is not a serialized origin (http(s)://host[:port] in lowercase, as a browser sends it: no wildcard, path, user info, query, fragment or default port; never * or null)"
+            )
         }
         for hook in webhooks {
             do {

@@ -8,7 +8,9 @@ struct ServeCommandTests {
     static func run(_ arguments: [String], environment: [String: String], in directory: URL) throws -> CLI.Result {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PASSKEYD_") }
         env.merge(environment) { _, new in new }
-        return try Subprocess.run(CLI.binary, arguments, environment: env, directory: directory)
+        // A watchdog, not a bound: a setting that should stop the start but does not leaves a
+        // server running, killed here so the test fails instead of hanging.
+        return try Subprocess.run(CLI.binary, arguments, environment: env, directory: directory, timeout: .seconds(60))
     }
 
     static func temporaryDirectory() throws -> URL {
@@ -33,6 +35,10 @@ struct ServeCommandTests {
         (["PASSKEYD_REQUIRE_TRUSTED_ATTESTATION": "true"], "requireTrustedAttestation"),
         (["PASSKEYD_COOKIE_SECURE": "maybe"], "PASSKEYD_COOKIE_SECURE"),
         (["PASSKEYD_DATABASE_URL": "mysql://db"], "databaseURL"),
+        (["PASSKEYD_CORS_ORIGINS": "http://*.example.com"], "corsOrigins"),
+        (["PASSKEYD_CORS_ORIGINS": "https://app.example.com,null"], "corsOrigins"),
+        (["PASSKEYD_CORS_ORIGINS": "https://app.example.com/path"], "corsOrigins"),
+        (["PASSKEYD_CORS_ORIGINS": "https://user@app.example.com"], "corsOrigins"),
     ])
     func badSettingsStopTheStartAndNameTheSetting(_ environment: [String: String], _ setting: String) throws {
         let directory = try Self.temporaryDirectory()

@@ -448,4 +448,34 @@ struct IntegrationTests {
         configuration.corsOrigins = ["*"]
         #expect(throws: ConfigurationError.self) { try configuration.relyingParty() }
     }
+
+    /// `http://*.example.com` used to start, and a preflight from that literal origin got 204 with
+    /// credentials: browsers send serialized origins only, so anything else is refused at start.
+    static let refusedCORSOrigins = [
+        "http://*.example.com", "https://*", "*", "null", "https://app.example.com/", "https://app.example.com/app",
+        "https://user@app.example.com", "https://app.example.com@evil.example", "https://app.example.com?x=1",
+        "https://app.example.com#x", "https://App.Example.com", "HTTPS://app.example.com", "https://app.example.com:443",
+        "http://app.example.com:80", "https://app.example.com:0", "https://app.example.com:65536", "https://app.example.com:",
+        "https://app.example.com:0443", "https://", "https:app.example.com", "ftp://app.example.com", "app.example.com",
+        "https://%61pp.example.com", "https://app..example.com", "https://0x7f.1", "https://bücher.example", "https://[::1%25lo]",
+        "https://[::1", " https://app.example.com", "https://app.example.com\\", "android:apk-key-hash:abc",
+    ]
+    static let acceptedCORSOrigins = [
+        "https://app.example.com", "http://localhost:9000", "https://app.example.com:8443", "http://127.0.0.1:8080",
+        "http://[::1]:8080", "https://xn--bcher-kva.example", "https://my_app.example.com",
+    ]
+
+    @Test func corsOriginsMustBeSerializedOrigins() throws {
+        for origin in Self.refusedCORSOrigins {
+            #expect(!ServerConfiguration.isOrigin(origin), "\(origin)")
+            var configuration = ServerConfiguration()
+            configuration.corsOrigins = ["https://app.example.com", origin]
+            let error = #expect(throws: ConfigurationError.self) { try configuration.relyingParty() }
+            #expect(error?.setting == "corsOrigins", "\(origin)")
+        }
+        var configuration = ServerConfiguration()
+        configuration.corsOrigins = Self.acceptedCORSOrigins
+        for origin in Self.acceptedCORSOrigins { #expect(ServerConfiguration.isOrigin(origin), "\(origin)") }
+        _ = try configuration.relyingParty()
+    }
 }
