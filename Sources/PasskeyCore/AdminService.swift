@@ -221,14 +221,11 @@ public struct AdminService: Sendable {
         }
         guard !redirectURIs.isEmpty else { throw PasskeyServiceError(.invalidValue, "a client needs at least one redirect URI") }
         for uri in redirectURIs + postLogoutURIs {
-            // Absolute, no fragment (RFC 6749 §3.1.2); http only for loopback development.
-            guard let url = URL(string: uri), let scheme = url.scheme, url.fragment == nil,
-                scheme == "https" || (scheme == "http" && ["localhost", "127.0.0.1", "::1"].contains(url.host ?? ""))
-                    || (!["http", "https", "javascript", "data", "file"].contains(scheme) && scheme.contains("."))
-            else {
+            if let refusal = RedirectURI.refusal(uri) {
                 throw PasskeyServiceError(
                     .invalidValue,
-                    "\"\(uri)\" is not a usable redirect URI (https, http on loopback, or an app's reverse-domain scheme; no fragment)")
+                    "\"\(uri)\" is not a usable redirect URI: \(refusal) (https://host, http on loopback, or an app's reverse-domain scheme; no fragment)"
+                )
             }
         }
         guard ["RS256", "ES256"].contains(idTokenAlgorithm) else {

@@ -5,7 +5,8 @@ import PasskeyCore
 /// The OpenID provider's routes count against budgets of their own, never the sign-in routes'
 /// (`ip:`): the browser-facing ones (`/oauth2/authorize` and the pending request the web UI
 /// reads and answers) against `authorize:`, the client-facing ones (token, revocation,
-/// introspection) against `oauth_client:`, each `rateLimits.perIP` a window per address.
+/// introspection) against `oauth_client:`, each `rateLimits.perIP` a window per address
+/// (`/oauth2/userinfo` spends `oauth_client:` on failures only: ``OpenIDFailureBudget``).
 ///
 /// A browser's cross-site subresource load (an `<img>`, a script, a `fetch` from another site)
 /// of these routes is refused before it is counted or does anything: an authorization request
@@ -52,6 +53,40 @@ struct OpenIDRateLimitMiddleware: RouterMiddleware {
             return false
         }
         return site == "cross-site"
+    }
+}
+
+/// The client budget (`oauth_client:`) of a request's address, spent by failures only: where
+/// `/oauth2/userinfo` counts. An app's backend fetching userinfo at every sign-in spends
+/// nothing; guessing access tokens stops after `rateLimits.perIP` wrong ones a window. Every
+/// request is checked first, so past the budget no token is looked at (a 200 among the 429s
+/// would still tell a token from a guess).
+struct OpenIDFailureBudget {
+    let service: PasskeyService
+    let key: String
+
+    /// Nil when limits are off or the address is unknown.
+    init?(_ request: Request, _ context: PasskeyRequestContext, service: PasskeyService) {
+        guard service.configuration.rateLimits.enabled,
+            let ip = context.client(request, trustedProxies: service.configuration.trustedProxies).ipAddress
+        else { return nil }
+        self.service = service
+        key = "\(OpenIDRateLimitMiddleware.Budget.client.rawValue):\(ip)"
+    }
+
+    /// The seconds to wait when the budget is spent (this request not counted), else nil.
+    func exhausted() async throws -> Int? {
+        guard
+            case .limited(let retryAfter) = try await service.limiter.check(
+                key, limit: service.configuration.rateLimits.perIP, now: service.now())
+        else { return nil }
+        service.metrics.rateLimited(scope: OpenIDRateLimitMiddleware.Budget.client.rawValue)
+        return retryAfter
+    }
+
+    /// Counts one failure.
+    func spend() async throws {
+        _ = try await service.limiter.hit(key, limit: service.configuration.rateLimits.perIP, now: service.now())
     }
 }
 

@@ -92,11 +92,19 @@ extension OpenIDProvider {
     }
 
     /// `GET|POST /oauth2/userinfo` (OIDC Core §5.3) with an access token from the token endpoint
-    /// (RFC 6750 §3.1: `invalid_token` for anything else).
-    func userinfo(_ request: Request) async throws -> Response {
+    /// (RFC 6750 §3.1: `invalid_token` for anything else). Each 401 spends the address's client
+    /// budget; past it, 429 (``OpenIDFailureBudget``).
+    func userinfo(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
+        let budget = OpenIDFailureBudget(request, context, service: service)
+        if let retryAfter = try await budget?.exhausted() {
+            return Self.oauthError(
+                .tooManyRequests, "rate_limited", "Too many requests with invalid access tokens from this address.",
+                retryAfter: retryAfter)
+        }
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
             let info = try await openID.userinfo(accessToken: String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         else {
+            try await budget?.spend()
             var headers = HTTPFields()
             headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
             headers[.cacheControl] = "no-store"
@@ -111,12 +119,19 @@ extension OpenIDProvider {
     /// RFC 6749 §5.2: the error as JSON; `invalid_client` is 401 with the scheme to use (Basic),
     /// every other code 400.
     static func tokenError(_ error: OAuthError) -> Response {
+        let status: HTTPResponse.Status = error.code == .invalidClient ? .unauthorized : .badRequest
+        var response = oauthError(status, error.code.rawValue, error.description)
+        if status == .unauthorized { response.headers[.wwwAuthenticate] = #"Basic realm="passkeyd""# }
+        return response
+    }
+
+    /// `{"error", "error_description"}` (RFC 6749 §5.2's shape), never cached; `Retry-After` when given.
+    static func oauthError(_ status: HTTPResponse.Status, _ code: String, _ description: String, retryAfter: Int? = nil) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        let status: HTTPResponse.Status = error.code == .invalidClient ? .unauthorized : .badRequest
-        if status == .unauthorized { headers[.wwwAuthenticate] = #"Basic realm="passkeyd""# }
-        let body: JSONValue = .object(["error": .string(error.code.rawValue), "error_description": .string(error.description)])
+        if let retryAfter { headers[.retryAfter] = "\(retryAfter)" }
+        let body: JSONValue = .object(["error": .string(code), "error_description": .string(description)])
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes(body))))
     }
 }

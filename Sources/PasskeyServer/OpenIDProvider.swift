@@ -46,8 +46,8 @@ struct OpenIDProvider: Sendable {
         clients.post("oauth2/token") { request, _ in try await token(request) }
         clients.post("oauth2/revoke") { request, _ in try await revoke(request) }
         clients.post("oauth2/introspect") { request, _ in try await introspect(request) }
-        collection.get("oauth2/userinfo") { request, _ in try await userinfo(request) }
-        collection.post("oauth2/userinfo") { request, _ in try await userinfo(request) }
+        collection.get("oauth2/userinfo") { request, context in try await userinfo(request, context) }
+        collection.post("oauth2/userinfo") { request, context in try await userinfo(request, context) }
         collection.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
             .get("oauth2/logout") { request, context in try await logout(request, context) }
         return collection
@@ -66,8 +66,9 @@ struct OpenIDProvider: Sendable {
     /// `GET /oauth2/authorize`.
     func authorize(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let query = request.uri.query ?? ""
+        let fields = FormFields(query)
         let outcome = try await openID.authorize(
-            FormFields(query).values, queryBytes: query.utf8.count, signedIn: context.signedIn,
+            fields.values, repeated: fields.repeatedNames, queryBytes: query.utf8.count, signedIn: context.signedIn,
             from: context.client(request, trustedProxies: service.configuration.trustedProxies))
         switch outcome {
         case .code(let location), .error(_, let location): return Self.redirect(location)
@@ -119,9 +120,14 @@ struct OpenIDProvider: Sendable {
 
     // MARK: Logout
 
-    /// `GET /oauth2/logout` (RP-Initiated Logout 1.0).
+    /// `GET /oauth2/logout` (RP-Initiated Logout 1.0). A repeated parameter (RFC 6749 §3.1: it
+    /// must not be) gets an error page: no sign-out, no redirect.
     func logout(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let query = FormFields(request.uri.query ?? "")
+        guard query.repeated == nil else {
+            return HTMLPage.response(
+                OpenIDPage("Invalid sign-out request", "The application sent a parameter more than once."), status: .badRequest)
+        }
         let outcome = try await openID.logout(
             .init(
                 idTokenHint: query["id_token_hint"], clientID: query["client_id"], postLogoutRedirectURI: query["post_logout_redirect_uri"],

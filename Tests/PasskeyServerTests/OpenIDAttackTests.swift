@@ -371,7 +371,7 @@ struct OpenIDAttackTests {
                 #expect(Flow.parameters(answer)["error"] == "invalid_request", "\(name)")
                 #expect(Flow.parameters(answer)["state"] == "s1", "\(name)")
             }
-            // scope is sent once by authorize() already; a repeated parameter is read first-wins.
+            // authorize() sends a scope already, and a repeated parameter is refused: written out.
             let longScope = try await api.request(
                 .get,
                 "/oauth2/authorize?scope=openid+\(String(repeating: "x", count: 300))&client_id=\(client.id)&redirect_uri=\(Self.encodedRedirect)&response_type=code&code_challenge=\(challenge)&code_challenge_method=S256&state=s1",

@@ -96,12 +96,17 @@ public struct OpenIDService: Sendable {
 
     // MARK: Authorization endpoint
 
-    /// `GET /oauth2/authorize` with the query's fields (`queryBytes`: the whole query's length).
+    /// `GET /oauth2/authorize` with the query's fields (`queryBytes`: the whole query's length;
+    /// `repeated`: the names that came more than once, each read first-wins in `query`).
     /// Every parameter is bounded (``parameterLimits``) before anything is looked up or stored.
     public func authorize(
-        _ query: [String: String], queryBytes: Int, signedIn: PasskeyService.SignedIn?, from requester: PasskeyService.Client
+        _ query: [String: String], repeated: Set<String> = [], queryBytes: Int, signedIn: PasskeyService.SignedIn?,
+        from requester: PasskeyService.Client
     ) async throws -> AuthorizationOutcome {
         guard queryBytes <= Self.maxQueryBytes else { return .page(.requestTooLong) }
+        // RFC 6749 §3.1: "Request and response parameters MUST NOT be included more than once."
+        // Which of two clients or redirect URIs was meant is unknown: nothing is redirected.
+        if let name = ["client_id", "redirect_uri"].first(where: repeated.contains) { return .page(.repeated(name)) }
         let oversized = Self.oversized(query)
         // Without a known client and one of its exact redirect URIs, nothing is redirected.
         guard oversized != "client_id", let clientID = query["client_id"], let client = try await store.oauthClient(id: clientID) else {
@@ -110,6 +115,8 @@ public struct OpenIDService: Sendable {
         guard let redirectURI = query["redirect_uri"], client.redirectURIs.contains(redirectURI) else { return .page(.invalidRedirect) }
         // A state too long to send back is not sent back: the error goes on a page.
         guard oversized != "state" else { return .page(.stateTooLong(limit: Self.parameterLimits["state"] ?? 0)) }
+        // Nor is a state that could be sent back two ways.
+        guard !repeated.contains("state") else { return .page(.repeated("state")) }
         let state = query["state"]
         func fail(_ code: OAuthError.Code, _ description: String) -> AuthorizationOutcome {
             .error(
@@ -119,6 +126,10 @@ public struct OpenIDService: Sendable {
         }
         if let oversized {
             return fail(.invalidRequest, "\(oversized) is longer than \(Self.parameterLimits[oversized] ?? 0) bytes.")
+        }
+        if let name = repeated.sorted().first {
+            // Only a name passkeyd reads goes back in the description, never arbitrary text.
+            return fail(.invalidRequest, "\(Self.parameterLimits[name] == nil ? "A parameter" : name) is repeated (RFC 6749 §3.1).")
         }
         guard query["response_type"] == "code" else { return fail(.unsupportedResponseType, "Only response_type=code is supported.") }
         let scope = (query["scope"] ?? "").split(separator: " ").map { String($0) }
@@ -294,5 +305,8 @@ public struct OpenIDPage: Sendable, Equatable {
         "Invalid redirect", "The application sent you here with an address it did not register (redirect_uri).")
     static func stateTooLong(limit: Int) -> Self {
         Self("Request too long", "The application sent you here with a state longer than \(limit) bytes.")
+    }
+    static func repeated(_ name: String) -> Self {
+        Self("Invalid request", "The application sent you here with \(name) more than once.")
     }
 }
