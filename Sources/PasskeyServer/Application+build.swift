@@ -15,9 +15,12 @@ public enum PasskeyServer {
     /// - Parameters:
     ///   - services: run in the application's service group with the server (a database pool).
     ///   - beforeServerStarts: runs once those are up and before the server listens (migrations).
+    ///   - onServerRunning: runs once the server listens, with the address it got (port 0 asks
+    ///     the system for a free port).
     public static func application(
         service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080, logger: Logger = Logger(label: "passkeyd"),
-        services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil
+        services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil,
+        onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
     ) -> some ApplicationProtocol {
         let configuration = service.configuration
         let limits = ConnectionLimits(
@@ -32,7 +35,12 @@ public enum PasskeyServer {
                 // thread, and PostgreSQL on that loop's own pool (see PostgresEngine).
                 return EventLoopHTTP1Channel(http1: http1)
             },
-            configuration: .init(address: .hostname(host, port: port), serverName: nil), logger: logger)
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in
+                let address = channel.localAddress
+                await onServerRunning(address?.ipAddress ?? host, address?.port ?? port)
+            },
+            logger: logger)
         for extra in services { app.addServices(extra) }
         app.beforeServerStarts {
             try await beforeServerStarts?()
@@ -110,7 +118,7 @@ public enum PasskeyServer {
     static func announceBootstrap(service: PasskeyService, logger: Logger) async throws {
         guard service.configuration.console.enabled else { return }
         let console = ConsoleService(service: service)
-        guard let (token, expiresAt) = try await console.issueBootstrapToken() else { return }
+        guard let (token, expiresAt) = try await console.issueBootstrapToken(by: "passkeyd serve") else { return }
         let minutes = Int(expiresAt.timeIntervalSince(service.now()) / 60)
         let text =
             "\npasskeyd: no administrator yet. Open this link within \(minutes) minutes to create the first one (it works once):\n"

@@ -58,19 +58,21 @@ struct Serve: AsyncParsableCommand {
         let service = try PasskeyService(
             configuration: loaded.server, store: store, logger: logger,
             sharedLimits: Database.isShared(loaded.databaseURL))
-        service.prepareDecoyPasswordHash()
+        let summary: Logger.Metadata = [
+            "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)", "database": "\(url)",
+            "tracing": "\(tracing ? "on" : "off")",
+        ]
         let app = PasskeyServer.application(
-            service: service, host: loaded.host, port: loaded.port, logger: logger, services: traces
-        ) {
-            let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
-            if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
-        }
-        logger.info(
-            "passkeyd listening",
-            metadata: [
-                "address": "\(loaded.host):\(loaded.port)", "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)",
-                "database": "\(url)", "tracing": "\(tracing ? "on" : "off")",
-            ])
+            service: service, host: loaded.host, port: loaded.port, logger: logger, services: traces,
+            beforeServerStarts: {
+                let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
+                if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
+            },
+            onServerRunning: { host, port in
+                // The address the listener got: with port 0 (tests, a supervisor that reads this
+                // line) the system's choice.
+                logger.info("passkeyd listening", metadata: summary.merging(["address": "\(host):\(port)"]) { $1 })
+            })
         let server = loaded.server
         if !server.cookieSecure {
             logger.warning(

@@ -55,11 +55,11 @@ struct AdminCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = "sqlite://" + directory.appendingPathComponent("admin.sqlite").path
-        let port = try ServeBinaryTests.freePort()
-        let origin = "http://localhost:\(port)"
-        let server = try ServeBinaryTests.Server(port: port, database: database)
+        let server = try ServeBinaryTests.Server(database: database)
         defer { server.stop() }
         try await server.waitUntilReady()
+        let port = server.port
+        let origin = server.origin
         var authenticator = SoftwareAuthenticator(seed: Array("admin".utf8))
         let (token, credential) = try await Self.signUp(server, "ada", origin: origin, authenticator: &authenticator)
         _ = try await Self.signUp(server, "bob", origin: origin, authenticator: &authenticator)
@@ -131,11 +131,11 @@ struct AdminCommandTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = "sqlite://" + directory.appendingPathComponent("keys.sqlite").path
-        let port = try ServeBinaryTests.freePort()
-        let origin = "http://localhost:\(port)"
-        let server = try ServeBinaryTests.Server(port: port, database: database)
+        let server = try ServeBinaryTests.Server(database: database)
         defer { server.stop() }
         try await server.waitUntilReady()
+        let port = server.port
+        let origin = server.origin
         func admin(_ arguments: [String]) throws -> PasskeyCLITests.Result {
             try PasskeyCLITests.run(Self.passkeyd, ["admin"] + arguments + ["--database", database], environment: ["PASSKEYD_CONFIG": ""])
         }
@@ -198,12 +198,12 @@ struct AdminCommandTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-limit-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let port = try ServeBinaryTests.freePort()
             let server = try ServeBinaryTests.Server(
-                port: port, database: directory.appendingPathComponent("l.sqlite").path,
+                database: directory.appendingPathComponent("l.sqlite").path,
                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "5", "PASSKEYD_RATE_LIMIT_WINDOW": "600"])
             defer { server.stop() }
             try await server.waitUntilReady()
+            let port = server.port
             let window = { Int(Date().timeIntervalSince1970 / 600) }
             let started = window()
             var statuses: [Int] = []

@@ -66,7 +66,7 @@ struct ConnectionTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-conn-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let server = try ServeBinaryTests.Server(
-            port: try ServeBinaryTests.freePort(), database: directory.appendingPathComponent("c.sqlite").path,
+            database: directory.appendingPathComponent("c.sqlite").path,
             environment: environment, log: logged ? logFile(in: directory) : nil)
         try await server.waitUntilReady()
         return (server, directory)

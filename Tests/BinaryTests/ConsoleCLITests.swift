@@ -29,7 +29,7 @@ struct ConsoleCLITests {
         /// the bootstrap link is written before the server listens).
         func serve(_ name: String) async throws -> (ServeBinaryTests.Server, URL) {
             let log = directory.appendingPathComponent("\(name).log")
-            let server = try ServeBinaryTests.Server(port: try ServeBinaryTests.freePort(), database: database, log: log)
+            let server = try ServeBinaryTests.Server(database: database, log: log)
             try await server.waitUntilReady()
             return (server, log)
         }

@@ -80,11 +80,11 @@ struct MDSCommandTests {
             environment: ["PASSKEYD_CONFIG": ""])
         #expect(imported.status == 0 && imported.stderr.contains("has passed"), "\(imported.stderr)")
 
-        let port = try ServeBinaryTests.freePort()
         let server = try ServeBinaryTests.Server(
-            port: port, database: database, environment: ["PASSKEYD_MDS_ROOT_CERTIFICATE": root])
+            database: database, environment: ["PASSKEYD_MDS_ROOT_CERTIFICATE": root])
         defer { server.stop() }
         try await server.waitUntilReady()
+        let port = server.port
         let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         #expect(String(decoding: body, as: UTF8.self) == "ready\nwarning: FIDO metadata is stale (nextUpdate 2020-01-01)\n")

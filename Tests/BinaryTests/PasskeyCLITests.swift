@@ -33,11 +33,11 @@ struct PasskeyCLITests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
-        let server = try ServeBinaryTests.Server(port: port, database: directory.appendingPathComponent("db.sqlite").path)
+        let server = try ServeBinaryTests.Server(database: directory.appendingPathComponent("db.sqlite").path)
         try await server.waitUntilReady()
+        let port = server.port
         let store = directory.appendingPathComponent("vault/passkeys.json").path
-        let common = ["--server", "http://localhost:\(port)", "--store", store]
+        let common = ["--server", "http://localhost:\(port)", "--origin", server.origin, "--store", store]
 
         let register = try Self.passkey(["register", "--username", "ada"] + common)
         #expect(register.status == 0, "\(register.stderr)")
@@ -59,7 +59,8 @@ struct PasskeyCLITests {
         // Without --store the vault lives under $HOME when it is set.
         let home = directory.appendingPathComponent("home")
         let atHome = try Self.run(
-            Self.binary, ["register", "--username", "bea", "--server", "http://localhost:\(port)"], environment: ["HOME": home.path])
+            Self.binary, ["register", "--username", "bea", "--server", "http://localhost:\(port)", "--origin", server.origin],
+            environment: ["HOME": home.path])
         #expect(atHome.status == 0, "\(atHome.stderr)")
         #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".passkey/passkeys.json").path))
 
@@ -68,7 +69,9 @@ struct PasskeyCLITests {
         #expect(taken.status == 1 && taken.stderr.contains("username_taken"))
         let stranger = try Self.passkey(["sign-in", "--username", "nobody"] + common)
         #expect(stranger.status == 1 && stranger.stderr.contains("no passkey"), "\(stranger.stderr)")
-        let wrongPath = try Self.passkey(["sign-in", "--server", "http://localhost:\(port)/not-passkeyd", "--store", store])
+        let wrongPath = try Self.passkey([
+            "sign-in", "--server", "http://localhost:\(port)/not-passkeyd", "--origin", server.origin, "--store", store,
+        ])
         #expect(wrongPath.status == 1 && wrongPath.stderr.contains("not_found"), "\(wrongPath.stderr)")
         server.stop()
         let down = try Self.passkey(["sign-in"] + common)
@@ -84,13 +87,16 @@ struct PasskeyCLITests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-prf-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
         let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            database: directory.appendingPathComponent("db.sqlite").path,
             environment: ["PASSKEYD_PRF": "true", "PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
         defer { server.stop() }
         try await server.waitUntilReady()
-        let common = ["--server", "http://localhost:\(port)", "--store", directory.appendingPathComponent("vault.json").path]
+        let port = server.port
+        let common = [
+            "--server", "http://localhost:\(port)", "--origin", server.origin, "--store",
+            directory.appendingPathComponent("vault.json").path,
+        ]
         let register = try Self.passkey(["register", "--username", "ada"] + common)
         #expect(register.status == 0, "\(register.stderr)")
         let signIn = try Self.passkey(["sign-in", "--username", "ada"] + common)
@@ -98,7 +104,8 @@ struct PasskeyCLITests {
         let list = try Self.passkey(["list"] + common)
         #expect(list.status == 0 && list.stdout.contains("has 1 passkey(s)"), "\(list.stdout) \(list.stderr)")
         let load = try Self.passkey([
-            "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", "sign-up", "--json",
+            "load", "--server", "http://localhost:\(port)", "--origin", server.origin, "--users", "2", "--duration", "1", "--mode",
+            "sign-up", "--json",
         ])
         #expect(load.status == 0, "\(load.stderr)")
         #expect(load.stdout.contains(#""errors":{}"#), "\(load.stdout)")
@@ -106,30 +113,34 @@ struct PasskeyCLITests {
 
     /// A real server for the load generator, its database in a folder of its own (removed when
     /// `body` returns), with `perIP` requests per rate-limit window for one client address.
-    private static func withLoadServer(perIP: String, window: String = "60", _ body: (_ port: Int) async throws -> Void) async throws {
+    private static func withLoadServer(
+        perIP: String, window: String = "60", _ body: (_ server: ServeBinaryTests.Server) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-load-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
         let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path,
+            database: directory.appendingPathComponent("db.sqlite").path,
             environment: ["PASSKEYD_RATE_LIMIT_PER_IP": perIP, "PASSKEYD_RATE_LIMIT_WINDOW": window])
         defer { server.stop() }
         try await server.waitUntilReady()
-        try await body(port)
+        try await body(server)
     }
 
     @Test func theLoadGeneratorRunsBoundedCeremoniesAndReports() async throws {
         // Every limit on (failure counts, connection caps and timeouts); one client address runs every
         // simulated user, so its per-address budget is that of a busy proxy.
-        try await Self.withLoadServer(perIP: "1000000") { port in try Self.loadRuns(port: port) }
+        try await Self.withLoadServer(perIP: "1000000") { server in try Self.loadRuns(server) }
     }
 
-    private static func loadRuns(port: Int) throws {
+    private static func loadRuns(_ server: ServeBinaryTests.Server) throws {
+        let port = server.port
         // One thread drives both users with poll, then two threads one user each.
         for (mode, threads) in [("sign-in", "1"), ("sign-up", "1"), ("sign-in", "2")] {
             let result = try Self.passkey([
-                "load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "1", "--mode", mode, "--threads", threads,
+                "load", "--server", "http://localhost:\(port)", "--origin", server.origin, "--users", "2", "--duration", "1", "--mode",
+                mode,
+                "--threads", threads,
                 "--json",
             ])
             #expect(result.status == 0, "\(mode): \(result.stderr)")
@@ -142,7 +153,8 @@ struct PasskeyCLITests {
         #expect(try Self.passkey(["load", "--server", "http://localhost:\(port)", "--threads", "0"]).status == 2)
         // Its own HTTP/1.1 client speaks plain http beside the server; nothing listening is said so.
         #expect(try Self.passkey(["load", "--server", "https://localhost:\(port)"]).status == 2)
-        let nobody = try Self.passkey(["load", "--server", "http://127.0.0.1:\(try ServeBinaryTests.freePort())", "--users", "1"])
+        let closed = try ServeBinaryTests.ClosedPort()
+        let nobody = try Self.passkey(["load", "--server", "http://127.0.0.1:\(closed.port)", "--users", "1"])
         #expect(nobody.status != 0 && nobody.stderr.contains("cannot reach"), "\(nobody.stderr)")
     }
 
@@ -152,11 +164,13 @@ struct PasskeyCLITests {
     @Test func theLoadGeneratorHonoursRetryAfter() async throws {
         // Twelve requests in a 600 s window: the two users' set-up (four) and four ceremonies,
         // then each is refused with a Retry-After past the run's end, however slow the machine.
-        try await Self.withLoadServer(perIP: "12", window: "600") { port in try Self.refusedLoadWaits(port: port) }
+        try await Self.withLoadServer(perIP: "12", window: "600") { server in try Self.refusedLoadWaits(server) }
     }
 
-    private static func refusedLoadWaits(port: Int) throws {
-        let result = try Self.passkey(["load", "--server", "http://localhost:\(port)", "--users", "2", "--duration", "2", "--json"])
+    private static func refusedLoadWaits(_ server: ServeBinaryTests.Server) throws {
+        let result = try Self.passkey([
+            "load", "--server", "http://localhost:\(server.port)", "--origin", server.origin, "--users", "2", "--duration", "2", "--json",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode([String: JSONValueLite].self, from: Data(result.stdout.utf8))
         let refused = if case .object(let errors)? = report["errors"] { errors["rate_limited"] ?? 0 } else { 0 }
@@ -177,7 +191,7 @@ struct ClosingServerLoadTests {
     static let proxy = #"""
         import http.client, sys
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        port, backend, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+        port_file, backend, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
         class Proxy(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.0" if mode == "1.0" else "HTTP/1.1"
             def log_message(self, *args): pass
@@ -197,7 +211,10 @@ struct ClosingServerLoadTests {
                 self.end_headers()
                 self.wfile.write(data)
                 upstream.close()
-        ThreadingHTTPServer(("127.0.0.1", port), Proxy).serve_forever()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+        with open(port_file + ".part", "w") as f: f.write(str(server.server_address[1]))
+        import os; os.rename(port_file + ".part", port_file)
+        server.serve_forever()
         """#
 
     @Test(arguments: ["1.0", "close"])
@@ -205,20 +222,19 @@ struct ClosingServerLoadTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-closing-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try ServeBinaryTests.freePort()
         let server = try ServeBinaryTests.Server(
-            port: port, database: directory.appendingPathComponent("db.sqlite").path,
-            environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
+            database: directory.appendingPathComponent("db.sqlite").path, environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"])
         defer { server.stop() }
         try await server.waitUntilReady()
 
         let script = directory.appendingPathComponent("proxy.py")
         try Self.proxy.write(to: script, atomically: true, encoding: .utf8)
-        let proxyPort = try ServeBinaryTests.freePort()
+        // The proxy listens on port 0 and writes the port it got to this file.
+        let portFile = directory.appendingPathComponent("proxy.port")
         // posix_spawn and waitpid: Foundation's Process can miss a child's exit and wait forever.
         let python = try Self.start([
-            "/usr/bin/env", ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] ?? "python3", script.path, "\(proxyPort)", "\(port)",
-            mode,
+            "/usr/bin/env", ProcessInfo.processInfo.environment["PASSKEYD_PYTHON"] ?? "python3", script.path, portFile.path,
+            "\(server.port)", mode,
         ])
         defer {
             kill(python, SIGKILL)
@@ -227,15 +243,20 @@ struct ClosingServerLoadTests {
         }
         // Wait (bounded: 30 s, a Python start on a loaded machine) for the proxy to listen.
         let deadline = ContinuousClock.now + .seconds(30)
-        while !Self.listening(proxyPort) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(Self.listening(proxyPort))
+        var proxyPort: Int?
+        while proxyPort == nil && ContinuousClock.now < deadline {
+            proxyPort = (try? String(contentsOf: portFile, encoding: .utf8)).flatMap { Int($0) }
+            if proxyPort == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let listeningPort = try #require(proxyPort, "the proxy did not listen within 30 s")
+        #expect(Self.listening(listeningPort))
 
         for loadMode in ["sign-in", "sign-up"] {
             // A hang is what this guards against: the run (two users, 2 s) is killed after a
             // minute, far past what it takes even on a loaded machine, and that fails the test.
             let result = try PasskeyCLITests.passkey(
                 [
-                    "load", "--server", "http://localhost:\(proxyPort)", "--origin", server.origin, "--users", "2", "--duration", "2",
+                    "load", "--server", "http://localhost:\(listeningPort)", "--origin", server.origin, "--users", "2", "--duration", "2",
                     "--mode", loadMode, "--json",
                 ], timeout: .seconds(60))
             #expect(!result.timedOut, "\(mode) \(loadMode): still running after 60 s")

@@ -27,7 +27,7 @@ struct PasskeyClientTests {
             let database = "sqlite://" + directory.appendingPathComponent("client.sqlite").path
             try prepare?(database)
             server = try ServeBinaryTests.Server(
-                port: try ServeBinaryTests.freePort(), database: database,
+                database: database,
                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000", "PASSKEYD_RATE_LIMIT_PER_ACCOUNT": "1000"].merging(environment) { $1 })
             try await server.waitUntilReady()
         }
@@ -151,8 +151,9 @@ struct PasskeyClientTests {
         #expect(invalid?.code == "invalid_username")
 
         // Nothing listens: a network error, and nothing stored changes.
+        let closedPort = try ServeBinaryTests.ClosedPort()
         let closed = PasskeyClient(
-            server: URL(string: "http://127.0.0.1:\(try ServeBinaryTests.freePort())")!, authenticator: provider,
+            server: URL(string: "http://127.0.0.1:\(closedPort.port)")!, authenticator: provider,
             sessions: MemorySessionStore())
         let offline = await failure { try await closed.signIn() }
         #expect(offline?.code == "network")

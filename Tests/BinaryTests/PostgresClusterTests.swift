@@ -33,7 +33,7 @@ struct PostgresClusterTests {
 
     static func server(_ database: String, _ extra: [String: String] = [:], log: URL? = nil) async throws -> ServeBinaryTests.Server {
         let server = try ServeBinaryTests.Server(
-            port: try ServeBinaryTests.freePort(), database: database, environment: extra,
+            database: database, environment: extra,
             origin: origin, log: log)
         try await server.waitUntilReady()
         return server
@@ -291,7 +291,8 @@ struct PostgresClusterTests {
 
     @Test(.timeLimit(.minutes(1)))
     func startingWithAnUnreachableDatabaseFailsClearly() throws {
-        let nobody = try ServeBinaryTests.freePort()
+        let closed = try ServeBinaryTests.ClosedPort()
+        let nobody = closed.port
         let result = try PasskeyCLITests.run(
             ServeBinaryTests.binary,
             [

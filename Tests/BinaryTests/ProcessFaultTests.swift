@@ -21,7 +21,7 @@ struct ProcessFaultTests {
         let database = directory.appendingPathComponent("passkeyd.sqlite").path
         let limits = ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"]
         let server = try ServeBinaryTests.Server(
-            port: try ServeBinaryTests.freePort(), database: database, environment: limits, origin: Self.origin)
+            database: database, environment: limits, origin: Self.origin)
         try await server.waitUntilReady()
 
         let record = PostgresOutageTests.Record()
@@ -38,7 +38,7 @@ struct ProcessFaultTests {
         #expect(integrity == "ok", "PRAGMA integrity_check: \(integrity)")
 
         let restarted = try ServeBinaryTests.Server(
-            port: try ServeBinaryTests.freePort(), database: database, environment: limits, origin: Self.origin)
+            database: database, environment: limits, origin: Self.origin)
         defer { restarted.stop() }
         try await restarted.waitUntilReady()
         let acknowledged = record.acknowledged.withLock { $0 }
@@ -76,11 +76,11 @@ struct ProcessFaultTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-drain-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            let port = try ServeBinaryTests.freePort()
             let server = try ServeBinaryTests.Server(
-                port: port, database: directory.appendingPathComponent("db.sqlite").path,
+                database: directory.appendingPathComponent("db.sqlite").path,
                 environment: ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"], origin: Self.origin)
             try await server.waitUntilReady()
+            let port = server.port
             let clients = (0..<8).map { _ in KeptAliveClient(port: port, origin: Self.origin) }
             let threads = clients.map { client in
                 let thread = Thread { client.run() }
