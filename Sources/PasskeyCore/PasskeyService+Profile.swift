@@ -36,24 +36,21 @@ extension PasskeyService {
         public static let native = Profile(api: "native")
     }
 
-    package static let stateDecoder = JSONDecoder()
-
-    /// The library's state of a registration: the one kept with the ceremony, or (for a ceremony
-    /// begun before migration 6) the same built from its columns.
-    package func registrationState(_ record: ChallengeRecord) -> RegistrationState {
-        if let bytes = record.state, let state = CeremonyStateCoding.registration(bytes) { return state }
-        return RegistrationState(
-            challenge: record.challenge, userVerification: UserVerificationRequirement(rawValue: record.userVerification) ?? .required,
-            conditional: record.conditional, userHandle: record.pendingUserHandle ?? [],
-            profile: CeremonyProfile(unsafeToleratesRewrittenFlags: record.api == Profile.compatibilityAPI))
+    /// The library's state of a registration, as kept with the ceremony. A ceremony whose state
+    /// is missing or does not read can never be finished: it answers as an unknown challenge.
+    package func registrationState(_ record: ChallengeRecord) throws(PasskeyServiceError) -> RegistrationState {
+        guard let bytes = record.state, let state = CeremonyStateCoding.registration(bytes) else {
+            throw PasskeyServiceError.unknownChallenge
+        }
+        return state
     }
 
     /// The library's state of an authentication (see ``registrationState(_:)``).
-    package func authenticationState(_ record: ChallengeRecord, offered passkey: [UInt8]) -> AuthenticationState {
-        if let bytes = record.state, let state = CeremonyStateCoding.authentication(bytes) { return state }
-        return AuthenticationState(
-            challenge: record.challenge, userVerification: UserVerificationRequirement(rawValue: record.userVerification) ?? .required,
-            allowCredentials: record.accountID == nil ? [] : [passkey])
+    package func authenticationState(_ record: ChallengeRecord) throws(PasskeyServiceError) -> AuthenticationState {
+        guard let bytes = record.state, let state = CeremonyStateCoding.authentication(bytes) else {
+            throw PasskeyServiceError.unknownChallenge
+        }
+        return state
     }
 
     package static func encoded(_ state: some JSONWritable) -> [UInt8] {
@@ -65,9 +62,8 @@ extension PasskeyService {
 
 /// A ceremony's state as kept with its challenge: the JSON `Codable` makes of it (so a state
 /// written by one version reads in another), written by ``JSONWriter`` and read by the library's
-/// strict `JSONObject` instead of Foundation's coders, which cost ~5% of a sign-in. A state the
-/// fast reader refuses is read by `JSONDecoder`, as before; a test holds the two to the same
-/// result.
+/// strict `JSONObject` instead of Foundation's coders, which cost ~5% of a sign-in. A test holds
+/// the reader to `JSONDecoder`'s result on what `JSONEncoder` and ``JSONWriter`` write.
 package enum CeremonyStateCoding {
     package static func authentication(_ bytes: [UInt8]) -> AuthenticationState? {
         if let json = try? JSONObject(bytes: bytes), let challenge = try? json.bytes("challenge"),
@@ -80,7 +76,7 @@ package enum CeremonyStateCoding {
                 challenge: challenge.bytes, userVerification: userVerification, allowCredentials: credentials, hints: hints,
                 profile: profile)
         }
-        return decoded(bytes)
+        return nil
     }
 
     package static func registration(_ bytes: [UInt8]) -> RegistrationState? {
@@ -95,11 +91,11 @@ package enum CeremonyStateCoding {
                 challenge: challenge.bytes, userVerification: userVerification, conditional: conditional, userHandle: userHandle.bytes,
                 excludeCredentials: credentials, hints: hints, profile: profile, extensions: extensions)
         }
-        return decoded(bytes)
+        return nil
     }
 
     /// The `extensions` member of a registration state (absent: credProps only); nil when it
-    /// does not read (then `JSONDecoder` has the last word).
+    /// does not read.
     private static func extensions(_ json: JSONObject) -> RegistrationExtensionInputs? {
         guard json.has("extensions") else { return RegistrationExtensionInputs() }
         do {
@@ -145,10 +141,6 @@ package enum CeremonyStateCoding {
             let rewritten = try? profile.optionalBool("unsafeToleratesRewrittenFlags")
         else { return nil }
         return CeremonyProfile(unsafeToleratesRewrittenFlags: rewritten)
-    }
-
-    private static func decoded<State: Decodable>(_ bytes: [UInt8]) -> State? {
-        try? PasskeyService.stateDecoder.decode(State.self, from: Data(bytes))
     }
 }
 

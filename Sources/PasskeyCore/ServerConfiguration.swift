@@ -265,9 +265,6 @@ public struct ServerConfiguration: Sendable {
     /// hashes keep their own parameters and are rehashed at their next sign-in when weaker.
     /// Unknown usernames check a decoy hash at this cost, so they take as long as real ones.
     public var passwordScryptCost: Int
-    /// No longer used (new hashes are scrypt, ``passwordScryptCost``; imported bcrypt hashes
-    /// carry their own cost): still read, so configuration files that set it keep loading.
-    public var passwordHashCost: Int
 
     /// The WebAuthn extensions asked for by default, and their limits.
     public var extensions = Extensions()
@@ -319,7 +316,7 @@ public struct ServerConfiguration: Sendable {
         cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
         maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
         publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
-        trustedProxies: [String] = [], metricsToken: String? = nil, passwordHashCost: Int = 12, metricsPublic: Bool = false,
+        trustedProxies: [String] = [], metricsToken: String? = nil, metricsPublic: Bool = false,
         connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
         passwordHashConcurrency: Int? = nil, hints: [String] = [], passwordScryptCost: Int = 17
     ) {
@@ -349,7 +346,6 @@ public struct ServerConfiguration: Sendable {
         self.rateLimits = rateLimits
         self.trustedProxies = trustedProxies
         self.metricsToken = metricsToken
-        self.passwordHashCost = passwordHashCost
         self.metricsPublic = metricsPublic
         self.connections = connections
         self.reauthenticationWindow = reauthenticationWindow
@@ -453,9 +449,6 @@ public struct ServerConfiguration: Sendable {
         }
         guard apiKeyRequestsPerWindow >= 1 else {
             throw ConfigurationError(setting: "apiKeyRequestsPerWindow", problem: "must be at least 1")
-        }
-        guard (4...16).contains(passwordHashCost) else {
-            throw ConfigurationError(setting: "passwordHashCost", problem: "must be 4...16")
         }
         guard (10...20).contains(passwordScryptCost) else {
             throw ConfigurationError(setting: "passwordScryptCost", problem: "must be 10...20")

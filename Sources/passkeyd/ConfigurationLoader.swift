@@ -45,6 +45,8 @@ struct ConfigurationLoader {
         var metricsToken: String?
         var metricsPublic: Bool?
         var logFormat: String?
+        /// The bcrypt cost of versions before scrypt: accepted and ignored, so files that set
+        /// it still load (new hashes are scrypt at `passwordScryptCost`).
         var passwordHashCost: Int?
         var passwordScryptCost: Int?
         var passwordHashConcurrency: Int?
@@ -290,8 +292,6 @@ struct ConfigurationLoader {
             rateLimits: rateLimits,
             trustedProxies: list("PASSKEYD_TRUSTED_PROXIES", file.trustedProxies) ?? [],
             metricsToken: metricsToken,
-            passwordHashCost: try int("PASSKEYD_PASSWORD_HASH_COST", file.passwordHashCost, range: 4...16, setting: "passwordHashCost")
-                ?? 12,
             metricsPublic: try bool("PASSKEYD_METRICS_PUBLIC", file.metricsPublic) ?? false,
             connections: connections,
             reauthenticationWindow: .seconds(

@@ -26,6 +26,40 @@ struct RejectionTests {
         }
     }
 
+    /// A ceremony is finished only with the state the library made when it began (kept with
+    /// its challenge). A row without one (written before migration 6) or with one that does not
+    /// read is an unknown challenge, for sign-up and sign-in alike, and is taken all the same.
+    @Test(arguments: [nil, Array("{}".utf8), Array("not json".utf8)] as [[UInt8]?])
+    func aCeremonyWithoutItsStateCannotFinish(_ state: [UInt8]?) async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator()
+            var (_, credential, _) = try await api.signUp("stateless", authenticator: &authenticator)
+            // Sign-in: the options' challenge, its stored state replaced.
+            let options = try await api.post("/api/auth/authenticate/options", [String: String]())
+            let request = try options.decode(PublicKeyCredentialRequestOptionsJSON.self)
+            var record = try #require(try await harness.store.challenge(request.challenge.bytes))
+            record.state = state
+            _ = try await harness.store.takeChallenge(request.challenge.bytes)
+            try await harness.store.saveChallenge(record)
+            let assertion = try authenticator.authenticate(options: request, origin: ServerHarness.origin, credential: &credential)
+            let signIn = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: assertion))
+            #expect(signIn.status == .badRequest && signIn.errorCode == "challenge_unknown", "\(signIn.status)")
+            #expect(try await harness.store.challenge(request.challenge.bytes) == nil)
+            // Sign-up likewise.
+            let creation = try await api.post("/api/auth/register/options", ["username": "stateless-2"])
+            let creationOptions = try creation.decode(PublicKeyCredentialCreationOptionsJSON.self)
+            var pending = try #require(try await harness.store.challenge(creationOptions.challenge.bytes))
+            pending.state = state
+            _ = try await harness.store.takeChallenge(creationOptions.challenge.bytes)
+            try await harness.store.saveChallenge(pending)
+            let (registration, _) = try authenticator.register(options: creationOptions, origin: ServerHarness.origin)
+            let signUp = try await api.post("/api/auth/register/verify", APIClient.CredentialBody(credential: registration))
+            #expect(signUp.status == .badRequest && signUp.errorCode == "challenge_unknown", "\(signUp.status)")
+            #expect(try await harness.store.account(username: "stateless-2") == nil)
+        }
+    }
+
     /// A sign-in reads its ceremony and takes it only when it completes; every failure takes it
     /// too. A rejected answer cannot be corrected and resent, an unknown passkey burns the
     /// challenge, and of one valid answer sent many times at once exactly one signs in.
