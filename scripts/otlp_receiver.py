@@ -7,7 +7,9 @@ Listens on 127.0.0.1:PORT. A POST to /v1/traces is parsed as an OTLP ExportTrace
 (protobuf, gzip or not, as an OpenTelemetry Collector would) and each span becomes one JSON line
 in OUTPUT:
   {"kind": "span", "service": ..., "trace_id": hex, "span_id": hex, "parent_span_id": hex or "",
-   "name": ..., "span_kind": int, "status": int, "attributes": {...}}
+   "trace_state": text, "name": ..., "span_kind": int, "status": int, "attributes": {...}}
+and each export request one line with its headers:
+  {"kind": "export", "headers": {lower-case name: value}}
 Any other POST is taken as a webhook delivery and recorded with its headers:
   {"kind": "webhook", "path": ..., "headers": {lower-case name: value}, "body": text}
 Needs opentelemetry-proto (pip).
@@ -45,6 +47,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/v1/traces":
             request = trace_service_pb2.ExportTraceServiceRequest()
             request.ParseFromString(body)
+            lines.append({"kind": "export", "headers": {name.lower(): value for name, value in self.headers.items()}})
             for resource_spans in request.resource_spans:
                 resource = {a.key: attribute_value(a.value) for a in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
@@ -55,6 +58,7 @@ class Handler(BaseHTTPRequestHandler):
                             "trace_id": span.trace_id.hex(),
                             "span_id": span.span_id.hex(),
                             "parent_span_id": span.parent_span_id.hex(),
+                            "trace_state": span.trace_state,
                             "name": span.name,
                             "span_kind": span.kind,
                             "status": span.status.code,

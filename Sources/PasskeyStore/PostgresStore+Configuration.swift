@@ -166,10 +166,13 @@ extension PostgresStore {
         }
     }
 
-    /// The URL without its password, for messages and logs.
+    /// The URL without its password, for messages and logs: from the first `:` after `://` to
+    /// the last `@`, read as text (URLComponents reads no host in `user:pass/word@host`, and so no
+    /// password either), so that a password holding any character goes whole.
     public static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? "postgres://***"
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
+            let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return url }
+        return String(url[...colon]) + "***" + url[at...]
     }
 }

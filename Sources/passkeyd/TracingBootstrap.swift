@@ -12,7 +12,8 @@ import ServiceLifecycle
 /// swift-otel reads the rest itself: `OTEL_SERVICE_NAME` (default `passkeyd`),
 /// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP[_TRACES]_{PROTOCOL,HEADERS,TIMEOUT,COMPRESSION,
 /// CERTIFICATE,CLIENT_KEY,CLIENT_CERTIFICATE}`, `OTEL_TRACES_SAMPLER[_ARG]`, `OTEL_PROPAGATORS`,
-/// `OTEL_BSP_*` and `OTEL_LOG_LEVEL` (its own diagnostics, logged as `passkeyd.otel`). Only
+/// `OTEL_BSP_*` and `OTEL_LOG_LEVEL` (its own diagnostics, logged as `passkeyd.otel` without the
+/// values of secret settings: ``LogRedaction``). Only
 /// traces: logs stay passkeyd's own lines (which carry the ids) and metrics stay Prometheus.
 enum OTelTraces {
     /// Whether the environment turns traces on.
@@ -33,7 +34,11 @@ enum OTelTraces {
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.traces.enabled = true
-        configuration.diagnosticLogger = .custom(Logger(label: "passkeyd.otel"))
+        // swift-otel logs each setting it reads, value and all (the collector's key in
+        // OTEL_EXPORTER_OTLP_HEADERS among them): its lines go through the redaction.
+        let redaction = LogRedaction(environment: environment)
+        configuration.diagnosticLogger = .custom(
+            Logger(label: "passkeyd.otel") { label in RedactingLogHandler(base: Logger(label: label).handler, redaction: redaction) })
         let service = try OTel.bootstrap(configuration: configuration, environment: environment)
         Spans.enable()
         return service

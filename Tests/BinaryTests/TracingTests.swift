@@ -128,6 +128,61 @@ struct TracingTests {
         #expect(request["trace_id"] == nil && request["span_id"] == nil)
     }
 
+    /// Issue 42, 13: the collector's key in OTEL_EXPORTER_OTLP_HEADERS goes to the collector and
+    /// nowhere else. swift-otel logs each setting it reads, value and all.
+    @Test func theCollectorsKeyIsSentWithTheSpansAndNeverLogged() async throws {
+        guard let receiver = try Receiver.start() else { return }
+        defer { receiver.stop() }
+        let world = try World(environment: [
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100",
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-collector-key=SECRETVALUE123", "OTEL_LOG_LEVEL": "debug",
+        ])
+        defer { world.stop() }
+        try await world.server.waitUntilReady()
+        let (status, _) = try await world.server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
+        #expect(status == 200)
+        let records = try await receiver.waitFor { records in
+            records.contains { $0["name"] as? String == "POST /api/auth/authenticate/options" }
+        }
+        let exports = records.filter { $0["kind"] as? String == "export" }
+        #expect(
+            !exports.isEmpty && exports.allSatisfy { ($0["headers"] as? [String: Any])?["x-collector-key"] as? String == "SECRETVALUE123" })
+        world.server.stop()
+        let output = try String(contentsOf: world.log, encoding: .utf8)
+        #expect(!output.contains("SECRETVALUE123"), "\(output)")
+        // swift-otel still says what it read, without the value.
+        let read = try world.logLines().filter {
+            $0["message"] as? String == "Configuration updated from environment"
+                && ($0["environment_key"] as? String ?? "").hasSuffix("_HEADERS")
+        }
+        #expect(!read.isEmpty && read.allSatisfy { $0["environment_value"] as? String == "[redacted]" }, "\(output)")
+    }
+
+    /// Issue 42, 13: a database URL's password and a collector URL's password are in no line of
+    /// a start that fails on them (the database is refused), a raw `/` or `#` in the password too
+    /// (URLComponents then reads no password).
+    @Test(arguments: [
+        "postgres://passkeyd:DBSECRET789@127.0.0.1:1/passkeyd", "postgres://passkeyd:DB/SECRET789@127.0.0.1:1/passkeyd",
+        "postgres://passkeyd:DB#SECRET789@127.0.0.1:1/passkeyd",
+    ])
+    func passwordsInURLsAreNeverLogged(_ database: String) throws {
+        var environment = ProcessInfo.processInfo.environment
+        for name in environment.keys where name.hasPrefix("OTEL_") || name.hasPrefix("PASSKEYD_") { environment[name] = nil }
+        environment["PASSKEYD_LOG_FORMAT"] = "json"
+        environment["PASSKEYD_PASSWORD_SCRYPT_COST"] = "10"
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://collector:OTLPSECRET456@127.0.0.1:9"
+        environment["OTEL_EXPORTER_OTLP_TRACES_HEADERS"] = "authorization=Basic%20SECRETVALUE123"
+        let result = try Subprocess.run(
+            ServeBinaryTests.binary, ["serve", "--database", database, "--listen", "127.0.0.1:0"],
+            environment: environment, timeout: .seconds(120))
+        #expect(result.status != 0 && !result.timedOut)
+        let output = result.stdout + result.stderr
+        #expect(output.contains("database"), "\(output)")
+        for secret in ["SECRET789", "OTLPSECRET456", "SECRETVALUE123"] {
+            #expect(!output.contains(secret), "\(secret): \(output)")
+        }
+    }
+
     /// A server on a fresh SQLite file, its JSON log in a file, optionally with a webhook endpoint.
     final class World: Sendable {
         let directory: URL
