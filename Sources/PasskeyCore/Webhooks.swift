@@ -282,7 +282,8 @@ public struct WebhookDispatcher: Service {
 extension WebhookDispatcher {
     /// A send in the trace of the request that wrote the event (its `traceparent`, kept on the
     /// audit line). With tracing on, a `webhook.deliver` span of that trace is current while it
-    /// sends: the HTTP client's own span is its child and writes the request's `traceparent`.
+    /// sends: the HTTP client's span (the query, path and user information of the URL left out) is
+    /// its child and writes the request's `traceparent`.
     /// With tracing off, the request carries the line's `traceparent` as it was kept (written by
     /// an instance with tracing on); none without one.
     fileprivate func traced(_ event: AuditEvent, _ send: (String?) async -> WebhookSendOutcome) async -> WebhookSendOutcome {

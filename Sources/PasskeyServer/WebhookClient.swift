@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import PasskeyCore
+import PasskeyStore
 import Synchronization
+import Tracing
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +19,9 @@ import Synchronization
 ///   that resolves differently for the client than it did a moment before changes nothing);
 /// - redirects are never followed (a 3xx is a failed delivery);
 /// - a refused connection fails at once (no retry until the deadline), a connection attempt
-///   gives up after `connectTimeout`, and the whole exchange after `requestTimeout`.
+///   gives up after `connectTimeout`, and the whole exchange after `requestTimeout`;
+/// - traced by a span of its own (``traced(_:_:)``), never async-http-client's, which records
+///   the URL whole (`url.full`, `url.query`: a receiver's `?token=`).
 struct WebhookClient: WebhookSender {
     typealias Outcome = WebhookSendOutcome
 
@@ -37,6 +41,7 @@ struct WebhookClient: WebhookSender {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.connectionPool.idleTimeout = .seconds(30)
         configuration.decompression = .disabled
+        configuration.tracing.tracer = nil
         if !policy.allowsPrivateAddresses {
             let check: @Sendable (Channel) -> EventLoopFuture<Void> = { channel in Self.checkPeer(channel, policy: policy) }
             configuration.http1_1ConnectionDebugInitializer = check
@@ -85,8 +90,9 @@ struct WebhookClient: WebhookSender {
     /// Sends one signed event; never throws, never takes longer than `requestTimeout` (plus the
     /// name's resolution, itself bounded).
     func post(url: String, headers: [(String, String)], body: [UInt8]) async -> Outcome {
+        let destination: OutboundURLPolicy.Destination
         do {
-            let destination = try policy.check(url: url)
+            destination = try policy.check(url: url)
             if destination.address == nil, !policy.allowsPrivateAddresses { try await vet(name: destination.host) }
         } catch let refusal as OutboundURLPolicy.Refusal {
             return Outcome(failure: "address refused: \(refusal.description)", reason: "address_refused")
@@ -97,6 +103,36 @@ struct WebhookClient: WebhookSender {
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
+        return await traced(destination, request)
+    }
+
+    /// The exchange as a client span of the trace current (a delivery's `webhook.deliver`), whose
+    /// `traceparent` the request carries; no span when spans are off or no trace is current.
+    /// The span names the method, scheme, host and port, and the answer's status: never the
+    /// user information, path or query, where receivers keep their secret (`?token=`, the
+    /// token in Slack's and Discord's paths).
+    private func traced(_ destination: OutboundURLPolicy.Destination, _ request: HTTPClientRequest) async -> Outcome {
+        guard Spans.enabled, let parent = InstrumentationContext.current else { return await send(request) }
+        var request = request
+        let span = startSpan(request.method.rawValue, context: parent, ofKind: .client)
+        defer { span.end() }
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.scheme"] = destination.scheme
+            attributes["server.address"] = destination.host
+            attributes["server.port"] = destination.port
+        }
+        if let traceParent = Spans.traceParent(of: span.context) { request.headers.replaceOrAdd(name: "traceparent", value: traceParent) }
+        let outcome = await InstrumentationContext.$current.withValue(span.context) { [request] in await send(request) }
+        if let status = outcome.status { span.attributes["http.response.status_code"] = status }
+        if !outcome.delivered {
+            span.attributes["error.type"] = outcome.reason ?? "error"
+            span.setStatus(SpanStatus(code: .error))
+        }
+        return outcome
+    }
+
+    private func send(_ request: HTTPClientRequest) async -> Outcome {
         let deadline = NIODeadline.now() + .nanoseconds(requestTimeout.nanoseconds)
         do {
             let status = try await Self.within(requestTimeout) { [http, request] in

@@ -183,6 +183,39 @@ struct TracingTests {
         }
     }
 
+    /// Issue 42, 14: a webhook receiver's URL may hold its secret in its query, path or user
+    /// information; no span of its delivery records any of them.
+    @Test func webhookSpansNameTheReceiversHostAndNothingElseOfItsURL() async throws {
+        guard let receiver = try Receiver.start() else { return }
+        defer { receiver.stop() }
+        let world = try World(
+            environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100"],
+            webhook: "http://hook:USERSECRET@127.0.0.1:\(receiver.port)/webhook/PATHSECRET?token=QUERYSECRET")
+        defer { world.stop() }
+        try await world.server.waitUntilReady()
+        try await world.signIn()
+        let records = try await receiver.waitFor { records in
+            records.contains { $0["kind"] as? String == "webhook" && ($0["body"] as? String ?? "").contains("sign_in") }
+                && records.contains { $0["name"] as? String == "webhook.deliver" } && records.contains { $0["span_kind"] as? Int == 3 }
+        }
+        let spans = records.filter { $0["kind"] as? String == "span" }
+        for span in spans {
+            let text = String(decoding: try JSONSerialization.data(withJSONObject: span), as: UTF8.self)
+            for secret in ["USERSECRET", "PATHSECRET", "QUERYSECRET"] { #expect(!text.contains(secret), "\(text)") }
+        }
+        // The client span: under the delivery's, the host and port, and the traceparent it sent.
+        let deliver = try #require(spans.first { $0["name"] as? String == "webhook.deliver" })
+        let client = try #require(
+            spans.first { $0["span_kind"] as? Int == 3 && $0["parent_span_id"] as? String == deliver["span_id"] as? String })
+        let attributes = client["attributes"] as? [String: Any] ?? [:]
+        #expect(attributes["server.address"] as? String == "127.0.0.1" && attributes["server.port"] as? Int == receiver.port)
+        #expect(attributes["http.response.status_code"] as? Int == 200)
+        let delivery = try #require(
+            records.first { $0["kind"] as? String == "webhook" && ($0["body"] as? String ?? "").contains("sign_in") })
+        let traceParent = try #require((delivery["headers"] as? [String: Any])?["traceparent"] as? String)
+        #expect(traceParent.split(separator: "-").dropFirst(2).first.map(String.init) == client["span_id"] as? String, "\(traceParent)")
+    }
+
     /// A server on a fresh SQLite file, its JSON log in a file, optionally with a webhook endpoint.
     final class World: Sendable {
         let directory: URL
@@ -225,6 +258,17 @@ struct TracingTests {
                 "POST", "/api/auth/register/verify", json: JSONEncoder().encode(Wrapped(credential: registration)))
             #expect(status == 200, "\(body)")
             return (authenticator, credential)
+        }
+
+        /// Signs `ada` up and in (the sign-in's event goes to the webhook endpoint).
+        func signIn() async throws {
+            var (authenticator, credential) = try await signUp()
+            let (_, requestJSON) = try await server.call("POST", "/api/auth/authenticate/options", json: Data("{}".utf8))
+            let request = try JSONDecoder().decode(PublicKeyCredentialRequestOptionsJSON.self, from: JSONEncoder().encode(requestJSON))
+            let assertion = try authenticator.authenticate(options: request, origin: server.origin, credential: &credential)
+            let (status, body) = try await server.call(
+                "POST", "/api/auth/authenticate/verify", json: JSONEncoder().encode(Wrapped(credential: assertion)))
+            #expect(status == 200, "\(body)")
         }
 
         func logLines() throws -> [[String: Any]] {
