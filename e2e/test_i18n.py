@@ -169,3 +169,18 @@ def test_the_console_page_and_scripts_use_only_keys_its_catalogue_has():
                 assert any(key.startswith(literal) for key in english), f"{script.name}: {literal!r}"
             else:
                 assert literal in english or literal + ".other" in english, f"{script.name} uses {literal!r}, which admin/i18n/en.json lacks"
+
+
+def test_the_console_lists_and_words_every_audit_kind():
+    """Every kind of audit line passkeyd writes (AuditEvent.Kind) is offered by the console's audit
+    filter and webhook form (pages/audit.js KINDS) and has a label in its catalogue."""
+    models = (ROOT / "Sources" / "PasskeyStore" / "Models.swift").read_text(encoding="utf-8")
+    enum = models[models.index("public enum Kind: String"):]
+    kinds = re.findall(r'case \w+ = "(\w+)"', enum[:enum.index("\n    }\n")])
+    assert "admin_bootstrap_issued" in kinds and "sign_up" in kinds
+    script = (CONSOLE / "pages" / "audit.js").read_text(encoding="utf-8")
+    listed = re.findall(r"'(\w+)'", script[script.index("export const KINDS = ["):script.index("];")])
+    assert sorted(set(kinds) - set(listed)) == [], "kinds missing from KINDS in admin/pages/audit.js"
+    assert sorted(set(listed) - set(kinds)) == [], "KINDS names a kind passkeyd does not write"
+    english = CONSOLE_CATALOGUES["en"]
+    assert sorted(kind for kind in kinds if "kind." + kind not in english) == [], "kinds without kind.<kind> in admin/i18n/en.json"

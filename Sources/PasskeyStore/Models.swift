@@ -243,11 +243,13 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         /// A passkey's PRF input was replaced: secrets derived with it change.
         case passkeyPRFSaltRotated = "passkey_prf_salt_rotated"
         /// The operator's console (issue 36): sign-in, refusal (a passkey without a role), sign
-        /// out, step-up, the bootstrap link used, roles, and the changes only it makes.
+        /// out, step-up, the bootstrap link issued (no token in the line) and used, roles, and
+        /// the changes only it makes.
         case adminConsoleSignIn = "admin_console_sign_in"
         case adminConsoleRefused = "admin_console_refused"
         case adminConsoleSignOut = "admin_console_sign_out"
         case adminConsoleStepUp = "admin_console_step_up"
+        case adminBootstrapIssued = "admin_bootstrap_issued"
         case adminBootstrapUsed = "admin_bootstrap_used"
         case adminRoleGranted = "admin_role_granted"
         case adminRoleRevoked = "admin_role_revoked"

@@ -281,8 +281,8 @@ public protocol PasskeyStore: Sendable {
         -> AdminRoleChange
 
     // The first admin's bootstrap token (single use, expiring)
-    /// Stores a bootstrap token (its SHA-256).
-    func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date) async throws
+    /// Stores a bootstrap token (its SHA-256) with `audit` lines, in one transaction.
+    func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date, audit: [AuditEvent]) async throws
     /// Whether the token exists, is unused and has not expired (a read: nothing is taken).
     func adminBootstrapTokenIsLive(hash: [UInt8], now: Date) async throws -> Bool
     /// Takes the token for `accountID` in one transaction: marks it used (single use: of callers

@@ -76,9 +76,12 @@ extension SQLStore {
 
     // MARK: Bootstrap
 
-    public func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date) async throws {
-        try await writer.run(
-            "INSERT INTO admin_bootstrap (token_hash, created_at, expires_at) VALUES (\(hash), \(createdAt), \(expiresAt))")
+    public func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date, audit: [AuditEvent]) async throws {
+        try await transaction { db in
+            try await db.execute(
+                "INSERT INTO admin_bootstrap (token_hash, created_at, expires_at) VALUES (\(hash), \(createdAt), \(expiresAt))")
+            for event in audit { try await db.execute(Self.insert(event)) }
+        }
     }
 
     /// A token is live while it is unused and unexpired and no account holds `admin` (a

@@ -138,7 +138,7 @@ extension Admin {
                     throw refusal("the console is off (console.enabled / PASSKEYD_ADMIN_CONSOLE): a bootstrap link would lead nowhere")
                 }
                 let console = try context.console()
-                guard let (token, expiresAt) = try await console.issueBootstrapToken() else {
+                guard let (token, expiresAt) = try await console.issueBootstrapToken(by: context.operatorName) else {
                     let admins = try await context.administrators()
                     throw refusal(
                         "the console has an administrator already: \(admins.joined(separator: ", ")). "

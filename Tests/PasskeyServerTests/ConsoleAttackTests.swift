@@ -341,7 +341,7 @@ import WebAuthnTesting
     @Test func theBootstrapLinkMakesOneAdministratorOnce() async throws {
         let harness = try await ConsoleAPITests.harness()
         let console = ConsoleService(service: harness.service)
-        let issued = try #require(try await console.issueBootstrapToken())
+        let issued = try #require(try await console.issueBootstrapToken(by: "test"))
         #expect(issued.token.hasPrefix("pkb_"))
         #expect(console.bootstrapLink(issued.token) == ServerHarness.origin + "/admin/#bootstrap=" + issued.token)
         try await harness.run { api in
@@ -376,14 +376,54 @@ import WebAuthnTesting
             #expect(try await harness.store.adminCount() == 1)
             #expect(try await harness.store.account(username: "eve") == nil)
             // With an administrator, no new link.
-            #expect(try await console.issueBootstrapToken() == nil)
+            #expect(try await console.issueBootstrapToken(by: "test") == nil)
+        }
+    }
+
+    @Test func issuingABootstrapLinkIsAuditedWithoutItsToken() async throws {
+        let harness = try await ConsoleAPITests.harness()
+        let console = ConsoleService(service: harness.service)
+        // `passkeyd admin bootstrap-link` issues through the service under the operator's name.
+        let token = try #require(try await console.issueBootstrapToken(by: "passkeyd admin (ops)")).token
+        @Sendable func issued() async throws -> [AuditEvent] {
+            try await harness.store.auditEvents(accountID: nil, limit: 100).filter { $0.kind == "admin_bootstrap_issued" }
+        }
+        #expect(try await issued().compactMap(\.userAgent) == ["passkeyd admin (ops)"])
+        try await harness.run { api in
+            // The server's start, with no administrator yet, printed another link: audited too.
+            let lines = try await issued()
+            #expect(lines.compactMap(\.userAgent).sorted() == ["passkeyd admin (ops)", "passkeyd serve"])
+            for line in lines {
+                #expect(line.accountID == nil && line.credentialID == nil && line.detail == "expires in 3600s" && line.metric == nil)
+            }
+            var authenticator = SoftwareAuthenticator(seed: Array("root".utf8))
+            let options = try await api.post("/admin/api/bootstrap/options", ["token": token, "username": "root"])
+            let (registration, credential) = try authenticator.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let verify = try await api.post("/admin/api/bootstrap/verify", BootstrapVerify(token: token, credential: registration))
+            #expect(verify.status == .ok)
+            // No line holds the token, nor its random part.
+            for line in try await harness.store.auditEvents(accountID: nil, limit: 100) {
+                let text = [line.kind, line.userAgent, line.detail, line.ipAddress].compactMap { $0 }.joined(separator: " ")
+                #expect(!text.contains(token.dropFirst(4)), "\(line.kind)")
+            }
+            // With an administrator no link is issued, and nothing is written.
+            #expect(try await console.issueBootstrapToken(by: "passkeyd admin (ops)") == nil)
+            #expect(try await issued().count == 2)
+            // The console's audit search knows the kind.
+            var root = ConsoleAdmin(
+                account: try #require(try await harness.store.account(username: "root")), accountToken: "",
+                authenticator: authenticator, credential: credential)
+            #expect(try await api.consoleSignIn(&root).status == .ok)
+            let search = try await api.consoleGet("audit?kind=admin_bootstrap_issued", root)
+            #expect(search.status == .ok && ConsoleAPITests.array(search.json["events"]).count == 2)
         }
     }
 
     @Test func anExpiredBootstrapLinkIsRefusedAndMakesNoAccount() async throws {
         let harness = try await ConsoleAPITests.harness()
         let console = ConsoleService(service: harness.service)
-        let issued = try #require(try await console.issueBootstrapToken())
+        let issued = try #require(try await console.issueBootstrapToken(by: "test"))
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator()
             let (options, registration) = try await Self.bootstrapRegistration(
@@ -399,14 +439,14 @@ import WebAuthnTesting
             #expect(try await harness.store.account(username: "late") == nil)
             #expect(try await harness.store.adminCount() == 0)
             // A new link can be issued while there is no administrator.
-            #expect(try await console.issueBootstrapToken() != nil)
+            #expect(try await console.issueBootstrapToken(by: "test") != nil)
         }
     }
 
     @Test func racingRedemptionsOfOneBootstrapLinkMakeOneAdministrator() async throws {
         let harness = try await ConsoleAPITests.harness()
         let console = ConsoleService(service: harness.service)
-        let issued = try #require(try await console.issueBootstrapToken())
+        let issued = try #require(try await console.issueBootstrapToken(by: "test"))
         try await harness.run { api in
             let takers = 8
             var registrations: [RegistrationResponseJSON] = []

@@ -31,7 +31,7 @@ struct ConsoleRaceTests {
         let store = try await TestDatabase.makeStore(kind)
         let accounts = try await Self.accounts(store, Self.takers)
         let hash = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600))
+        try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600), audit: [])
         let results = await Race.run(Self.takers) { taker in
             try await store.redeemAdminBootstrapToken(
                 hash: hash, accountID: accounts[taker].id, now: Self.t0,
@@ -51,7 +51,7 @@ struct ConsoleRaceTests {
         let accounts = try await Self.accounts(store, Self.takers)
         let hashes = (0..<Self.takers).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }
         for hash in hashes {
-            try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600))
+            try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600), audit: [])
         }
         let results = await Race.run(Self.takers) { taker in
             try await store.redeemAdminBootstrapToken(hash: hashes[taker], accountID: accounts[taker].id, now: Self.t0, audit: [])

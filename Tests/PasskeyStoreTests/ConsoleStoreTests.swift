@@ -206,7 +206,7 @@ struct ConsoleStoreTests {
         #expect(try await store.revokeAdminSessions(accountID: ada.id) == 4)
         // The sweep takes expired console sessions and old bootstrap tokens.
         try await store.createAdminSession(session(ada))
-        try await store.saveAdminBootstrapToken(hash: [5], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600))
+        try await store.saveAdminBootstrapToken(hash: [5], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600), audit: [])
         #expect(try await store.sweepExpired(now: Self.t0.addingTimeInterval(3 * Self.day)) >= 2)
         #expect(try await store.revokeAdminSessions(accountID: ada.id) == 0)
     }
@@ -219,7 +219,7 @@ struct ConsoleStoreTests {
         let (ada, _) = try await Self.withPasskey(store, "ada")
         let (bob, _) = try await Self.withPasskey(store, "bob")
         let hash = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600))
+        try await store.saveAdminBootstrapToken(hash: hash, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600), audit: [])
         #expect(try await store.adminBootstrapTokenIsLive(hash: hash, now: Self.t0))
         #expect(try await store.adminBootstrapTokenIsLive(hash: hash, now: Self.t0.addingTimeInterval(3600)) == false)
         #expect(try await store.adminBootstrapTokenIsLive(hash: [1], now: Self.t0) == false)
@@ -240,7 +240,7 @@ struct ConsoleStoreTests {
         #expect(try await store.redeemAdminBootstrapToken(hash: hash, accountID: bob.id, now: Self.t0, audit: []) == false)
         // Once an admin exists, no other token opens the console.
         let other = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        try await store.saveAdminBootstrapToken(hash: other, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600))
+        try await store.saveAdminBootstrapToken(hash: other, createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(3600), audit: [])
         #expect(try await store.adminBootstrapTokenIsLive(hash: other, now: Self.t0) == false)
         #expect(try await store.redeemAdminBootstrapToken(hash: other, accountID: bob.id, now: Self.t0, audit: []) == false)
         #expect(try await store.adminRole(accountID: bob.id) == nil)

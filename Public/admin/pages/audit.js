@@ -9,7 +9,10 @@ export const KINDS = ['sign_up', 'sign_in', 'sign_in_failed', 'registration_fail
   'passkey_replaced', 'passkey_deleted', 'session_revoked', 'password_changed', 'password_removed', 'recovery_codes_created', 'recovery_failed',
   'recovery_sign_in', 'admin_recovery_link', 'admin_account_disabled', 'admin_account_enabled', 'admin_passkey_revoked', 'admin_sessions_revoked',
   'import', 'account_created', 'admin_passkey_renamed', 'admin_registration_token', 'api_key_created', 'api_key_revoked', 'api_key_used',
-  'oidc_authorized', 'oidc_token_issued', 'oidc_grant_reused', 'oauth_client_added', 'oauth_client_removed', 'passkey_prf_salt_rotated'];
+  'oidc_authorized', 'oidc_token_issued', 'oidc_grant_reused', 'oauth_client_added', 'oauth_client_removed', 'passkey_prf_salt_rotated',
+  'admin_console_sign_in', 'admin_console_refused', 'admin_console_sign_out', 'admin_console_step_up', 'admin_bootstrap_issued',
+  'admin_bootstrap_used', 'admin_role_granted', 'admin_role_revoked', 'account_deleted', 'webhook_added', 'webhook_removed', 'webhook_paused',
+  'webhook_resumed', 'webhook_secret_rotated', 'webhook_delivery_retried', 'oauth_client_secret_rotated', 'signing_key_rotated', 'account_imported'];
 
 /** A kind in words when the catalogue has it, else as stored. */
 export const kindLabel = (kind) => (has('kind.' + kind) ? t('kind.' + kind) : kind);

@@ -139,13 +139,17 @@ public struct ConsoleService: Sendable {
     // MARK: Bootstrap
 
     /// A one-time link's token for the first administrator, or nil when an administrator exists.
-    /// Stored hashed; it expires after ``ServerConfiguration/Console/bootstrapLifetime``.
-    public func issueBootstrapToken() async throws -> (token: String, expiresAt: Date)? {
+    /// Stored hashed; it expires after ``ServerConfiguration/Console/bootstrapLifetime``. Audited
+    /// (`admin_bootstrap_issued`: who asked, `issuer`, and the expiry; never the token) in the
+    /// token's transaction.
+    public func issueBootstrapToken(by issuer: String) async throws -> (token: String, expiresAt: Date)? {
         guard try await store.adminCount() == 0 else { return nil }
         let token = RelyingParty.randomBytes(32)
         let time = service.now()
         let expires = time.addingTimeInterval(seconds(settings.bootstrapLifetime))
-        try await store.saveAdminBootstrapToken(hash: Self.hash(token), createdAt: time, expiresAt: expires)
+        let line = AuditEvent(
+            time: time, kind: .adminBootstrapIssued, userAgent: issuer, detail: "expires in \(Int(seconds(settings.bootstrapLifetime)))s")
+        try await store.saveAdminBootstrapToken(hash: Self.hash(token), createdAt: time, expiresAt: expires, audit: [line])
         return ("pkb_" + Base64URLBytes(token).base64URL, expires)
     }
 
