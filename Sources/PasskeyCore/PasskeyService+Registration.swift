@@ -214,12 +214,14 @@ extension PasskeyService {
             userHandle: handle, createdAt: time, lastSignInAt: time)
         let passkey = makePasskey(verified, accountID: account.id, name: passkeyName, prfSalt: prfSalt, at: time)
         let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
+        // The console's bootstrap makes its first administrator: not a sign-up in the adoption figures.
+        let metric: AdoptionMetric = profile.api == Self.consoleAPI ? .adminBootstrap : .signUpPasskey
         do {
             try await store.createAccount(
                 account, passkey: passkey, session: session,
                 audit: [
                     auditEvent(.signUp, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: passkey.name)
-                        .counted(.signUpPasskey)
+                        .counted(metric)
                 ])
         } catch let error as StoreError where error.code == .conflict {
             // Someone took the username (or registered this credential) since the options.

@@ -257,4 +257,51 @@ import WebAuthnTesting
             #expect(try await Self.chart(api, &root) == late)
         }
     }
+
+    /// The bootstrap link's account is the console's own sign-up: the totals hold it (it exists,
+    /// with a passkey) but no day counts it as a new passkey; a bootstrap refused after its
+    /// account was made leaves the totals as they were.
+    @Test func theFirstAdministratorsBootstrapIsNoSignUp() async throws {
+        let harness = try await ConsoleAPITests.harness()
+        let console = ConsoleService(service: harness.service)
+        let token = try #require(try await console.issueBootstrapToken(by: "test")).token
+        try await harness.run { api in
+            func bootstrap(_ username: String, userVerified: Bool) async throws -> (APIResponse, ConsoleAdmin?) {
+                var authenticator = SoftwareAuthenticator(seed: Array(username.utf8))
+                authenticator.userVerified = userVerified
+                let options = try await api.post("/admin/api/bootstrap/options", ["token": token, "username": username])
+                #expect(options.status == .ok)
+                let (registration, credential) = try authenticator.register(
+                    options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+                let verify = try await api.post(
+                    "/admin/api/bootstrap/verify", ConsoleAttackTests.BootstrapVerify(token: token, credential: registration))
+                guard verify.status == .ok, let account = try await harness.store.account(username: username) else { return (verify, nil) }
+                var admin = ConsoleAdmin(account: account, accountToken: "", authenticator: authenticator, credential: credential)
+                admin.cookie = try #require(APIClient.consoleCookie(verify))
+                return (verify, admin)
+            }
+            // Without user verification the account made for it is deleted again.
+            let (refused, _) = try await bootstrap("early", userVerified: false)
+            #expect(refused.errorCode == "user_not_verified")
+            #expect(try await harness.store.account(username: "early") == nil)
+            let (verify, made) = try await bootstrap("root", userVerified: true)
+            #expect(verify.status == .ok)
+            let root = try #require(made)
+            let lines = try await harness.store.auditEvents(accountID: root.account.id, limit: 20)
+            #expect(lines.filter { $0.kind == "sign_up" }.map(\.metric) == ["admin_bootstrap"])
+
+            let adoption = try await api.consoleGet("adoption?days=7", root)
+            let today = try #require(ConsoleAPITests.array(adoption.json["days"]).map(Day.init(json:)).last)
+            #expect(today.same(as: Day(1, 0, new: 0)), "\(today)")
+            let overview = try await api.consoleGet("overview", root)
+            #expect(ConsoleAPITests.number(overview.json["accounts"]) == 1)
+            #expect(ConsoleAPITests.number(overview.json["accountsWithPasskey"]) == 1)
+
+            // A person's sign-up is one.
+            _ = try await api.consoleAccount(harness, "ann")
+            let after = try await api.consoleGet("adoption?days=7", root)
+            let day = try #require(ConsoleAPITests.array(after.json["days"]).map(Day.init(json:)).last)
+            #expect(day.same(as: Day(2, 0, new: 1)), "\(day)")
+        }
+    }
 }

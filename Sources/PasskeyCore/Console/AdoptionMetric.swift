@@ -12,6 +12,9 @@ import PasskeyStore
 public enum AdoptionMetric: String, Sendable, CaseIterable {
     /// An account created with its first passkey (sign-up).
     case signUpPasskey = "signup_passkey"
+    /// The console's first administrator, made by the bootstrap link with its passkey: in the
+    /// totals (the account exists), but not a sign-up nor a new passkey (the console's own).
+    case adminBootstrap = "admin_bootstrap"
     /// The first passkey of an account that had neither a passkey nor a password.
     case firstPasskey = "passkey_first"
     /// Another passkey on an account that had one.
@@ -49,7 +52,7 @@ public enum AdoptionMetric: String, Sendable, CaseIterable {
     /// How the metric moves the three running totals (with a passkey, password-only, no way in).
     var transition: (withPasskey: Int, passwordOnly: Int, empty: Int) {
         switch self {
-        case .signUpPasskey: (1, 0, 0)
+        case .signUpPasskey, .adminBootstrap: (1, 0, 0)
         case .firstPasskey: (1, 0, -1)
         case .upgradeConditional, .upgradeButton, .upgradeRecovery: (1, -1, 0)
         case .lastPasskeyRemoved: (-1, 0, 1)
