@@ -12,6 +12,9 @@ extension PasskeyService {
     /// The FIDO metadata (MDS3) in force on this instance; `nil` until a stored BLOB verifies.
     public var fidoMetadata: FIDOMetadata? { metadataState.current }
 
+    /// The FIDO metadata in force with when it was imported and loaded; `nil` until a stored BLOB verifies.
+    public var fidoMetadataInForce: MetadataInForce? { metadataState.inForce }
+
     /// Loads the stored FIDO metadata BLOB when its number is greater than the one in force: verifies
     /// it against `mdsRootCertificates` at the current time (MDS3 §3.2 steps 2–4) and puts it in
     /// force for registrations, provider names, `/readyz` and the metrics. A BLOB that does not
@@ -37,7 +40,7 @@ extension PasskeyService {
         do {
             guard let record = try await store.metadataBLOB() else { return }
             let verified = try await FIDOMetadata.verify(blob: record.blob, roots: roots, at: now())
-            metadataState.replace(verified)
+            metadataState.replace(verified, importedAt: record.importedAt, loadedAt: now())
             logger.info(
                 "FIDO metadata in force",
                 metadata: [
@@ -68,11 +71,20 @@ extension PasskeyService {
     }
 }
 
+/// A verified FIDO metadata BLOB in force on an instance, with its two moments.
+public struct MetadataInForce: Sendable {
+    public let metadata: FIDOMetadata
+    /// When the BLOB was stored (`passkeyd mds import`).
+    public let importedAt: Date
+    /// When this instance verified it and put it in force.
+    public let loadedAt: Date
+}
+
 /// The FIDO metadata in force and the relying party that judges registrations with it: swapped
 /// whole when a newer BLOB is loaded, read once per registration.
 package final class MetadataState: Sendable {
     private struct State {
-        var metadata: FIDOMetadata?
+        var inForce: MetadataInForce?
         var relyingParty: RelyingParty
         /// BLOB numbers that did not verify (not tried again).
         var refused: Set<Int> = []
@@ -82,19 +94,20 @@ package final class MetadataState: Sendable {
 
     package init(relyingParty: RelyingParty) {
         base = relyingParty
-        state = Mutex(State(metadata: nil, relyingParty: relyingParty))
+        state = Mutex(State(inForce: nil, relyingParty: relyingParty))
     }
 
-    package var current: FIDOMetadata? { state.withLock { $0.metadata } }
+    package var current: FIDOMetadata? { state.withLock { $0.inForce?.metadata } }
+    package var inForce: MetadataInForce? { state.withLock { $0.inForce } }
     package var relyingParty: RelyingParty { state.withLock { $0.relyingParty } }
 
-    package func replace(_ metadata: FIDOMetadata) {
+    package func replace(_ metadata: FIDOMetadata, importedAt: Date, loadedAt: Date) {
         var configuration = base.configuration
         configuration.attestationPolicy.metadata = metadata
         // The configuration was validated when `base` was made; metadata changes nothing it checks.
         let relyingParty = (try? RelyingParty(configuration)) ?? base
         state.withLock {
-            $0.metadata = metadata
+            $0.inForce = MetadataInForce(metadata: metadata, importedAt: importedAt, loadedAt: loadedAt)
             $0.relyingParty = relyingParty
         }
     }

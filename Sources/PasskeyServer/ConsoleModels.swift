@@ -436,10 +436,15 @@ struct PolicyJSON: Encodable {
         let registrationUserVerification: String
         let authenticationUserVerification: String
     }
+    /// The BLOB in force: its `no`, its `nextUpdate` (`YYYY-MM-DD`), its entries (those naming an
+    /// AAGUID), when it was imported and when this instance loaded it. (An MDS3 payload has no
+    /// issue date of its own.)
     struct Metadata: Encodable {
         let number: Int
         let nextUpdate: String
         let entries: Int
+        let importedAt: Date
+        let loadedAt: Date
         let warning: String?
     }
     struct Provider: Encodable {
@@ -464,11 +469,13 @@ struct PolicyJSON: Encodable {
             registrationUserVerification: (configuration.registrationUserVerification ?? configuration.userVerification).rawValue,
             authenticationUserVerification: (configuration.authenticationUserVerification ?? configuration.userVerification).rawValue)
         metadata = page.metadata.map {
-            Metadata(number: $0.number, nextUpdate: $0.nextUpdateDay, entries: $0.entries.count, warning: page.metadataWarning)
+            Metadata(
+                number: $0.metadata.number, nextUpdate: $0.metadata.nextUpdateDay, entries: $0.metadata.entries.count,
+                importedAt: $0.importedAt, loadedAt: $0.loadedAt, warning: page.metadataWarning)
         }
         providers = page.providers.map { item in
             let model = AAGUID(item.aaguid)
-            let entry = model.flatMap { page.metadata?.entry(for: $0) }
+            let entry = model.flatMap { page.metadata?.metadata.entry(for: $0) }
             return Provider(
                 aaguid: item.aaguid, name: entry?.description ?? model?.providerName, icon: entry?.icon, passkeys: item.passkeys)
         }

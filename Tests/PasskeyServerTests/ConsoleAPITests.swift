@@ -487,6 +487,40 @@ extension APIClient {
         }
     }
 
+    /// The policy page's FIDO metadata facts are the fields the API sends: the BLOB's `no`,
+    /// `nextUpdate` and entries, when it was imported and when this instance loaded it (an MDS3
+    /// payload has no issue date), and every `metadata.<field>` the page reads is one of them.
+    @Test func thePolicyPageReadsTheMetadataFieldsTheAPISends() async throws {
+        let mds = try MetadataBLOBIssuer()
+        let harness = try await Self.harness { $0.mdsRootCertificates = [mds.root] }
+        let importedAt = harness.clock.now.addingTimeInterval(-86_400)
+        let blob = try mds.blob(
+            number: 7, nextUpdate: "2049-01-01", entries: [.init(aaguid: MetadataServerTests.model, description: "Test MDS Key")])
+        try await harness.store.saveMetadataBLOB(
+            MetadataBLOBRecord(number: 7, nextUpdate: "2049-01-01", blob: blob, importedAt: importedAt), force: false)
+        harness.clock.advance(120)
+        await harness.service.refreshMetadata()
+        let loadedAt = harness.clock.now
+        try await harness.run { api in
+            var root = try await api.consoleAccount(harness, "root", role: .admin)
+            #expect(try await api.consoleSignIn(&root).status == .ok)
+            let policy = try await api.consoleGet("policy", root)
+            #expect(policy.status == .ok)
+            guard case .object(let metadata)? = policy.json["metadata"] else { throw HarnessError.unexpected(policy) }
+            let iso = ISO8601DateFormatter()
+            #expect(
+                metadata == [
+                    "number": .number(7), "nextUpdate": .string("2049-01-01"), "entries": .number(1),
+                    "importedAt": .string(iso.string(from: importedAt)), "loadedAt": .string(iso.string(from: loadedAt)),
+                ])
+            // What the page reads of it.
+            let page = try String(contentsOfFile: ServerHarness.publicDirectory + "/admin/pages/policy.js", encoding: .utf8)
+            let read = Set(page.matches(of: /metadata\.([A-Za-z]+)/).map { String($0.output.1) })
+            #expect(read.subtracting(metadata.keys).subtracting(["warning"]).isEmpty, "the page reads \(read.sorted())")
+            #expect(read.isSuperset(of: metadata.keys), "the page shows \(read.sorted())")
+        }
+    }
+
     @Test func theConsolePageIsServedUnderAStrictCSP() async throws {
         let harness = try await ServerHarness { $0.publicDirectory = ServerHarness.publicDirectory }
         try await harness.run { api in

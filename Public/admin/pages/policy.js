@@ -30,10 +30,10 @@ export default async function policy() {
       metadata
         ? facts([
           [t('policy.blob_number'), number(metadata.number)],
-          [t('policy.blob_date'), metadata.date ? String(metadata.date) : undefined],
           [t('policy.blob_next_update'), metadata.nextUpdate ? String(metadata.nextUpdate) : '—'],
           [t('policy.blob_entries'), typeof metadata.entries === 'number' ? number(metadata.entries) : text(metadata.entries)],
-          [t('policy.blob_loaded'), metadata.loadedAt ? when(metadata.loadedAt) : undefined],
+          [t('policy.blob_imported'), when(metadata.importedAt)],
+          [t('policy.blob_loaded'), when(metadata.loadedAt)],
           [t('policy.blob_warning'), metadata.warning ? h('span', { class: 'warning' }, metadata.warning) : undefined],
         ])
         : h('p', { class: 'empty' }, t('policy.no_metadata'))),

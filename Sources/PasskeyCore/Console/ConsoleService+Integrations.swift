@@ -77,7 +77,8 @@ extension ConsoleService {
 
     public struct PolicyPage: Sendable {
         public var configuration: ServerConfiguration
-        public var metadata: FIDOMetadata?
+        /// The FIDO metadata BLOB in force on this instance, when it was imported and loaded.
+        public var metadata: MetadataInForce?
         public var metadataWarning: String?
         /// Passkeys by AAGUID, most used first.
         public var providers: [(aaguid: String, passkeys: Int)]
@@ -86,7 +87,7 @@ extension ConsoleService {
     public func policy() async throws -> PolicyPage {
         let counts = try await store.passkeyCountsByAAGUID()
         return PolicyPage(
-            configuration: service.configuration, metadata: service.fidoMetadata, metadataWarning: service.metadataWarning,
+            configuration: service.configuration, metadata: service.fidoMetadataInForce, metadataWarning: service.metadataWarning,
             providers: counts.map { ($0.key, $0.value) }.sorted { $0.1 != $1.1 ? $0.1 > $1.1 : $0.0 < $1.0 })
     }
 
