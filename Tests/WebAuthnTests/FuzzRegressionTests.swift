@@ -13,6 +13,12 @@ struct FuzzRegressionTests {
         return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
     }()
 
+    /// With no inputs the parameterized test below runs zero cases and passes: a lost or
+    /// unreadable fixture folder would silently test nothing.
+    @Test func theFixturesAreThere() {
+        #expect(!Self.inputs.isEmpty, "Tests/Fixtures/fuzz-regressions has no inputs")
+    }
+
     @Test(arguments: inputs)
     func replaysWithoutTrapping(_ name: String) async throws {
         let bytes = Array(try Fixtures.data("fuzz-regressions/\(name)"))
