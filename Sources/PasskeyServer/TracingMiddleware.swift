@@ -5,7 +5,8 @@ import Tracing
 
 /// A server span per request (`POST /api/auth/authenticate/verify`), the root of what the
 /// request does (store calls, WebAuthn verification) or the child of the caller's W3C
-/// `traceparent`. Outermost, so that the request's log line carries its ids. Only the method,
+/// `traceparent` (and its `tracestate`, held to W3C's limits: ``TraceContextHeaders``).
+/// Outermost, so that the request's log line carries its ids. Only the method,
 /// route, path (never the query string, which may carry a recovery token), status and the
 /// client's address are recorded: no body, cookie or header value.
 ///
@@ -16,7 +17,10 @@ struct TracingMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = InstrumentationContext.current ?? .topLevel
-        InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HeaderExtractor())
+        let trace = TraceContextHeaders(request.headers)
+        if trace.traceParent != nil {
+            InstrumentationSystem.instrument.extract(trace.carrier, into: &parent, using: Carrier())
+        }
         let route = context.endpointPath
         let span = startSpan(route.map { "\(request.method.rawValue) \($0)" } ?? request.method.rawValue, context: parent, ofKind: .server)
         defer { span.end() }
@@ -39,9 +43,7 @@ struct TracingMiddleware: RouterMiddleware {
         }
     }
 
-    private struct HeaderExtractor: Extractor {
-        func extract(key: String, from headers: HTTPFields) -> String? {
-            HTTPField.Name(key).flatMap { headers[$0] }
-        }
+    private struct Carrier: Extractor {
+        func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
     }
 }

@@ -216,6 +216,34 @@ struct TracingTests {
         #expect(traceParent.split(separator: "-").dropFirst(2).first.map(String.init) == client["span_id"] as? String, "\(traceParent)")
     }
 
+    /// Issue 42, 15: a caller's tracestate is held to W3C Trace Context's limits: 1,200 members
+    /// (13 KB) are dropped, the traceparent kept; a normal one stays on the spans.
+    @Test(arguments: [
+        ((0..<1200).map { "vendor\($0)=value-\($0)" }.joined(separator: ","), ""),
+        // swift-otel writes the list back with ", " between members.
+        ("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", "rojo=00f067aa0ba902b7, congo=t61rcWkgMzE"),
+    ])
+    func theCallersTracestateIsHeldToW3CLimits(_ traceState: String, _ exported: String) async throws {
+        guard let receiver = try Receiver.start() else { return }
+        defer { receiver.stop() }
+        let world = try World(environment: [
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100",
+        ])
+        defer { world.stop() }
+        try await world.server.waitUntilReady()
+        let (status, _) = try await world.server.call(
+            "POST", "/api/auth/authenticate/options", json: Data("{}".utf8),
+            headers: ["traceparent": "00-\(Self.traceID)-\(Self.callerSpanID)-01", "tracestate": traceState])
+        #expect(status == 200)
+        let records = try await receiver.waitFor { records in
+            records.contains { $0["name"] as? String == "POST /api/auth/authenticate/options" }
+        }
+        let spans = records.filter { $0["kind"] as? String == "span" && $0["trace_id"] as? String == Self.traceID }
+        let root = try #require(spans.first { $0["name"] as? String == "POST /api/auth/authenticate/options" })
+        #expect(root["parent_span_id"] as? String == Self.callerSpanID)
+        #expect(spans.allSatisfy { $0["trace_state"] as? String == exported }, "\(spans.map { ($0["name"], $0["trace_state"]) })")
+    }
+
     /// A server on a fresh SQLite file, its JSON log in a file, optionally with a webhook endpoint.
     final class World: Sendable {
         let directory: URL
