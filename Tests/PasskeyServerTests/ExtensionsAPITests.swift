@@ -417,6 +417,43 @@ import WebAuthnTesting
         }
     }
 
+    /// A posted response as JSON members, its `clientExtensionResults` replaced by `results`.
+    static func withExtensionResults(_ credential: some Encodable, _ results: JSONValue) throws -> [String: JSONValue] {
+        var members = try JSONDecoder().decode([String: JSONValue].self, from: JSONEncoder().encode(credential))
+        members["clientExtensionResults"] = results
+        return members
+    }
+
+    /// `clientExtensionResults` is an object (§5.1): a number, a string, an array or a boolean is
+    /// a malformed extension output, 400 `malformed_extension_results` (it was `malformed_json`),
+    /// on a registration and on a sign-in alike, and nothing is stored or started.
+    @Test(arguments: [JSONValue.number(5), .string("{}"), .array([.object([:])]), .bool(true)])
+    func clientExtensionResultsThatAreNotAnObjectAreMalformedExtensionResults(_ results: JSONValue) async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var authenticator = SoftwareAuthenticator()
+            let answer = try await api.post("/api/auth/register/options", OptionsBody(username: "ada"))
+            let (registration, _) = try authenticator.register(
+                options: try answer.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: ServerHarness.origin)
+            let refused = try await api.post(
+                "/api/auth/register/verify", APIClient.CredentialBody(credential: try Self.withExtensionResults(registration, results)))
+            #expect(refused.status == .badRequest)
+            #expect(refused.errorCode == "malformed_extension_results")
+            #expect(try await harness.store.account(username: "ada") == nil)
+
+            let good = try await Self.signUp(api, "bob", extensions: nil, authenticator: &authenticator)
+            var signer = good.credential
+            let options = try await Self.signInOptions(api, OptionsBody(username: "bob"))
+            let assertion = try authenticator.authenticate(
+                options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: ServerHarness.origin, credential: &signer)
+            let signIn = try await api.post(
+                "/api/auth/authenticate/verify", APIClient.CredentialBody(credential: try Self.withExtensionResults(assertion, results)))
+            #expect(signIn.status == .badRequest)
+            #expect(signIn.errorCode == "malformed_extension_results")
+            #expect(signIn.string("token") == nil)
+        }
+    }
+
     /// The first salt of a passkey is made once: sixteen PRF option requests released together
     /// (PostgreSQL lets them overlap) all offer the same salt, and that salt is the stored one.
     @Test func theFirstSaltIsMadeOnceUnderConcurrentRequests() async throws {

@@ -30,7 +30,8 @@ public struct RegistrationResponseJSON: Codable, Sendable {
         self.clientExtensionResults = clientExtensionResults
     }
 
-    /// Decodes the JSON bytes of a registration response; `malformed_json` on any shape error.
+    /// Decodes the JSON bytes of a registration response; `malformed_json` on any shape error, except a
+    /// `clientExtensionResults` that is not an object: `malformed_extension_results`.
     public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
         try Self(json: JSONObject(bytes: json))
     }
@@ -47,7 +48,7 @@ public struct RegistrationResponseJSON: Codable, Sendable {
                 transports: try response.optionalStringArray("transports"),
                 publicKey: try response.optionalBytes("publicKey"), publicKeyAlgorithm: try response.optionalInt("publicKeyAlgorithm")),
             authenticatorAttachment: try json.optionalString("authenticatorAttachment"),
-            clientExtensionResults: try json.optionalObject("clientExtensionResults")?.members)
+            clientExtensionResults: try json.clientExtensionResults())
     }
 }
 
@@ -111,7 +112,8 @@ public struct AuthenticationResponseJSON: Codable, Sendable {
         self.clientExtensionResults = clientExtensionResults
     }
 
-    /// Decodes the JSON bytes of an authentication response; `malformed_json` on any shape error.
+    /// Decodes the JSON bytes of an authentication response; `malformed_json` on any shape error, except a
+    /// `clientExtensionResults` that is not an object: `malformed_extension_results`.
     public static func decode(_ json: [UInt8]) throws(WebAuthnError) -> Self {
         try Self(json: JSONObject(bytes: json))
     }
@@ -125,7 +127,7 @@ public struct AuthenticationResponseJSON: Codable, Sendable {
                 clientDataJSON: try response.bytes("clientDataJSON"), authenticatorData: try response.bytes("authenticatorData"),
                 signature: try response.bytes("signature"), userHandle: try response.optionalBytes("userHandle")),
             authenticatorAttachment: try json.optionalString("authenticatorAttachment"),
-            clientExtensionResults: try json.optionalObject("clientExtensionResults")?.members)
+            clientExtensionResults: try json.clientExtensionResults())
     }
 }
 
@@ -183,6 +185,19 @@ public enum JSONEdge {
             return "\(path(context.codingPath)): \(context.debugDescription)"
         @unknown default:
             return "invalid JSON"
+        }
+    }
+}
+
+extension JSONObject {
+    /// `clientExtensionResults` (§5.1, `AuthenticationExtensionsClientOutputsJSON`): its members, or `nil` when it
+    /// is missing or `null`. Any other type is `malformed_extension_results`, the code of every other shape error
+    /// in the extension outputs (``ClientExtensionOutputs``), not `malformed_json`.
+    fileprivate func clientExtensionResults() throws(WebAuthnError) -> [String: JSONValue]? {
+        switch node("clientExtensionResults") {
+        case nil, .null?: return nil
+        case .object?: return try object("clientExtensionResults").members
+        default: throw WebAuthnError(.malformedExtensionResults, "clientExtensionResults is not a JSON object")
         }
     }
 }
