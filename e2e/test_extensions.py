@@ -363,6 +363,57 @@ def test_large_blob_write_then_read_and_the_cap(page):
     assert (unnamed.get("status"), unnamed.get("code")) == (400, "invalid_extension")
 
 
+@pytest.fixture(scope="module")
+def cred_protect_server():
+    """credProtect level 3 asked of every new passkey, required of device-bound ones (the default
+    scope, credentialProtectionRequiredFor: device-bound)."""
+    s = Server(PASSKEYD_CREDENTIAL_PROTECTION="3")
+    yield s
+    s.stop()
+
+
+# An authenticator without credProtect: CTAP 2.0 (Chromium's virtual authenticator has the
+# extension from CTAP 2.1 on, and DevTools has no switch for it alone).
+WITHOUT_CRED_PROTECT = {"ctap2Version": "ctap2_0", "hasPrf": False, "hasLargeBlob": False, "hasCredBlob": False,
+                        "hasMinPinLength": False}
+
+SIGN_UP_PLAIN = """const client = new m.Passkeyd();
+    const answer = await client.signUp({ username: args[0] });
+    await client.signOut();
+    return answer.passkey;"""
+
+
+def test_the_default_cred_protect_policy_leaves_synced_passkeys_to_the_server(cred_protect_server, browser):
+    """Under the default scope the options no longer say enforceCredentialProtectionPolicy: true,
+    which made Chromium refuse every authenticator without credProtect (synced passkeys'
+    providers among them) and the person saw `cancelled`. The server judges instead: a synced
+    passkey without credProtect signs up, a device-bound one is refused with its own code, and a
+    security key with credProtect gets level 3."""
+    driver = browser
+    open_module_page(driver, cred_protect_server.origin)
+    # With enforcement Chromium refused this authenticator at once (NotAllowedError: `cancelled`).
+    synced = add_authenticator(driver, **WITHOUT_CRED_PROTECT, defaultBackupEligibility=True, defaultBackupState=True)
+    passkey = run(driver, SIGN_UP_PLAIN, "cp-synced")
+    assert passkey.get("error") is None, passkey
+    assert passkey["backupEligible"] is True and "credProtect" not in passkey, passkey
+    driver.execute_cdp_cmd("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": synced})
+    options = run(driver, """const response = await fetch('/api/auth/register/options', { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ username: 'cp-options' }) });
+        return (await response.json()).extensions;""")
+    assert options["credentialProtectionPolicy"] == "userVerificationRequired"
+    assert options.get("enforceCredentialProtectionPolicy") is not True, options
+
+    bound = add_authenticator(driver, **WITHOUT_CRED_PROTECT)
+    refused = run(driver, SIGN_UP_PLAIN, "cp-bound")
+    assert (refused.get("status"), refused.get("code")) == (403, "credential_protection_not_applied"), refused
+    driver.execute_cdp_cmd("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": bound})
+
+    add_authenticator(driver, transport="usb")
+    key = run(driver, SIGN_UP_PLAIN, "cp-key")
+    assert key.get("error") is None, key
+    assert key["backupEligible"] is False and key["credProtect"] == 3, key
+
+
 def test_the_passkey_list_shows_discoverable_and_prf(ext_server, browser):
     """credProps' rk, as the authenticator reported it, in the UI's passkey list; and what the
     other extensions reported, for a passkey made with PRF and largeBlob."""

@@ -45,8 +45,13 @@ extension PasskeyService {
         inputs.largeBlob = request.largeBlob
         if let policy = settings.credentialProtection {
             let scope = settings.credentialProtectionRequiredFor
+            // §10.1.2: with `enforceCredentialProtectionPolicy` the client makes no credential on an
+            // authenticator without credProtect, synced passkeys' providers included, and the person
+            // sees only a cancelled ceremony. Only `all` refuses every such passkey anyway; with
+            // `device-bound` the server judges the answer (BE, a signed flag): a synced passkey
+            // without credProtect is accepted, a device-bound one refused with its own code.
             inputs.credentialProtection = .init(
-                policy: policy, enforce: scope != .none && policy != .userVerificationOptional, requireFor: scope)
+                policy: policy, enforce: scope == .all && policy != .userVerificationOptional, requireFor: scope)
         }
         return inputs
     }

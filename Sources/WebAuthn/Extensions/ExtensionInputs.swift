@@ -57,7 +57,7 @@ public enum CredentialProtectionPolicy: String, Codable, Sendable, Hashable, Cas
 /// ```swift
 /// var extensions = RegistrationExtensionInputs()
 /// extensions.prf = .init(eval: PRFValues(first: salt))          // evaluate the PRF at creation when the platform can
-/// extensions.credentialProtection = .init(policy: .userVerificationRequired, enforce: true, requireFor: .deviceBound)
+/// extensions.credentialProtection = .init(policy: .userVerificationRequired, enforce: false, requireFor: .deviceBound)
 /// let begin = rp.beginRegistration(user: user, extensions: extensions)
 /// ```
 public struct RegistrationExtensionInputs: Codable, Sendable, Hashable {
@@ -105,8 +105,11 @@ public struct RegistrationExtensionInputs: Codable, Sendable, Hashable {
         }
         /// The policy asked for.
         public var policy: CredentialProtectionPolicy
-        /// `enforceCredentialProtectionPolicy`: the client fails creation rather than make a
-        /// credential with less protection, on authenticators that support credProtect.
+        /// `enforceCredentialProtectionPolicy`: with a policy above `userVerificationOptional`, the
+        /// client fails creation on any authenticator that cannot apply it, synced passkeys'
+        /// providers included (they have no credProtect), and the person sees a cancelled
+        /// ceremony. Pair it with ``Scope/all`` only; with ``Scope/deviceBound`` leave it `false`
+        /// and let the finish judge the credential.
         public var enforce: Bool
         /// Which credentials the relying party refuses (`credential_protection_not_applied`)
         /// when their authenticator data reports a lower level or none.
