@@ -369,21 +369,25 @@ export async function unwrapKey(key, wrapped, { additionalData, extractable = fa
  * `{key: null, reason}`:
  * - `not-offered`: the server put no PRF input in the options (its configuration turns PRF off);
  * - `unsupported`: the browser does not know the extension, the passkey has no PRF (`enabled:
- *   false`, or the server's passkey says `prf: false`), or there is no Web Crypto;
- * - `not-evaluated`: the passkey has PRF but the browser gave no output this time;
+ *   false`, or the server's stored fact is not `true`), or there is no Web Crypto;
+ * - `not-evaluated`: the passkey has PRF (the server's stored fact) but the browser gave no
+ *   output this time;
  * - `invalid-output`: an output that is not 32 bytes.
- * `requested`: whether the options asked for PRF; `passkey`: the server's passkey JSON, if any.
+ * `requested`: whether the options asked for PRF; `hasPRF`: the server's stored fact about this
+ * passkey (the new passkey's `prf`, a sign-in answer's `prfEnabled`; undefined when unknown).
  * `passkeyId` (the credential ID, base64url) names the passkey the answer is about.
  */
-async function prfOutcome(credential, context, requested, passkey) {
+async function prfOutcome(credential, context, requested, hasPRF) {
   const passkeyId = credential.id;
   if (!requested) return { key: null, reason: 'not-offered', passkeyId };
   if (!subtle()) return { key: null, reason: 'unsupported', passkeyId };
   const prf = clientExtensionResults(credential).prf;
   const first = prf && prf.results && prf.results.first;
   if (!first) {
-    const unsupported = !prf || prf.enabled === false || (passkey && passkey.prf === false);
-    return { key: null, reason: unsupported ? 'unsupported' : 'not-evaluated', passkeyId };
+    // Browsers answer `prf: {}` for a passkey without PRF too: only the server's fact tells a
+    // passkey worth another prompt from one that will never give a key.
+    const evaluable = !!prf && prf.enabled !== false && hasPRF === true;
+    return { key: null, reason: evaluable ? 'not-evaluated' : 'unsupported', passkeyId };
   }
   const output = bytesOf(first);
   if (output.length !== 32) return { key: null, reason: 'invalid-output', passkeyId };
@@ -734,11 +738,11 @@ export class Passkeyd {
    *  fields of that sign-in's session (the client now uses it), else {}. */
   async #prfAfterCreation(credential, options, context, answer) {
     const requested = !!(options.extensions && options.extensions.prf);
-    const outcome = await prfOutcome(credential, context, requested, answer.passkey);
+    const outcome = await prfOutcome(credential, context, requested, answer.passkey && answer.passkey.prf);
     if (outcome.reason !== 'not-evaluated' || !answer.user || !answer.passkey) return { outcome, session: {} };
     try {
       const signedIn = await this.#signInForExtension({ username: answer.user.username, credentialId: answer.passkey.id, extensions: { prf: true } });
-      const second = await prfOutcome(signedIn.credential, context, signedIn.requested.prf, answer.passkey);
+      const second = await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.prfEnabled);
       const { token, expiresAt, accessToken, accessTokenExpiresAt } = signedIn.answer;
       return { outcome: second, session: compact({ token, expiresAt, accessToken, accessTokenExpiresAt }) };
     } catch (error) {
@@ -782,7 +786,7 @@ export class Passkeyd {
       return this.#modal(true, async () => {
         const signedIn = await this.#signInForExtension({ username, credentialId, hints, extensions: context ? { prf: true } : undefined });
         if (!context) return signedIn.answer;
-        return { ...signedIn.answer, prf: await prfOutcome(signedIn.credential, context, signedIn.requested.prf) };
+        return { ...signedIn.answer, prf: await prfOutcome(signedIn.credential, context, signedIn.requested.prf, signedIn.answer.prfEnabled) };
       });
     }
     return this.#modal(true, async () => {

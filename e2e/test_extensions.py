@@ -234,7 +234,7 @@ def test_the_answers_name_the_passkey_and_what_its_extensions_reported(page):
     """The contract's members: the sign-up answer's passkey carries discoverable, prf,
     credProtect, largeBlob and minPinLength (as the passkey list does), and a sign-in's prf
     answer names the passkey that signed (from the credential itself: the server's sign-in
-    answer stays as it was, so a sign-in costs what it did)."""
+    answer names only its stored PRF fact, prfEnabled, so a sign-in costs what it did)."""
     driver, _, _ = page
     up = run(driver, SIGN_UP, "facts-ivy")
     listed = run(driver, "return await window.client.passkeys();")
@@ -244,6 +244,67 @@ def test_the_answers_name_the_passkey_and_what_its_extensions_reported(page):
     run(driver, "await window.client.signOut(); return true;")
     signed_in = run(driver, SIGN_IN, "facts-ivy", None, "in")
     assert signed_in["passkeyId"] == up["passkeyId"] == listed[0]["id"]
+    assert run(driver, "return window.t.in.prfEnabled;") is True
+
+
+# Records what the browser's get() answered in `prf` (window.gets: each answer's prf member).
+RECORD_GETS = """window.gets = [];
+    const get = navigator.credentials.get.bind(navigator.credentials);
+    navigator.credentials.get = async (options) => {
+      const credential = await get(options);
+      const prf = credential.getClientExtensionResults().prf;
+      window.gets.push(prf === undefined ? 'absent' : Object.keys(prf).sort());
+      return credential;
+    };
+    return true;"""
+
+
+def test_a_passkey_without_prf_is_unsupported_at_sign_in_never_not_evaluated(page):
+    """A passkey whose authenticator has no PRF (hasPrf false), asked for PRF at sign-in:
+    Chromium answers `prf: {}` (no output, no `enabled`), which looked like a passkey not
+    evaluated this time, and an app prompting again on `not-evaluated` (as the docs say) looped
+    for ever. The server's stored fact (registered with `prf.enabled: false`) makes it
+    `unsupported`, every time."""
+    driver, _, authenticator = page
+    driver.execute_cdp_cmd("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": authenticator})
+    add_authenticator(driver, hasPrf=False)
+    up = run(driver, SIGN_UP, "noprf-kai")
+    assert up["prf"]["reason"] == "unsupported", up
+    assert up["passkey"]["prf"] is False
+    run(driver, RECORD_GETS)
+    for attempt in ("first", "again"):
+        run(driver, "await window.client.signOut(); return true;")
+        signed_in = run(driver, SIGN_IN, "noprf-kai", None, attempt)
+        assert signed_in["prf"] == {"hasKey": False, "reason": "unsupported"}, signed_in
+        assert signed_in["passkeyId"] == up["passkeyId"]
+        assert run(driver, "return window.t[args[0]].prfEnabled;", attempt) is False
+    # What Chromium gave: a prf member with nothing in it, the case the stored fact settles.
+    assert run(driver, "return window.gets;") == [[], []]
+
+
+def test_a_passkey_with_prf_that_gave_no_output_is_not_evaluated(page):
+    """`not-evaluated` stays for what it means: the passkey has PRF (the server's fact) and the
+    browser gave no output this time (here its output is taken away, as a hybrid sign-in on
+    some platforms does); the next sign-in gives the key."""
+    driver, _, _ = page
+    up = run(driver, SIGN_UP, "prf-lee")
+    assert up["prf"]["hasKey"], up
+    run(driver, """const get = navigator.credentials.get.bind(navigator.credentials);
+        window.dropOutput = true;
+        navigator.credentials.get = async (options) => {
+          const credential = await get(options);
+          if (!window.dropOutput) return credential;
+          const results = { ...credential.getClientExtensionResults(), prf: {} };
+          credential.getClientExtensionResults = () => results;
+          return credential;
+        };
+        return true;""")
+    run(driver, "await window.client.signOut(); return true;")
+    missed = run(driver, SIGN_IN, "prf-lee", None, "missed")
+    assert missed["prf"] == {"hasKey": False, "reason": "not-evaluated"}, missed
+    run(driver, "window.dropOutput = false; await window.client.signOut(); return true;")
+    again = run(driver, SIGN_IN, "prf-lee", None, "again")
+    assert again["prf"] == {"hasKey": True, "reason": None}, again
 
 
 def test_a_posted_prf_output_is_refused(page):

@@ -130,6 +130,10 @@ struct SignInJSON: Encodable, Sendable {
     let expiresAt: Date
     let accessToken: String
     let accessTokenExpiresAt: Date
+    /// The stored `prf` fact of the passkey that signed in: whether it was registered with PRF
+    /// (`prf.enabled` or `hmac-secret`); absent when that was never reported. Clients that asked
+    /// for PRF and got no output say `not-evaluated` only when this is true (docs/extensions.md).
+    var prfEnabled: Bool? = nil
 }
 
 struct SessionJSON: Encodable, Sendable {

@@ -233,7 +233,7 @@ struct NativeAPI: Sendable {
         return try HTTP.json(
             SignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt, accessToken: access.token,
-                accessTokenExpiresAt: access.expiresAt), headers: headers)
+                accessTokenExpiresAt: access.expiresAt, prfEnabled: result.passkey.extensions.prfEnabled), headers: headers)
     }
 
     func session(_ context: PasskeyRequestContext) async throws -> Response {

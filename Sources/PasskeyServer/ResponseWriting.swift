@@ -35,6 +35,7 @@ extension SignInJSON: JSONWritable {
             members.string("accessToken", accessToken)
             members.date("accessTokenExpiresAt", accessTokenExpiresAt)
             members.date("expiresAt", expiresAt)
+            if let prfEnabled { members.bool("prfEnabled", prfEnabled) }
             members.string("token", token)
             members.member("user") { user.write(to: &$0) }
             members.bool("verified", verified)

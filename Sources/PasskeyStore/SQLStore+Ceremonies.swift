@@ -37,13 +37,15 @@ extension SQLStore {
 
     public func challengeAndPasskey(_ challenge: [UInt8], credentialID: [UInt8]) async throws -> (ChallengeRecord?, (Passkey, Account)?) {
         // The challenge's columns come back under a `c_` prefix (`PrefixedRow`), apart from
-        // the passkey's and the account's; a side that is absent is all NULL.
+        // the passkey's and the account's; a side that is absent is all NULL. Of the passkey's
+        // extension facts, only `prf_enabled` (the sign-in answer's `prfEnabled`).
         guard
             let row = try await reader.first(
                 .prepared(
                     as: ChallengeAndPasskey.self,
                     """
-                    SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedSignInPasskeyColumns), \(sql: Self.joinedAccountColumns)
+                    SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedSignInPasskeyColumns), p.prf_enabled,
+                        \(sql: Self.joinedAccountColumns)
                     FROM (SELECT 1 AS one) AS one
                     LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
                     LEFT JOIN passkeys p ON p.credential_id = \(credentialID)

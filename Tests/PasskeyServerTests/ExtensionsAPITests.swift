@@ -99,6 +99,39 @@ import WebAuthnTesting
         }
     }
 
+    /// A sign-in answer names the stored `prf` fact of the passkey that signed in (`prfEnabled`),
+    /// so a client that asked for PRF and got no output can tell a passkey without PRF
+    /// (`unsupported`: asking again never helps) from one the client did not evaluate this time
+    /// (`not-evaluated`). Absent when registration never reported it.
+    @Test func theSignInAnswerCarriesThePasskeysStoredPRFFact() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            var withoutPRF = SoftwareAuthenticator()
+            withoutPRF.supportsPRF = false
+            // (username, PRF asked at sign-up, its authenticator, the stored fact)
+            var cases: [(String, [String: JSONValue]?, SoftwareAuthenticator, JSONValue?)] = [
+                ("ada", ["prf": .bool(true)], SoftwareAuthenticator(), .bool(true)),
+                ("bob", ["prf": .bool(true)], withoutPRF, .bool(false)),
+                ("cid", nil, SoftwareAuthenticator(), nil),
+            ]
+            for index in cases.indices {
+                let (username, extensions, _, fact) = cases[index]
+                let up = try await Self.signUp(api, username, extensions: extensions, authenticator: &cases[index].2)
+                #expect(up.verify.status == .ok)
+                #expect(up.verify.json["passkey"]?["prf"] == fact, "\(username)")
+                var signer = up.credential
+                let options = try await Self.signInOptions(api, OptionsBody(username: username, extensions: ["prf": .bool(true)]))
+                var assertion = try cases[index].2.authenticate(
+                    options: try options.decode(PublicKeyCredentialRequestOptionsJSON.self), origin: ServerHarness.origin,
+                    credential: &signer)
+                assertion.clientExtensionResults = Self.withoutPRFResults(assertion.clientExtensionResults)
+                let signIn = try await api.post("/api/auth/authenticate/verify", APIClient.CredentialBody(credential: assertion))
+                #expect(signIn.status == .ok)
+                #expect(signIn.json["prfEnabled"] == fact, "\(username)")
+            }
+        }
+    }
+
     @Test func signInAsksEachPasskeyWithItsOwnSaltAndRotationChangesIt() async throws {
         let harness = try await ServerHarness()
         try await harness.run { api in

@@ -71,10 +71,13 @@ struct JSONWriterTests {
                 username: text, displayName: text, userHandle: Array(0..<64), createdAt: Date(),
                 externalID: index % 2 == 0 ? nil : text)
             for date in [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 1_795_000_000.999), Date()] {
-                let answer = SignInJSON(
-                    user: UserJSON(account), token: text, expiresAt: date, accessToken: "eyJ.\(text)", accessTokenExpiresAt: date)
-                let (fast, reference) = try Self.both(answer)
-                #expect(fast == reference)
+                for prfEnabled in [nil, false, true] {
+                    let answer = SignInJSON(
+                        user: UserJSON(account), token: text, expiresAt: date, accessToken: "eyJ.\(text)", accessTokenExpiresAt: date,
+                        prfEnabled: prfEnabled)
+                    let (fast, reference) = try Self.both(answer)
+                    #expect(fast == reference)
+                }
             }
         }
     }
