@@ -620,3 +620,102 @@ def test_the_notes_api_refuses_without_a_session_and_from_another_origin(notes_a
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=5)
     assert refused.value.code == 403
+
+
+def wrapped_for(app):
+    with sqlite3.connect(app.database) as db:
+        return {row[0] for row in db.execute("SELECT passkey_id FROM wrapped_keys")}
+
+
+NOTES_FETCH = """const response = await fetch(args[1], { method: args[0], credentials: 'same-origin' });
+    const text = await response.text();
+    return { status: response.status, code: text ? (JSON.parse(text).error || {}).code || null : null };"""
+
+
+def test_the_notes_example_removes_a_passkeys_wrapped_key_with_it(notes_app, browser):
+    """A removed passkey's wrapped data key goes with it: removed from the page (its wrap at
+    once), or on passkeyd directly (at the next read of the notes); DELETE /keys/<id> forgets
+    one (it was 404, and PUT too once the passkey was gone, so a stale wrap stayed for good);
+    the only passkey that opens the notes is kept (409 last_key)."""
+    driver = browser
+    others = wrapped_for(notes_app)  # the module's other accounts'
+
+    def mine():
+        return wrapped_for(notes_app) - others
+
+    notes_page(driver, notes_app)
+    first = add_authenticator(driver)
+    account_form(driver, "notes-kim", "sign-up")
+    visible(driver, "unlocked")
+    driver.find_element(By.ID, "note").send_keys("kept through every removal")
+    driver.find_element(By.ID, "save").click()
+    wait(driver).until(lambda d: status(d).startswith("Saved"))
+    (a,) = mine()
+    # The only passkey that opens the notes: neither its key nor the passkey can go.
+    assert run(driver, NOTES_FETCH, "DELETE", "/keys/" + a) == {"status": 409, "code": "last_key"}
+    assert run(driver, NOTES_FETCH, "DELETE", "/api/auth/passkeys/" + a) == {"status": 409, "code": "last_key"}
+    assert mine() == {a}
+
+    authenticators = [first]
+
+    def only(answering):
+        """Only `answering` (an authenticator id) answers the next ceremony."""
+        for each in authenticators:
+            presence(driver, each, each == answering)
+
+    def enroll():
+        """A new security key enrolled from the page; its passkey's id."""
+        authenticators.append(add_authenticator(driver, transport="usb"))
+        only(authenticators[-1])
+        driver.find_element(By.ID, "enroll").click()
+        wait(driver, 30).until(lambda d: status(d).startswith("Added passkey"))
+        return status(driver).split()[2].rstrip(":")
+
+    def remove_on_passkeyd(passkey_id):
+        """Removes a passkey on passkeyd's own origin (as its account page would), then back."""
+        open_module_page(driver, notes_app.passkeyd.origin)
+        run(driver, "await new m.Passkeyd().deletePasskey(args[0]); return true;", passkey_id)
+        notes_page(driver, notes_app)
+
+    b = enroll()
+    assert mine() == {a, b}
+
+    # Unlocked with B, the person removes A from the page: the passkey and its wrap are gone.
+    driver.find_elements(By.CSS_SELECTOR, "#unlocked .sign-out")[0].click()
+    visible(driver, "signed-out")
+    notes_page(driver, notes_app)
+    account_form(driver, "notes-kim", "sign-in")
+    visible(driver, "unlocked")
+    assert driver.find_element(By.ID, "passkey-id").text == b
+    item = wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, f'#passkeys li[data-id="{a}"]'))
+    assert "opens these notes" in item.text
+    item.find_element(By.CSS_SELECTOR, "button.remove").click()
+    wait(driver).until(lambda d: status(d).startswith("Removed passkey"))
+    assert mine() == {b}
+    assert [p["id"] for p in run(driver, "return await new m.Passkeyd().passkeys();")] == [b]
+
+    # C enrolled, then removed on passkeyd's own origin (its account page, the console, the CLI):
+    # its wrap is left until DELETE /keys/C forgets it (404 before, and PUT refused it too).
+    c = enroll()
+    assert mine() == {b, c}
+    remove_on_passkeyd(c)
+    assert mine() == {b, c}
+    assert run(driver, NOTES_FETCH, "DELETE", "/keys/" + c) == {"status": 204, "code": None}
+    assert run(driver, NOTES_FETCH, "DELETE", "/keys/" + c) == {"status": 404, "code": "key_not_found"}
+    assert mine() == {b}
+
+    # D likewise, and this time the next read of the notes drops its wrap by itself.
+    only(authenticators[1])
+    driver.find_element(By.ID, "unlock").click()
+    visible(driver, "unlocked")
+    d = enroll()
+    assert mine() == {b, d}
+    remove_on_passkeyd(d)
+    assert run(driver, NOTES_FETCH, "GET", "/notes")["status"] == 200
+    assert mine() == {b}
+
+    # B still opens the note.
+    only(authenticators[1])
+    driver.find_element(By.ID, "unlock").click()
+    visible(driver, "unlocked")
+    assert driver.find_element(By.ID, "note").get_attribute("value") == "kept through every removal"

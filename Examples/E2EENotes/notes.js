@@ -5,6 +5,7 @@
 //   "notes") wraps that data key once; the server keeps the wrapped copies, one per passkey.
 // - Signing in with a passkey gives its PRF key, which unwraps the data key, which decrypts.
 // - Another passkey is enrolled by wrapping the same data key with its PRF key.
+// - Removing a passkey removes its wrapped copy (the server refuses to remove the last one).
 // The server sees ciphertext, wrapped keys and passkey ids: never a key or a note.
 import { Passkeyd, encrypt, decrypt, wrapKey, unwrapKey } from '/passkeyd.js';
 
@@ -76,6 +77,37 @@ async function unlock(answer, { creating = false } = {}) {
   $('note').value = vault.note ? await decrypt(dataKey, vault.note, { additionalData: vault.userId, text: true }) : '';
   show('unlocked');
   say('Unlocked.');
+  await listPasskeys();
+}
+
+/** The account's passkeys, which of them open the notes, and a Remove button for each but the
+ *  one that unlocked (it holds this page's way in; unlock with another to remove it). */
+async function listPasskeys() {
+  const [passkeys, vault] = await Promise.all([client.passkeys(), api('GET', '/notes')]);
+  $('passkeys').replaceChildren(...passkeys.map((passkey) => {
+    const item = document.createElement('li');
+    item.dataset.id = passkey.id;
+    const opens = passkey.id in vault.keys;
+    item.textContent = `${passkey.name}: ${opens ? 'opens these notes' : 'does not open these notes'}`;
+    if (passkey.id === passkeyId) {
+      item.append(' (unlocked with it)');
+    } else {
+      const remove = document.createElement('button');
+      remove.type = 'button';
+      remove.className = 'remove';
+      remove.textContent = 'Remove';
+      remove.addEventListener('click', () => run(() => removePasskey(passkey)));
+      item.append(' ', remove);
+    }
+    return item;
+  }));
+}
+
+/** Removes a passkey from the account; the server forgets its wrapped data key with it. */
+async function removePasskey(passkey) {
+  await client.deletePasskey(passkey.id);
+  await listPasskeys();
+  say(`Removed passkey ${passkey.id}: it no longer signs in or opens these notes.`);
 }
 
 async function signUp(username) {
@@ -102,6 +134,7 @@ async function enroll() {
   if (!answer.prf.key) { say(`Added the passkey, but it cannot open the notes: ${noKey(answer.prf)}`, true); return; }
   const id = answer.prf.passkeyId;
   await api('PUT', '/keys/' + encodeURIComponent(id), { wrapped: await wrapKey(answer.prf.key, extractable, { additionalData: `${vault.userId}/${id}` }) });
+  await listPasskeys();
   say(`Added passkey ${id}: it opens these notes too.`);
 }
 

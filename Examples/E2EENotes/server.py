@@ -8,6 +8,12 @@ origin, and keeps the notes API:
   GET /notes                  -> {"userId", "note": b64url|null, "keys": {passkeyId: b64url}}
   PUT /notes      {"note"}    -> 204   the note, encrypted in the browser with the data key
   PUT /keys/<id>  {"wrapped"} -> 204   the data key wrapped with passkey <id>'s PRF key
+  DELETE /keys/<id>           -> 204   that wrapped key forgotten (the passkey no longer opens the notes)
+
+A passkey's wrapped key goes with the passkey: removed through this server (DELETE
+/api/auth/passkeys/<id>), or noticed gone at the next GET /notes (removed on passkeyd's own
+pages, the operator's console or the CLI). Removing the only passkey that opens the notes, or its
+wrapped key, is refused (409 last_key): with no recovery key (README.md), that would lose them.
 
 Each call's session is checked with passkeyd (GET /api/auth/session with the caller's cookie or
 bearer token). The server stores only what the browser sends: ciphertext and wrapped keys. It
@@ -35,6 +41,7 @@ MAX_BODY = 256 * 1024
 MAX_CIPHERTEXT = 64 * 1024  # bytes of one note, encrypted
 B64URL = re.compile(r"^[A-Za-z0-9_-]*$")
 PASSKEY_ID = re.compile(r"^[A-Za-z0-9_-]{16,1400}$")
+REMOVE_PASSKEY = re.compile(r"^/api/auth/passkeys/([A-Za-z0-9_-]+)$")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (user_id TEXT PRIMARY KEY, ciphertext BLOB NOT NULL, updated_at TEXT NOT NULL);
@@ -84,6 +91,17 @@ class Notes:
             self.db.execute("INSERT INTO wrapped_keys VALUES (?, ?, ?) ON CONFLICT (user_id, passkey_id) DO UPDATE SET wrapped = excluded.wrapped",
                             (user_id, passkey_id, wrapped))
 
+    def key_ids(self, user_id):
+        """The passkey ids the account's data key is wrapped for."""
+        with self.lock:
+            return {row[0] for row in self.db.execute("SELECT passkey_id FROM wrapped_keys WHERE user_id = ?", (user_id,))}
+
+    def delete_keys(self, user_id, passkey_ids):
+        """Forgets these passkeys' wrapped keys; the number forgotten."""
+        with self.lock, self.db:
+            return sum(self.db.execute("DELETE FROM wrapped_keys WHERE user_id = ? AND passkey_id = ?", (user_id, pid)).rowcount
+                       for pid in passkey_ids)
+
 
 def make_handler(passkeyd, origins, notes):
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -113,13 +131,22 @@ def make_handler(passkeyd, origins, notes):
             path = self.path.split("?", 1)[0]
             try:
                 body = self.body()
+                removed = REMOVE_PASSKEY.match(path) if method == "DELETE" else None
+                if removed:
+                    return self.remove_passkey(removed.group(1), body)
                 if PROXIED.match(path):
                     return self.proxy(method, body)
                 if method == "GET" and path in PAGES:
                     name, kind = PAGES[path]
                     return self.send(200, (HERE / name).read_bytes(), kind)
                 if path == "/notes" and method == "GET":
-                    return self.send_json(200, notes.read(self.user_id()))
+                    user_id = self.user_id()
+                    # Wrapped keys of passkeys removed elsewhere go now. The ids are read before the
+                    # list: a passkey added meanwhile (and its key) is never taken for a removed one.
+                    wrapped_for = notes.key_ids(user_id)
+                    if wrapped_for:
+                        notes.delete_keys(user_id, wrapped_for - self.passkey_ids())
+                    return self.send_json(200, notes.read(user_id))
                 if path == "/notes" and method == "PUT":
                     user_id = self.user_id(changing=True)
                     notes.write_note(user_id, self.ciphertext(body, "note", MAX_CIPHERTEXT))
@@ -136,13 +163,43 @@ def make_handler(passkeyd, origins, notes):
                         raise Refused(400, "invalid_value", "A wrapped data key is 60 bytes.")
                     notes.write_key(user_id, passkey_id, wrapped)
                     return self.send(204, b"", None)
+                if match and method == "DELETE":
+                    # Any of the account's wrapped keys, the passkey still there (it keeps signing
+                    # in, no longer opens the notes) or not (a key left from before this route).
+                    user_id = self.user_id(changing=True)
+                    passkey_id = match.group(1)
+                    if passkey_id not in notes.key_ids(user_id):
+                        raise Refused(404, "key_not_found", "No key of these notes is wrapped for that passkey.")
+                    self.refuse_last_key(user_id, passkey_id)
+                    notes.delete_keys(user_id, [passkey_id])
+                    return self.send(204, b"", None)
                 raise Refused(404, "not_found", "Not found.")
             except Refused as refused:
                 self.send_json(refused.status, {"error": {"code": refused.code, "message": refused.message}})
 
         # MARK: passkeyd
 
+        def remove_passkey(self, passkey_id, body):
+            """DELETE /api/auth/passkeys/<id>, passed to passkeyd with the passkey's wrapped key:
+            refused first when it is the only passkey that opens the notes, forgotten once
+            passkeyd has removed the passkey."""
+            user_id = self.user_id()
+            self.refuse_last_key(user_id, passkey_id)
+            if 200 <= self.proxy("DELETE", body) < 300:
+                notes.delete_keys(user_id, [passkey_id])
+
+        def refuse_last_key(self, user_id, passkey_id):
+            """409 last_key when `passkey_id` is an account passkey whose wrapped key is the only
+            one of a passkey still on the account: without it nothing opens the notes."""
+            wrapped_for = notes.key_ids(user_id)
+            if passkey_id not in wrapped_for:
+                return
+            live = self.passkey_ids()
+            if passkey_id in live and not (wrapped_for & live) - {passkey_id}:
+                raise Refused(409, "last_key", "This is the only passkey that opens your notes: add another one that opens them first.")
+
         def proxy(self, method, body):
+            """Passes the request to passkeyd and its answer back; returns the answer's status."""
             request = urllib.request.Request(passkeyd + self.path, data=body if method not in ("GET", "HEAD") else None, method=method)
             for name in REQUEST_HEADERS:
                 if self.headers.get(name) is not None:
@@ -162,6 +219,7 @@ def make_handler(passkeyd, origins, notes):
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+                return response.status
 
         def passkeyd_json(self, path):
             """GET `path` on passkeyd as the caller (their cookie or bearer token)."""
@@ -185,7 +243,8 @@ def make_handler(passkeyd, origins, notes):
             if changing:
                 if self.headers.get("Origin") not in origins:
                     raise Refused(403, "csrf_origin_mismatch", "This request did not come from the notes page.")
-                if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+                # A DELETE has no body (and a cross-site one needs a preflight this server never answers).
+                if self.command != "DELETE" and (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                     raise Refused(415, "unsupported_media_type", "Send JSON.")
             return self.passkeyd_json("/api/auth/session")["user"]["id"]
 
