@@ -7,7 +7,9 @@ the overview's chart checked against the store; an admin's changes (a viewer gra
 removed, a recovery link issued, a webhook's secret rotated after a step-up); the viewer's
 console; attacks; 375 px; French. The tests share state and run in file order (`pytest -x`).
 """
+import base64
 import datetime
+import hashlib
 import http.server
 import json
 import os
@@ -64,7 +66,7 @@ EVIL = '<img src=x onerror="window.__xss=1">'
 
 # Metric names (AdoptionMetric.swift) → how they move (with a passkey, password-only, no way in).
 TRANSITIONS = {
-    "signup_passkey": (1, 0, 0), "passkey_first": (1, 0, -1), "upgrade_conditional": (1, -1, 0), "upgrade_button": (1, -1, 0),
+    "signup_passkey": (1, 0, 0), "admin_bootstrap": (1, 0, 0), "passkey_first": (1, 0, -1), "upgrade_conditional": (1, -1, 0), "upgrade_button": (1, -1, 0),
     "upgrade_recovery": (1, -1, 0), "last_passkey_removed": (-1, 0, 1), "last_passkey_removed_password": (-1, 1, 0),
     "import_password": (0, 1, 0), "account_created_empty": (0, 0, 1), "account_deleted_passkey": (-1, 0, 0),
     "account_deleted_password": (0, -1, 0), "account_deleted_empty": (0, 0, -1), "baseline_with_passkey": (1, 0, 0),
@@ -107,12 +109,13 @@ class ConsoleServer:
         self.database = "sqlite://" + self.path
         self.process = None
         self.starts = 0
+        self.settings = {}      # more PASSKEYD_* for the next starts
 
     def env(self, day):
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=self.origin,
                    PASSKEYD_PUBLIC_DIRECTORY=str(ROOT / "Public"), PASSKEYD_PASSWORD_SCRYPT_COST="10",
                    PASSKEYD_WEBHOOK_ALLOW_PRIVATE="1", PASSKEYD_ADMIN_STEP_UP="10", TZ="UTC",
-                   FAKETIME_DONT_FAKE_MONOTONIC="1")
+                   FAKETIME_DONT_FAKE_MONOTONIC="1", **self.settings)
         env.pop("PASSKEYD_CONFIG", None)
         return env
 
@@ -380,11 +383,58 @@ def dialog(driver):
     return wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "dialog[open]")))
 
 
+def shown_secret(driver):
+    """The secret a dialog shows once, and that dialog."""
+    field = wait(driver, 20).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "dialog[open] textarea.secret")))
+    return field.get_attribute("value"), field.find_element(By.XPATH, "ancestor::dialog")
+
+
+def dialog_facts(box):
+    """A dialog's facts (its <dl>) as {term: value}."""
+    return box.parent.execute_script(
+        "return Object.fromEntries([...arguments[0].querySelectorAll('dl dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]))", box)
+
+
+def table_row(driver, caption, first_cell):
+    """The row of the page's table named `caption` whose first cell is `first_cell`, as
+    {column heading: cell text}; None when there is none."""
+    return driver.execute_script("""
+      const [caption, first] = arguments;
+      const table = [...document.querySelectorAll('#view-page table')].find((t) => t.caption && t.caption.textContent.trim() === caption);
+      if (!table) return null;
+      const names = [...table.tHead.rows[0].cells].map((cell) => cell.textContent.trim());
+      const row = [...table.tBodies[0].rows].find((r) => r.cells[0].textContent.trim() === first);
+      return row ? Object.fromEntries([...row.cells].map((cell, i) => [names[i], cell.textContent.trim()])) : null;
+    """, caption, first_cell)
+
+
 def page_ready(driver, heading=None):
     wait(driver, 20).until(lambda d: d.execute_script(
         "const v = document.getElementById('view-page'); return !v.hidden && !v.hasAttribute('aria-busy') && !!v.querySelector('h1')"))
     if heading:
         wait(driver).until(lambda d: d.find_element(By.CSS_SELECTOR, "#view-page h1").text == heading)
+    assert_no_missing_values(driver)
+
+
+# What a page shows when it reads a field the API does not send: JavaScript's words for "nothing".
+MISSING = r"\bundefined\b|\bNaN\b|\[object Object\]|\bnull\b"
+
+
+def assert_no_missing_values(driver):
+    """No text, link or attribute of the page says 'undefined', 'NaN', 'null' or '[object Object]'."""
+    found = driver.execute_script("""
+      const missing = new RegExp(arguments[0]);
+      const view = document.getElementById('view-page');
+      const found = [];
+      if (missing.test(view.textContent)) found.push(view.textContent.match(missing)[0] + ' in the text');
+      for (const element of [view, ...view.querySelectorAll('*')]) {
+        for (const attribute of element.attributes) {
+          if (missing.test(attribute.value)) found.push(`${element.tagName} ${attribute.name}="${attribute.value}"`);
+        }
+      }
+      return found;
+    """, MISSING)
+    assert found == [], (driver.current_url, found)
 
 
 def go(driver, server, hash_, heading=None):
@@ -432,7 +482,8 @@ def test_bootstrap_link_makes_the_first_admin_once(world):
     assert "Root Operator (root)" in admin.find_element(By.ID, "who-name").text
     assert admin.find_element(By.ID, "who-role").get_attribute("textContent") == "admin"
     w.people["root"] = admin.get_credentials()
-    w.count(first, "signup_passkey")
+    # The console's own sign-up: in the totals (the account exists), not a sign-up.
+    w.count(first, "admin_bootstrap")
     assert server.query("SELECT a.username, r.role FROM admin_roles r JOIN accounts a ON a.id = r.account_id") == [("root", "admin")]
 
     # The same link again, in a browser with no console session: refused.
@@ -598,8 +649,10 @@ def test_the_overview_chart_matches_the_store(world):
     admin.remove_virtual_authenticator()
     console_sign_in(admin, w.server, w.people["root"], "console-signin.png")
     days = check_overview_against_the_store(w)
-    # The story in numbers: day −3: 4 sign-ups (root, alice, bob) + 5 imports; …
+    # The story in numbers: day −3: the first admin (root), 2 sign-ups (alice, bob) + 5 imports; …
     assert [(d["accountsWithPasskey"], d["passwordOnly"]) for d in days[-4:]] == [(3, 5), (5, 4), (6, 3), (8, 2)]
+    # root is in the totals but is no new passkey: the console's own sign-up is not one.
+    assert days[-4]["newPasskeys"] == 2
     assert sum(d["signIns"]["password"] for d in days) == 6
     admin.execute_script("document.querySelectorAll('#view-page details.chart-data')[0].open = true")
     screenshot(admin, "console-overview.png")
@@ -672,6 +725,38 @@ def test_an_admin_grants_a_viewer_finds_an_account_and_changes_it(world):
     visible(w.browser, "recovery-banner")
     w.count(today(), "sign_in_recovery")
     as_person(w.browser)
+
+    # An OpenID Connect client (Integrations): added, its id shown where the page shows it, a new
+    # secret, then removed, each through the page's own buttons.
+    go(admin, server, "#/integrations", "Integrations")
+    client_form = admin.find_element(By.XPATH, "//*[@id='view-page']//form[.//h3[normalize-space()='Add a client']]")
+    client_form.find_element(By.CSS_SELECTOR, "input[name=name]").send_keys("Shop")
+    client_form.find_element(By.CSS_SELECTOR, "textarea[name=redirectUris]").send_keys("https://shop.example/callback")
+    click_text(admin, "Add the client")
+    first, box = shown_secret(admin)
+    [(client_id, stored)] = server.query("SELECT id, secret_hash FROM oauth_clients WHERE name = 'Shop'")
+    assert client_id.startswith("pkc_") and first.startswith("pcs_") and stored == hashlib.sha256(first.encode()).digest()
+    assert dialog_facts(box) == {"Client id": client_id}
+    box.find_element(By.CSS_SELECTOR, "button[value=ok]").click()
+    page_ready(admin)
+    clients = "//*[@id='view-page']//table[caption[normalize-space()='OpenID Connect clients']]"
+    row = wait(admin).until(lambda d: table_row(d, "OpenID Connect clients", "Shop"))
+    assert row["Client id"] == client_id, row
+    click_text(admin, "New secret", clients)
+    dialog(admin).find_element(By.CSS_SELECTOR, "button[value=ok]").click()
+    second, box = shown_secret(admin)
+    assert second.startswith("pcs_") and second != first
+    assert dialog_facts(box) == {"Client id": client_id}
+    box.find_element(By.CSS_SELECTOR, "button[value=ok]").click()
+    assert server.query("SELECT secret_hash FROM oauth_clients WHERE id = ?", client_id) == [(hashlib.sha256(second.encode()).digest(),)]
+    assert server.query("SELECT detail FROM audit_events WHERE kind = 'oauth_client_secret_rotated'") == [(client_id,)]
+    click_text(admin, "Remove", clients)
+    dialog(admin).find_element(By.CSS_SELECTOR, "button[value=ok]").click()
+    wait(admin, 20).until(lambda d: "The client Shop was removed." in d.find_element(By.ID, "message").text)
+    page_ready(admin)
+    assert table_row(admin, "OpenID Connect clients", "Shop") is None
+    assert server.query("SELECT COUNT(*) FROM oauth_clients") == [(0,)]
+    assert server.query("SELECT detail FROM audit_events WHERE kind = 'oauth_client_removed'") == [(client_id,)]
 
     # A webhook, then a new secret for it (Integrations).
     go(admin, server, "#/integrations", "Integrations")
@@ -837,3 +922,92 @@ def test_a_search_for_markup_finds_it_as_text(world):
     assert EVIL in admin.find_element(By.CSS_SELECTOR, "#view-page table caption").text
     assert admin.find_elements(By.CSS_SELECTOR, "#view-page img") == []
     assert admin.execute_script("return window.__xss") is None
+
+
+def metadata_blob(directory, number, next_update, entries):
+    """A FIDO MDS3 BLOB signed by a throwaway MDS: its root (PEM file path) and the BLOB (JWS
+    file path). The signing certificate is issued to mds.fidoalliance.org, as the server expects."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    from cryptography.x509.oid import NameOID
+
+    def b64url(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    def certificate(subject, issuer, key, signer, extensions):
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(datetime.datetime(2020, 1, 1))
+                   .not_valid_after(datetime.datetime(2049, 1, 1)))
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(signer, hashes.SHA256())
+
+    usage = dict(content_commitment=False, key_encipherment=False, data_encipherment=False, key_agreement=False,
+                 encipher_only=False, decipher_only=False)
+    root_key, signing_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    root_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "passkeyd e2e MDS Root")])
+    root = certificate(root_name, root_name, root_key, root_key, [
+        (x509.BasicConstraints(ca=True, path_length=None), True),
+        (x509.KeyUsage(digital_signature=False, key_cert_sign=True, crl_sign=True, **usage), True),
+    ])
+    signer = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mds.fidoalliance.org")]), root_name, signing_key, root_key, [
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+        (x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage), True),
+        (x509.SubjectAlternativeName([x509.DNSName("mds.fidoalliance.org")]), False),
+    ])
+    header = {"alg": "ES256", "typ": "JWT", "x5c": [base64.b64encode(signer.public_bytes(serialization.Encoding.DER)).decode()]}
+    payload = {"legalHeader": "Test metadata: not for production.", "no": number, "nextUpdate": next_update, "entries": [
+        {"aaguid": aaguid, "metadataStatement": {"description": description, "attestationRootCertificates": []},
+         "statusReports": [{"status": "FIDO_CERTIFIED", "effectiveDate": "2024-01-01"}], "timeOfLastStatusChange": "2024-01-01"}
+        for aaguid, description in entries]}
+    signed = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(payload).encode())
+    r, s = decode_dss_signature(signing_key.sign(signed.encode(), ec.ECDSA(hashes.SHA256())))
+    root_path, blob_path = os.path.join(directory, "mds-root.pem"), os.path.join(directory, "blob.jwt")
+    pathlib.Path(root_path).write_bytes(root.public_bytes(serialization.Encoding.PEM))
+    pathlib.Path(blob_path).write_text(signed + "." + b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+    return root_path, blob_path
+
+
+def facts_of(driver, heading):
+    """The facts (<dl>) of the page's section headed `heading`, as {term: value}."""
+    return driver.execute_script("""
+      const section = [...document.querySelectorAll('#view-page section')].find((s) => s.querySelector('h2')?.textContent.trim() === arguments[0]);
+      return section ? Object.fromEntries([...section.querySelectorAll('dl dt')].map((dt) => [dt.textContent.trim(), dt.nextElementSibling.textContent.trim()])) : null;
+    """, heading)
+
+
+def test_the_policy_page_shows_the_metadata_blob_in_force(world):
+    w = world
+    admin, server = w.admin, w.server
+    go(admin, server, "#/policy", "Policy and metadata")
+    assert "No metadata BLOB is loaded." in admin.find_element(By.ID, "view-page").text
+    # A BLOB imported with `passkeyd mds import`, and the server started with its MDS root.
+    root, blob = metadata_blob(server.directory, 7, "2049-01-01", [("c0ffee00-0000-4000-8000-00000000cafe", "Test MDS Key")])
+    imported = server.passkeyd("mds", "import", blob, "--root", root)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert "imported FIDO metadata BLOB no. 7: 1 entries, next update 2049-01-01" in imported.stdout
+    server.stop()
+    server.settings["PASSKEYD_MDS_ROOT_CERTIFICATE"] = root
+    try:
+        server.start()
+        # The admin's passkey as it is now (its signature counter moved on with every step-up).
+        credentials = admin.get_credentials()
+        admin.delete_all_cookies()
+        admin.remove_virtual_authenticator()
+        console_sign_in(admin, server, credentials)
+        go(admin, server, "#/policy", "Policy and metadata")
+        facts = facts_of(admin, "FIDO Metadata Service")
+        assert facts is not None and facts["BLOB number"] == "7" and facts["Next update"] == "2049-01-01" and facts["Entries"] == "1", facts
+        assert set(facts) == {"BLOB number", "Next update", "Entries", "Imported", "In force here since"}, facts
+        # Both moments as dates (today's), not "—" or "Never".
+        for term in ("Imported", "In force here since"):
+            assert str(today().year) in facts[term], facts
+        policy = fetch(admin, "GET", "/admin/api/policy")["json"]["metadata"]
+        assert set(policy) == {"number", "nextUpdate", "entries", "importedAt", "loadedAt"}, policy
+        screenshot(admin, "console-policy.png")
+    finally:
+        server.stop()
+        server.settings.pop("PASSKEYD_MDS_ROOT_CERTIFICATE")
+        server.start()

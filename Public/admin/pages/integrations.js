@@ -45,7 +45,7 @@ export default async function integrations({ canChange, reload }) {
 
   const clientColumns = [
     { label: t('clients.name'), cell: (row) => row.name },
-    { label: t('clients.id'), cell: (row) => h('code', {}, row.id) },
+    { label: t('clients.id'), cell: (row) => h('code', {}, row.clientId) },
     { label: t('clients.redirect_uris'), cell: (row) => h('ul', { class: 'plain' }, (row.redirectUris || []).map((uri) => h('li', {}, h('code', {}, uri)))) },
     { label: t('common.created'), cell: (row) => when(row.createdAt) },
   ];
@@ -55,12 +55,12 @@ export default async function integrations({ canChange, reload }) {
       cell: (row) => h('div', { class: 'row-actions' },
         button(t('clients.rotate'), (event) => busy(event.currentTarget, async () => {
           if (!(await confirm({ title: t('clients.rotate_title', { name: row.name }), text: t('clients.rotate_text'), confirmLabel: t('clients.rotate'), danger: false }))) return;
-          const { secret } = await post('/clients/' + segment(row.id) + '/rotate-secret');
-          await showOnce({ title: t('clients.secret_title', { name: row.name }), lead: t('clients.secret_lead'), secret, details: [[t('clients.id'), row.id]] });
+          const { secret } = await post('/clients/' + segment(row.clientId) + '/rotate-secret');
+          await showOnce({ title: t('clients.secret_title', { name: row.name }), lead: t('clients.secret_lead'), secret, details: [[t('clients.id'), row.clientId]] });
         }), { 'aria-label': t('clients.rotate_named', { name: row.name }) }),
         button(t('common.remove'), (event) => change(event.currentTarget, {
           ask: { title: t('clients.remove_title', { name: row.name }), text: t('clients.remove_text'), confirmLabel: t('common.remove') },
-          work: () => del('/clients/' + segment(row.id)),
+          work: () => del('/clients/' + segment(row.clientId)),
           notice: t('status.client_removed', { name: row.name }),
         }), { kind: 'link', class: 'link danger', 'aria-label': t('common.remove_named', { name: row.name }) })),
     });
@@ -77,7 +77,7 @@ export default async function integrations({ canChange, reload }) {
       if (!redirectUris.length) { say(t('common.required', { field: t('clients.redirect_uris') }), 'error'); clientUris.focus(); return; }
       busy(form, async () => {
         const made = await post('/clients', { name: clientName.value.trim(), redirectUris });
-        await showOnce({ title: t('clients.secret_title', { name: made.client.name }), lead: t('clients.secret_lead'), secret: made.secret, details: [[t('clients.id'), made.client.id]] });
+        await showOnce({ title: t('clients.secret_title', { name: made.client.name }), lead: t('clients.secret_lead'), secret: made.secret, details: [[t('clients.id'), made.client.clientId]] });
         await reload();
         say(t('status.client_added', { name: made.client.name }), 'success');
       });
