@@ -47,9 +47,10 @@ extension StoreConformanceTests {
         key.extensions = PasskeyExtensions(discoverable: true, prfEnabled: true, credProtect: 2, largeBlob: false, minPinLength: 6)
         key.prfSalt = Array(repeating: 5, count: 32)
         try await store.createAccount(ada, passkey: key, session: nil, audit: [])
-        // What a sign-in reads of it: everything but the extension facts and the PRF salt.
+        // What a sign-in reads of it: everything but the PRF salt and the extension facts, except
+        // `prfEnabled` (the sign-in answer's).
         var signingKey = key
-        signingKey.extensions = PasskeyExtensions()
+        signingKey.extensions = PasskeyExtensions(prfEnabled: true)
         signingKey.prfSalt = nil
         let challenge = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let record = ChallengeRecord(
