@@ -924,6 +924,10 @@ def test_a_search_for_markup_finds_it_as_text(world):
     assert admin.execute_script("return window.__xss") is None
 
 
+# The AAGUID of Chromium's virtual authenticators.
+CHROMIUM_AAGUID = "01020304-0506-0708-0102-030405060708"
+
+
 def metadata_blob(directory, number, next_update, entries):
     """A FIDO MDS3 BLOB signed by a throwaway MDS: its root (PEM file path) and the BLOB (JWS
     file path). The signing certificate is issued to mds.fidoalliance.org, as the server expects."""
@@ -984,7 +988,8 @@ def test_the_policy_page_shows_the_metadata_blob_in_force(world):
     go(admin, server, "#/policy", "Policy and metadata")
     assert "No metadata BLOB is loaded." in admin.find_element(By.ID, "view-page").text
     # A BLOB imported with `passkeyd mds import`, and the server started with its MDS root.
-    root, blob = metadata_blob(server.directory, 7, "2049-01-01", [("c0ffee00-0000-4000-8000-00000000cafe", "Test MDS Key")])
+    # (Its entry names the AAGUID of Chromium's virtual authenticators, which made every passkey here.)
+    root, blob = metadata_blob(server.directory, 7, "2049-01-01", [(CHROMIUM_AAGUID, "Chromium virtual authenticator")])
     imported = server.passkeyd("mds", "import", blob, "--root", root)
     assert imported.returncode == 0, imported.stdout + imported.stderr
     assert "imported FIDO metadata BLOB no. 7: 1 entries, next update 2049-01-01" in imported.stdout
@@ -1006,6 +1011,8 @@ def test_the_policy_page_shows_the_metadata_blob_in_force(world):
             assert str(today().year) in facts[term], facts
         policy = fetch(admin, "GET", "/admin/api/policy")["json"]["metadata"]
         assert set(policy) == {"number", "nextUpdate", "entries", "importedAt", "loadedAt"}, policy
+        # The providers are named by the metadata now.
+        assert table_row(admin, "Passkey providers by AAGUID, most used first", "Chromium virtual authenticator")["AAGUID"] == CHROMIUM_AAGUID
         screenshot(admin, "console-policy.png")
     finally:
         server.stop()
