@@ -67,7 +67,7 @@ struct NativeAPI: Sendable {
         account.patch("passkeys/:id") { request, context in try await renamePasskey(request, context) }
         account.delete("passkeys/:id") { request, context in try await deletePasskey(request, context) }
         account.post("passkeys/:id/prf-salt") { request, context in try await rotatePRFSalt(request, context) }
-        // A password change costs a bcrypt hash: counted per address like the sign-ins.
+        // A password change costs a scrypt hash: counted per address like the sign-ins.
         account.group().add(middleware: ClientRateLimitMiddleware(service: service))
             .post("password") { request, context in try await changePassword(request, context) }
         account.delete("password") { request, context in try await removePassword(request, context) }
