@@ -183,6 +183,23 @@ struct TracingTests {
         }
     }
 
+    /// Issue 42, 13: passkeyd's own start and stop lines name no secret, at debug level too
+    /// (ServiceLifecycle logs each service it starts, the one holding the configuration among
+    /// them): not the metrics token, a webhook's secret or its receiver URL's token.
+    @Test func startAndStopLinesNameNoSecretSetting() async throws {
+        let world = try World(
+            environment: ["LOG_LEVEL": "trace", "PASSKEYD_METRICS_TOKEN": "METRICSSECRET0123456789"],
+            webhook: "https://hooks.example.com/webhook?token=QUERYSECRET")
+        defer { world.stop() }
+        try await world.server.waitUntilReady()
+        world.server.stop()
+        let output = try String(contentsOf: world.log, encoding: .utf8)
+        #expect(output.contains("Starting service"), "\(output)")
+        for secret in ["METRICSSECRET", "QUERYSECRET", World.webhookSecret] {
+            #expect(!output.contains(secret), "\(secret): \(output)")
+        }
+    }
+
     /// Issue 42, 14: a webhook receiver's URL may hold its secret in its query, path or user
     /// information; no span of its delivery records any of them.
     @Test func webhookSpansNameTheReceiversHostAndNothingElseOfItsURL() async throws {
@@ -246,6 +263,7 @@ struct TracingTests {
 
     /// A server on a fresh SQLite file, its JSON log in a file, optionally with a webhook endpoint.
     final class World: Sendable {
+        static let webhookSecret = "a-webhook-secret-of-24-bytes-or-more"
         let directory: URL
         let server: Server
         var log: URL { directory.appendingPathComponent("passkeyd.log") }
@@ -260,7 +278,7 @@ struct TracingTests {
             if let webhook {
                 let config = directory.appendingPathComponent("passkeyd.json")
                 let settings =
-                    #"{"webhooks": [{"url": "\#(webhook)", "secret": "a-webhook-secret-of-24-bytes-or-more", "events": ["sign_in"]}]}"#
+                    #"{"webhooks": [{"url": "\#(webhook)", "secret": "\#(Self.webhookSecret)", "events": ["sign_in"]}]}"#
                 try Data(settings.utf8).write(to: config)
                 environment["PASSKEYD_CONFIG"] = config.path
                 environment["PASSKEYD_WEBHOOK_ALLOW_PRIVATE"] = "1"
