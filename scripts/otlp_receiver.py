@@ -3,7 +3,8 @@
 
 Usage: otlp_receiver.py PORT OUTPUT
 
-Listens on 127.0.0.1:PORT. A POST to /v1/traces is parsed as an OTLP ExportTraceServiceRequest
+Listens on 127.0.0.1:PORT (0: a port the system picks) and, once listening, writes the port it
+got to OUTPUT.port. A POST to /v1/traces is parsed as an OTLP ExportTraceServiceRequest
 (protobuf, gzip or not, as an OpenTelemetry Collector would) and each span becomes one JSON line
 in OUTPUT:
   {"kind": "span", "service": ..., "trace_id": hex, "span_id": hex, "parent_span_id": hex or "",
@@ -17,6 +18,7 @@ Needs opentelemetry-proto (pip).
 
 import gzip
 import json
+import os
 import signal
 import sys
 import threading
@@ -92,5 +94,9 @@ if __name__ == "__main__":
     # A test process may start it with SIGTERM blocked (the mask is inherited): stop must work.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
     server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    # Written whole, then renamed: a reader never sees half a number.
+    with open(sys.argv[2] + ".port.part", "w") as port_file:
+        port_file.write(str(server.server_address[1]))
+    os.rename(sys.argv[2] + ".port.part", sys.argv[2] + ".port")
     print("listening", flush=True)
     server.serve_forever()

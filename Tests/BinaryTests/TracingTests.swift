@@ -284,7 +284,7 @@ struct TracingTests {
                 environment["PASSKEYD_WEBHOOK_ALLOW_PRIVATE"] = "1"
             }
             server = try Server(
-                port: try ServeBinaryTests.freePort(), database: directory.appendingPathComponent("p.sqlite").path,
+                database: directory.appendingPathComponent("p.sqlite").path,
                 environment: environment,
                 log: directory.appendingPathComponent("passkeyd.log"))
         }
@@ -355,16 +355,24 @@ struct TracingTests {
         }
 
         private init(python: String) throws {
-            port = try ServeBinaryTests.freePort()
             output = FileManager.default.temporaryDirectory.appendingPathComponent("otlp-\(UUID().uuidString).jsonl")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
                 "../../scripts/otlp_receiver.py")
-            process = try SpawnedProcess(executable: python, arguments: [script.standardizedFileURL.path, String(port), output.path])
+            // It listens on port 0 and writes the port it got beside its output.
+            process = try SpawnedProcess(executable: python, arguments: [script.standardizedFileURL.path, "0", output.path])
             // The exporter drops a batch it cannot connect for: the server starts only once the
             // receiver listens (bounded: 30 s, a Python start beside the whole parallel run).
+            let portFile = URL(fileURLWithPath: output.path + ".port")
             let deadline = ContinuousClock.now + .seconds(30)
-            while !ClosingServerLoadTests.listening(port) && process.isRunning && ContinuousClock.now < deadline { usleep(50_000) }
+            var listening: Int?
+            while listening == nil && process.isRunning && ContinuousClock.now < deadline {
+                listening = (try? String(contentsOf: portFile, encoding: .utf8)).flatMap { Int($0) }
+                if listening == nil { usleep(50_000) }
+            }
+            try? FileManager.default.removeItem(at: portFile)
+            guard let listening else { throw POSIXError(.ETIMEDOUT) }
+            port = listening
         }
 
         func stop() {
