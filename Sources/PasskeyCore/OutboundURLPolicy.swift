@@ -14,8 +14,9 @@ import Foundation
 /// Refused unless ``allowsPrivateAddresses`` (an operator's explicit choice, for local
 /// development and receivers on a private network): plain `http`, loopback, private (RFC 1918),
 /// shared (CGNAT, RFC 6598), link-local (cloud metadata at 169.254.169.254), unique local IPv6
-/// (fc00::/7), unspecified, multicast, broadcast, reserved and documentation ranges, IPv4-mapped,
-/// -compatible and -translated IPv6, `localhost` and single-label names, and any IPv4 spelling
+/// (fc00::/7), unspecified, multicast, broadcast, reserved, documentation and benchmarking ranges,
+/// the rest of IANA's special-purpose registries (RFC 6890 and updates), IPv4-mapped, -compatible
+/// and -translated IPv6, `localhost` and single-label names, and any IPv4 spelling
 /// but the four dotted decimals (`2130706433`, `127.1`, `0x7f.1`, `0177.0.0.1`).
 ///
 /// ```swift
@@ -140,9 +141,17 @@ public struct OutboundURLPolicy: Sendable, Hashable {
         if address[0] & 0xFE == 0xFC { return "a unique local address (fc00::/7)" }
         if address[0] == 0xFE && address[1] & 0xC0 == 0x80 { return "link-local" }
         if address[0] == 0xFE && address[1] & 0xC0 == 0xC0 { return "site-local" }
-        if address.starts(with: [0x20, 0x01, 0x0D, 0xB8]) { return "a documentation address" }
+        if address.starts(with: [0x20, 0x01, 0x0D, 0xB8]) { return "a documentation address (2001:db8::/32)" }
+        if address[0] == 0x3F && address[1] == 0xFF && address[2] & 0xF0 == 0 { return "a documentation address (3fff::/20)" }
         if address.starts(with: [0x20, 0x02]) { return "a 6to4 address (it embeds an IPv4 address)" }
         if address.starts(with: [0x20, 0x01, 0x00, 0x00]) { return "a Teredo address (it embeds an IPv4 address)" }
+        // The rest of 2001::/23 (IETF protocol assignments: benchmarking 2001:2::/48, ORCHID,
+        // AMT, AS112, service anycast): protocol plumbing, never a webhook receiver.
+        if address[0] == 0x20 && address[1] == 0x01 && address[2] & 0xFE == 0 {
+            return "an IETF protocol assignment (2001::/23, benchmarking 2001:2::/48 among them)"
+        }
+        // Everything outside 2000::/3 (IANA's global unicast space) is special or unassigned:
+        // 100::/64 discard, 5f00::/16 SRv6 SIDs, and the rest.
         if address[0] & 0xE0 != 0x20 { return "not a global unicast address" }
         return nil
     }
@@ -156,6 +165,7 @@ public struct OutboundURLPolicy: Sendable, Hashable {
         case (169, 254, _): "link-local (cloud metadata lives here)"
         case (192, 0, 0): "IETF protocol assignments (192.0.0.0/24)"
         case (192, 0, 2), (198, 51, 100), (203, 0, 113): "a documentation address"
+        case (192, 88, 99): "the deprecated 6to4 relay anycast (192.88.99.0/24)"
         case (198, 18...19, _): "benchmarking (198.18.0.0/15)"
         case (224...239, _, _): "multicast"
         case (255, 255, 255) where d == 255: "broadcast"

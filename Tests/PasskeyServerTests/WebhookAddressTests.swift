@@ -25,6 +25,13 @@ struct WebhookAddressTests {
         "[::127.0.0.1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "10.0.0.1", "172.16.5.4", "172.31.255.255", "192.168.1.1",
         "100.64.0.1", "100.127.255.254", "[fc00::1]", "[fd12:3456::1]", "[fe80::1]", "[fe80::1%25eth0]", "[::]", "224.0.0.1",
         "239.255.255.250", "255.255.255.255", "240.0.0.1", "[ff02::1]", "192.0.2.1", "198.18.0.1", "intranet", "metadata",
+        // IANA's special-purpose registries (RFC 6890 and updates), each block's first and last
+        // address or one inside (issue 42, item 16: 2001:2::/48 was accepted).
+        "[2001:2::1]", "[2001:2:0:ffff:ffff:ffff:ffff:ffff]", "[2001::1]", "[2001:1::1]", "[2001:3::1]", "[2001:4:112::1]",
+        "[2001:10::1]", "[2001:20::1]", "[2001:30::1]", "[2001:1ff:ffff::1]", "[2001:db8::1]", "[2001:db8:ffff::1]", "[3fff::1]",
+        "[3fff:fff:ffff::1]", "[5f00::1]", "[64:ff9b:1::a00:1]", "[64:ff9b::808:808]", "[100::1]", "[100::ffff:ffff:ffff:ffff]",
+        "[2002:808:808::1]", "[fec0::1]", "[4000::1]", "198.18.0.0", "198.19.255.255", "192.0.0.0", "192.0.0.9", "192.0.0.255",
+        "192.88.99.1", "198.51.100.7", "203.0.113.255", "0.1.2.3", "255.255.255.254", "127.255.255.255",
     ]
 
     @Test(arguments: insideHosts)
@@ -47,6 +54,10 @@ struct WebhookAddressTests {
     @Test(arguments: [
         "https://hooks.example.com/passkeyd", "https://93.184.215.14/hook", "https://[2606:4700:4700::1111]:8443/hook",
         "https://8.8.8.8/", "https://100.128.0.1/", "https://172.32.0.1/", "https://hooks.example.com./x",
+        // Just outside special blocks: the first regional allocations after 2001::/23 and beside
+        // 3fff::/20, 198.20/16, 192.0.1/24 and 192.88.98/24.
+        "https://[2001:200::1]/", "https://[3fff:1000::1]/", "https://[3ffe::1]/", "https://198.20.0.1/", "https://192.0.1.1/",
+        "https://192.88.98.1/",
     ])
     func publicHTTPSURLsPass(url: String) throws {
         _ = try OutboundURLPolicy().check(url: url)
