@@ -7,7 +7,8 @@ import WebAuthn
 import _CryptoExtras
 
 /// What an access token says (RFC 7519 registered claims, RFC 8176 `amr`, OIDC `sid` and
-/// `auth_time`). Signed and checked with jwt-kit.
+/// `auth_time`). ES256 tokens are written directly (`AccessTokens.compactES256`),
+/// EdDSA and RS256 ones signed with jwt-kit; every token is checked with jwt-kit.
 public struct AccessTokenClaims: JWTPayload, Equatable {
     public var iss: IssuerClaim
     public var sub: SubjectClaim
@@ -60,6 +61,10 @@ public final class AccessTokens: Sendable {
         var collection: JWTKeyCollection
         var jwks: [UInt8]
         var at: Date
+        /// The store's ``PasskeyStore/signingKeysVersion()`` when these keys were read, and when
+        /// it was last compared with the store's.
+        var version: [UInt8]
+        var checkedAt: Date
         /// The ES256 keys by `kid`, for ``AccessTokens/sign(_:algorithm:type:)``'s own path.
         var es256: [String: P256.Signing.PrivateKey] = [:]
 
@@ -125,11 +130,27 @@ public final class AccessTokens: Sendable {
         _ = try await current(refresh: true)
     }
 
-    /// The keys, reloaded from the store every 30 s (a rotation by another instance or the CLI is
-    /// seen within that; it signs only after `publishSeconds` anyway).
+    /// How often the keys' version is compared with the store's: a rotation by another instance
+    /// or the CLI (`rotate --now` too) signs here within this and one read's time after it.
+    package static let versionCheckInterval: TimeInterval = 0.5
+
+    /// The keys in memory. Every ``versionCheckInterval`` one caller reads the store's key
+    /// version (one primary-key read; everyone else meanwhile goes on with the keys held) and
+    /// reloads when it changed; every 30 s they are reloaded anyway (keys retire by time alone).
+    /// A store that does not answer the version read leaves the held keys in use until then.
     private func current(refresh: Bool = false) async throws -> Loaded {
         let time = now()
-        if !refresh, let cached = loaded.withLock({ $0 }), time.timeIntervalSince(cached.at) < 30, time >= cached.at { return cached }
+        if !refresh, let cached = loaded.withLock({ $0 }), time.timeIntervalSince(cached.at) < 30, time >= cached.at {
+            guard time.timeIntervalSince(cached.checkedAt) >= Self.versionCheckInterval || time < cached.checkedAt else { return cached }
+            let claimed = loaded.withLock { held -> Bool in
+                guard var state = held, state.checkedAt == cached.checkedAt else { return false }
+                state.checkedAt = time
+                held = state
+                return true
+            }
+            guard claimed, let version = try? await store.signingKeysVersion(), version != cached.version else { return cached }
+        }
+        let version = try await store.signingKeysVersion()
         var keys = try await store.signingKeys(now: time)
         if !keys.contains(where: { $0.algorithm == configuration.algorithm }) {
             _ = try await store.addFirstSigningKey(
@@ -174,7 +195,7 @@ public final class AccessTokens: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let jwks = Array(try encoder.encode(JWKS(keys: published)))
-        let fresh = Loaded(keys: keys, collection: collection, jwks: jwks, at: time, es256: es256)
+        let fresh = Loaded(keys: keys, collection: collection, jwks: jwks, at: time, version: version, checkedAt: time, es256: es256)
         loaded.withLock { $0 = fresh }
         return fresh
     }

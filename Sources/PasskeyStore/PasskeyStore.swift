@@ -177,6 +177,10 @@ public protocol PasskeyStore: Sendable {
     func addSigningKey(_ key: SigningKey, retiringOthersAt: Date?) async throws
     /// Adds `key` only when no key of its algorithm is live (the first start); true when added.
     func addFirstSigningKey(_ key: SigningKey, now: Date) async throws -> Bool
+    /// Which set of signing keys is current: changes with every key added (the newest key's id,
+    /// written in the same transaction), so an instance holding the keys in memory sees a
+    /// rotation by another instance or the CLI with one primary-key read.
+    func signingKeysVersion() async throws -> [UInt8]
 
     func createAPIKey(_ key: APIKey, audit: [AuditEvent]) async throws
     func apiKey(hash: [UInt8]) async throws -> APIKey?

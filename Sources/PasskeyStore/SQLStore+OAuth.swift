@@ -205,8 +205,23 @@ extension SQLStore {
         """
     }
 
+    /// The `signing_keys` settings row holds the newest key's id: the keys' version, which
+    /// ``signingKeysVersion()`` reads. Written first in both transactions that add a key (the
+    /// same order as ``addFirstSigningKey(_:now:)``'s lock on it).
+    private static func setVersion(_ key: SigningKey) -> SQL {
+        """
+        INSERT INTO settings (name, value) VALUES ('signing_keys', \(Array(key.kid.utf8)))
+        ON CONFLICT (name) DO UPDATE SET value = excluded.value
+        """
+    }
+
+    public func signingKeysVersion() async throws -> [UInt8] {
+        try await reader.first("SELECT value FROM settings WHERE name = 'signing_keys'").map { try $0.bytes("value") } ?? []
+    }
+
     public func addSigningKey(_ key: SigningKey, retiringOthersAt retirement: Date?) async throws {
         try await transaction { db in
+            try await db.execute(Self.setVersion(key))
             if let retirement {
                 try await db.execute(
                     "UPDATE signing_keys SET retires_at = \(retirement) WHERE retires_at IS NULL AND algorithm = \(key.algorithm)")
@@ -225,6 +240,7 @@ extension SQLStore {
             let live = try await db.count(
                 "SELECT COUNT(*) AS n FROM signing_keys WHERE algorithm = \(key.algorithm) AND (retires_at IS NULL OR retires_at > \(now))")
             guard live == 0 else { return false }
+            try await db.execute(Self.setVersion(key))
             try await db.execute(Self.insert(key))
             return true
         }

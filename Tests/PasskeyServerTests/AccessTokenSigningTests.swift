@@ -155,4 +155,50 @@ struct AccessTokenSigningTests {
             await #expect(throws: (any Error).self) { try await keys.verify(forged, as: AccessTokenClaims.self) }
         }
     }
+
+    /// `passkeyd admin keys rotate --now` (issue 42, item 9): another instance on the database
+    /// signs with the new key, and publishes it, within ``AccessTokens/versionCheckInterval`` of
+    /// the command returning (it used to keep the old key until its 30 s reload). Two instances
+    /// and the command each on a store of their own, as three processes; on SQLite and PostgreSQL.
+    @Test(arguments: TestDatabase.kinds)
+    func rotateNowSignsOnEveryInstanceAtItsNextVersionCheck(_ kind: TestDatabase.Kind) async throws {
+        let url = try await TestDatabase.makeURL(kind)
+        func open() throws -> any PasskeyStore {
+            switch kind {
+            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions(maxConnections: 2))
+            }
+        }
+        let stores = [try open(), try open(), try open()]
+        defer { for store in stores { (store as? PostgresStore)?.close() } }
+        try await stores[0].migrate()
+        let clock = TestClock()
+        let configuration = ServerConfiguration.Tokens()
+        let instances = stores.prefix(2).map {
+            AccessTokens(store: $0, configuration: configuration, issuer: "https://id.example", now: { clock.now })
+        }
+        for instance in instances { try await instance.prepare() }
+        func kid(_ token: String) throws -> String? {
+            try Self.jsonObject(try Self.parts(token).header)["kid"] as? String
+        }
+        func published(_ instance: AccessTokens) async throws -> [String] {
+            let jwks = try Self.jsonObject(try await instance.jwks())
+            return (jwks["keys"] as? [NSDictionary] ?? []).compactMap { $0["kid"] as? String }
+        }
+        var claims = Self.claims(0, "plain")
+        claims.aud = AudienceClaim(value: ["https://id.example"])
+        let old = try #require(try kid(try await instances[1].sign(claims)))
+        #expect(try await published(instances[1]) == [old])
+
+        for round in 1...3 {
+            clock.advance(1)  // keys made in one millisecond would be ordered by their random ids
+            let rotated = try await AccessTokens.rotate(store: stores[2], configuration: configuration, now: clock.now, immediately: true)
+            clock.advance(AccessTokens.versionCheckInterval)
+            for instance in instances {
+                #expect(try kid(try await instance.sign(claims)) == rotated.kid, "round \(round)")
+                #expect(try await published(instance).contains(rotated.kid), "round \(round)")
+                #expect(try await published(instance).contains(old), "round \(round): the old key verifies until it retires")
+            }
+        }
+    }
 }
