@@ -234,6 +234,9 @@ extension PasskeyService {
             await audit(
                 .signInFailed, accountID: account.id, credentialID: passkey.credentialID, client: client, detail: "counter_conflict")
             throw PasskeyServiceError.counterRace
+        case .credentialGone:
+            // The account was deleted while this answer was checked: as if it never existed.
+            throw PasskeyServiceError.credentialNotFound
         }
         var used = passkey
         used.signCount = verified.newSignCount

@@ -37,6 +37,9 @@ public protocol PasskeyStore: Sendable {
     ///
     /// - `.challengeTaken`: the challenge was gone (taken by another answer); nothing is written.
     /// - `.counterRaced`: the counter had moved; the challenge is taken, nothing else is written.
+    /// - `.credentialGone`: the account (and so the passkey) was deleted first; the challenge is
+    ///   taken, nothing else is written. The account row is locked before anything else, in the
+    ///   order of ``deleteAccount(accountID:audit:)``, so the two never deadlock.
     /// - `challenge` nil: no challenge to take (the caller took it already).
     func completeSignIn(
         challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
@@ -372,6 +375,9 @@ public enum SignInCompletion: Sendable, Equatable {
     case counterRaced
     /// The challenge was already taken: nothing was written.
     case challengeTaken
+    /// The account was deleted (with its passkeys) before the sign-in could complete: only the
+    /// challenge was taken.
+    case credentialGone
 }
 
 public enum PasskeyDeletion: Sendable, Equatable {

@@ -56,6 +56,11 @@ extension SQLStore {
                 backedUp: backedUp, counterAnomaly: counterAnomaly, at: time, session: session, audit: audit)
         }
         return try await transaction { db in
+            // The account first, as on PostgreSQL (SQLite has one writer: no lock order to keep).
+            guard try await db.run("SELECT 1 FROM accounts WHERE id = \(session.accountID)") == 1 else {
+                if let challenge { try await db.execute("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge))") }
+                return .credentialGone
+            }
             if let refused = try await Self.takeChallengeAndMoveCounter(
                 db, challenge: challenge, credentialID: credentialID, previousSignCount: previousSignCount, signCount: signCount,
                 backedUp: backedUp, counterAnomaly: counterAnomaly, at: time)
@@ -75,27 +80,39 @@ extension SQLStore {
 
     /// PostgreSQL: the whole of ``completeSignIn(challenge:credentialID:previousSignCount:signCount:backedUp:counterAnomaly:at:session:audit:)``
     /// as one statement of data-modifying CTEs (atomic on its own, one round trip instead of a
-    /// transaction of seven). Each step runs only if the one before it changed a row: the
-    /// challenge is deleted first (a concurrent answer waits on its row lock, then finds it
-    /// gone), the counter moves only from `previousSignCount` (re-checked on the newest row
-    /// version under READ COMMITTED), and the session and audit lines are written only if it
+    /// transaction of seven). The account row is locked first (`held`), before any challenge or
+    /// passkey row: the lock order of ``deleteAccount(accountID:audit:)``, which locks the
+    /// account, then deletes its passkeys and challenges. In the opposite order a sign-in held
+    /// the passkey row while it waited for the account, the deletion held the account while it
+    /// waited for the passkey, and PostgreSQL broke the deadlock with an error (issue 42, item
+    /// 20). A sign-in that waited for a deletion finds no account and writes nothing but the
+    /// challenge's removal (`.credentialGone`). Each later step runs only if the one before it
+    /// changed a row: the challenge is deleted (a concurrent answer waits on its row lock, then
+    /// finds it gone), the counter moves only from `previousSignCount` (re-checked on the newest
+    /// row version under READ COMMITTED), and the session and audit lines are written only if it
     /// moved. Values in SELECT lists carry casts, since a NULL bind has no type of its own.
     private func completeSignInInOneStatement(
         challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, session: SessionRecord, audit: [AuditEvent]
     ) async throws -> SignInCompletion {
-        var sql: SQL =
-            if let challenge {
-                "WITH taken AS (DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1), "
-            } else {
-                "WITH taken AS (SELECT 1), "
-            }
+        // `(SELECT COUNT(*) FROM held) >= 0` is always true: it makes `held` (the account's lock)
+        // run before the challenge's row is touched, whether or not the account is there.
+        var sql: SQL = "WITH held AS (SELECT 1 FROM accounts WHERE id = \(session.accountID) FOR NO KEY UPDATE), "
+        sql = sql.appending(
+            challenge.map { challenge -> SQL in
+                """
+                taken AS (
+                    DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) AND (SELECT COUNT(*) FROM held) >= 0
+                    RETURNING 1),
+                """
+            } ?? "taken AS (SELECT 1 WHERE (SELECT COUNT(*) FROM held) >= 0), ")
         sql = sql.appending(
             """
             moved AS (
                 UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
                        counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
                 WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount)) AND EXISTS (SELECT 1 FROM taken)
+                  AND EXISTS (SELECT 1 FROM held)
                 RETURNING 1),
             signed AS (UPDATE accounts SET last_sign_in_at = \(time) WHERE id = \(session.accountID) AND EXISTS (SELECT 1 FROM moved)),
             started AS (
@@ -115,10 +132,12 @@ extension SQLStore {
                     WHERE EXISTS (SELECT 1 FROM moved))
                 """)
         }
-        sql = sql.appending(" SELECT (SELECT COUNT(*) FROM taken) AS taken, (SELECT COUNT(*) FROM moved) AS moved")
+        sql = sql.appending(
+            " SELECT (SELECT COUNT(*) FROM held) AS held, (SELECT COUNT(*) FROM taken) AS taken, (SELECT COUNT(*) FROM moved) AS moved")
         guard let row = try await writer.first(Self.signInShapes[audit.count].map { sql.prepared(as: $0) } ?? sql) else {
             throw StoreError(.unavailable, "no result")
         }
+        if try row.optionalInteger("held") != 1 { return .credentialGone }
         if try row.optionalInteger("taken") != 1 { return .challengeTaken }
         if try row.optionalInteger("moved") != 1 { return .counterRaced }
         return .signedIn

@@ -57,8 +57,10 @@ extension SQLStore {
 
     public func recordSignIn(accountID: UUID, session: SessionRecord, audit: [AuditEvent], revokeOtherSessions: Bool) async throws {
         try await transaction { db in
-            if revokeOtherSessions { try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID)") }
+            // The account row first, as every sign-in and an account's deletion lock it (a
+            // deletion then deletes the sessions): the other order could deadlock on PostgreSQL.
             try await db.execute("UPDATE accounts SET last_sign_in_at = \(session.createdAt) WHERE id = \(accountID)")
+            if revokeOtherSessions { try await db.execute("DELETE FROM sessions WHERE account_id = \(accountID)") }
             try await db.execute(Self.insert(session))
             for event in audit { try await db.execute(Self.insert(event)) }
         }

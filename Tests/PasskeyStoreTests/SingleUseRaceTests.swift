@@ -127,4 +127,66 @@ struct SingleUseRaceTests {
             try await store.passkeys(accountID: grace.id).count + (try await store.account(id: grace.id)?.passwordHash == nil ? 0 : 1)
         #expect(left == 1)
     }
+
+    /// An account deleted while it signs in (issue 42, item 20): on PostgreSQL the sign-in locked
+    /// the passkey row and then the account's, the deletion the account's and then the
+    /// passkey's, and the deadlock between them surfaced as 503. Each round races the deletion
+    /// against eight sign-ins of the account (four with a username-first challenge, which the
+    /// deletion deletes too, four discoverable), released together: no store call fails, each
+    /// sign-in completes before the deletion (its session then goes with the account) or finds
+    /// the account gone, and nothing of the account is left.
+    @Test(arguments: TestDatabase.kinds)
+    func anAccountDeletedWhileItSignsInNeverDeadlocks(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        let signIns = 8
+        var outcomes: [String: Int] = [:]
+        var deadlockedRounds = 0
+        for round in 0..<20 {
+            let account = Fixtures.account("gone\(round)")
+            let key = Fixtures.passkey(for: account, signCount: 0)
+            try await store.createAccount(account, passkey: key, session: nil, audit: [])
+            let challenges = (0..<signIns).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }
+            for (index, challenge) in challenges.enumerated() {
+                try await store.saveChallenge(
+                    ChallengeRecord(
+                        challenge: challenge, ceremony: .authentication, accountID: index % 2 == 0 ? account.id : nil, api: "native",
+                        userVerification: "required", createdAt: Fixtures.t0, expiresAt: Fixtures.t0.addingTimeInterval(300)))
+            }
+            let results = await Race.run(signIns + 1) { taker -> String in
+                guard taker > 0 else {
+                    return "\(try await store.deleteAccount(accountID: account.id, audit: []))"
+                }
+                // A counter that stays 0 (as many authenticators keep it): every sign-in may win.
+                let completion = try await store.completeSignIn(
+                    challenge: challenges[taker - 1], credentialID: key.credentialID, previousSignCount: 0, signCount: 0, backedUp: true,
+                    counterAnomaly: false, at: Fixtures.t0, session: Fixtures.session(for: account),
+                    audit: [AuditEvent(time: Fixtures.t0, kind: "sign_in", accountID: account.id)])
+                return "\(completion)"
+            }
+            let before = outcomes["deadlock", default: 0]
+            for result in results {
+                let outcome: String
+                switch result {
+                case .success(let value): outcome = value
+                case .failure(let error):
+                    outcome = "\(error)".contains("40P01") || "\(error)".contains("deadlock") ? "deadlock" : "\(error)"
+                }
+                outcomes[outcome, default: 0] += 1
+            }
+            if outcomes["deadlock", default: 0] > before { deadlockedRounds += 1 }
+            #expect((try? results[0].get()) == "deleted", "round \(round): \(results[0])")
+            for result in results.dropFirst() {
+                let outcome = try? result.get()
+                #expect(outcome == "signedIn" || outcome == "credentialGone", "round \(round): \(result)")
+            }
+            #expect(try await store.account(id: account.id) == nil)
+            #expect(try await store.passkey(credentialID: key.credentialID) == nil)
+            #expect(try await store.sessions(accountID: account.id, now: Fixtures.t0).isEmpty)
+            for challenge in challenges { #expect(try await store.challenge(challenge) == nil, "round \(round)") }
+        }
+        print(
+            "account deletion against \(signIns) sign-ins, 20 rounds on \(kind): \(deadlockedRounds) deadlocked;",
+            "\(outcomes.sorted { $0.key < $1.key })")
+    }
 }

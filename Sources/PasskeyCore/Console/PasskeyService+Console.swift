@@ -75,6 +75,7 @@ extension PasskeyService {
         case .signedIn: return (passkey, account)
         case .challengeTaken: throw PasskeyServiceError.unknownChallenge
         case .counterRaced: throw PasskeyServiceError.counterRace
+        case .credentialGone: throw PasskeyServiceError.credentialNotFound
         }
     }
 }
