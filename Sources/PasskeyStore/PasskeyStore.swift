@@ -156,7 +156,9 @@ public protocol PasskeyStore: Sendable {
     // Audit and upkeep
     func appendAudit(_ event: AuditEvent) async throws
     func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent]
-    /// Deletes expired challenges, sessions and rate-limit windows; returns how many rows went.
+    /// Deletes expired challenges, sessions and rate-limit windows, and webhook deliveries
+    /// delivered more than `SQLStore.deliveredWebhookRetention` (7 days) ago; returns how many
+    /// rows went.
     @discardableResult func sweepExpired(now: Date) async throws -> Int
 
     // Apps that trust passkeyd (issue 17)

@@ -418,5 +418,55 @@ enum PostgresSchema {
                 SELECT 1, floor(extract(epoch FROM now()) / 86400)::bigint * 86400000 WHERE EXISTS (SELECT 1 FROM accounts)
                 """,
             ]),
+        .init(
+            version: 14,
+            statements: [
+                // The outbox's heads (issue 42, item 21): per (endpoint, account) the oldest
+                // undelivered delivery is marked `head`, and only heads are claimed. A claim reads
+                // the due heads of its endpoint from webhook_deliveries_heads, never the rows
+                // waiting behind them, so a dead endpoint's backlog (every head in its back-off)
+                // costs a claim nothing. A delivered head passes the mark to the next undelivered
+                // delivery of its account (webhook_deliveries_pending).
+                "ALTER TABLE webhook_deliveries ADD COLUMN head BOOLEAN NOT NULL DEFAULT FALSE",
+                """
+                UPDATE webhook_deliveries d SET head = TRUE
+                WHERE d.delivered_at IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.account_id IS NOT DISTINCT FROM d.account_id
+                    AND p.delivered_at IS NULL AND p.event_id < d.event_id)
+                """,
+                "CREATE INDEX webhook_deliveries_heads ON webhook_deliveries(endpoint_id, next_attempt_at) WHERE head",
+                "CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(endpoint_id, account_id, event_id) WHERE delivered_at IS NULL",
+                // A new delivery is a head when its account has nothing undelivered at that
+                // endpoint. The oldest undelivered one (the head) is locked to look: a delivery
+                // of it settling at the same moment either commits first (the look then finds the
+                // head it passed the mark to, or none) or waits for this transaction and then
+                // passes the mark to this delivery. Two new deliveries of one account made at once
+                // may both be heads; a claim takes a head only when nothing older of its account
+                // waits, so order holds.
+                """
+                CREATE OR REPLACE FUNCTION audit_events_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+                DECLARE
+                    endpoint UUID;
+                BEGIN
+                    FOR endpoint IN
+                        SELECT e.id FROM webhook_endpoints e
+                        WHERE NOT e.disabled AND ((e.events = '*' AND NEW.kind <> 'api_key_used') OR position(',' || NEW.kind || ',' IN ',' || e.events || ',') > 0)
+                        ORDER BY e.id
+                    LOOP
+                        IF NEW.account_id IS NULL THEN
+                            PERFORM 1 FROM webhook_deliveries WHERE endpoint_id = endpoint AND account_id IS NULL AND delivered_at IS NULL
+                            ORDER BY event_id LIMIT 1 FOR UPDATE;
+                        ELSE
+                            PERFORM 1 FROM webhook_deliveries WHERE endpoint_id = endpoint AND account_id = NEW.account_id AND delivered_at IS NULL
+                            ORDER BY event_id LIMIT 1 FOR UPDATE;
+                        END IF;
+                        INSERT INTO webhook_deliveries (event_id, endpoint_id, account_id, next_attempt_at, head)
+                        VALUES (NEW.id, endpoint, NEW.account_id, NEW.time, NOT FOUND);
+                    END LOOP;
+                    RETURN NEW;
+                END
+                $$
+                """,
+            ]),
     ]
 }

@@ -20,27 +20,35 @@ extension SQLStore {
         try await writer.run("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING 1") == 1
     }
 
+    /// A claim's candidates: per (endpoint, account) the oldest undelivered delivery (its
+    /// `head`; events of one account reach an endpoint in order), when it is due and not leased.
+    /// Read from webhook_deliveries_heads, the due heads alone (of one endpoint, or all), soonest
+    /// due first: what waits behind a head, and a head in its back-off, is not read, so a dead
+    /// endpoint's backlog costs a claim nothing. Two heads of one account (made at the same
+    /// moment on PostgreSQL) never both go: a head is taken only when nothing older of its
+    /// account waits at its endpoint. A paused endpoint's (`disabled`) deliveries wait,
+    /// unclaimed, until it is resumed.
+    static func claimCandidates(endpointID: UUID?, now: Date, limit: Int) -> SQL {
+        let endpointFilter: SQL = endpointID.map { id -> SQL in " AND d.endpoint_id = \(id)" } ?? ""
+        let rest: SQL = """
+             AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+              AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.account_id = d.account_id
+                AND p.delivered_at IS NULL AND p.event_id < d.event_id)
+              AND (d.account_id IS NOT NULL OR NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.account_id IS NULL
+                AND p.delivered_at IS NULL AND p.event_id < d.event_id))
+              AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled = \(true))
+            ORDER BY d.next_attempt_at, d.event_id LIMIT \(limit)
+            """
+        let select: SQL = "SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d WHERE d.head AND d.next_attempt_at <= \(now)"
+        return select.appending(endpointFilter).appending(rest)
+    }
+
     public func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
         WebhookDelivery, AuditEvent
     )] {
-        // The candidates, read off the writer: per (endpoint, account) the oldest undelivered
-        // event (events of one account reach an endpoint in order), when it is due and not
-        // leased. One pass over the undelivered rows (of one endpoint, or all), however many wait.
-        // A paused endpoint's (`disabled`) deliveries wait, unclaimed, until it is resumed.
-        let endpointFilter: SQL = endpointID.map { id -> SQL in " AND endpoint_id = \(id)" } ?? ""
-        let select: SQL = """
-            SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d
-            JOIN (SELECT endpoint_id, account_id, MIN(event_id) AS first FROM webhook_deliveries
-                  WHERE delivered_at IS NULL
-            """
-        let rest: SQL = """
-             GROUP BY endpoint_id, account_id) f
-              ON f.endpoint_id = d.endpoint_id AND f.first = d.event_id
-            WHERE d.next_attempt_at <= \(now) AND (d.lease_until IS NULL OR d.lease_until <= \(now))
-              AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled = \(true))
-            ORDER BY d.event_id LIMIT \(limit)
-            """
-        let candidates = try await reader.rows(select.appending(endpointFilter).appending(rest))
+        let candidates = try await reader.rows(Self.claimCandidates(endpointID: endpointID, now: now, limit: limit))
         guard !candidates.isEmpty else { return [] }
         // One short write takes the leases, marked with this claim's token. The row conditions
         // are checked again by the UPDATE itself: of several instances claiming the same row at
@@ -68,13 +76,32 @@ extension SQLStore {
     public func settleWebhookDelivery(
         eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, latencyMs: Int?, retryAt: Date
     ) async throws {
-        try await writer.run(
-            """
+        let update: SQL = """
             UPDATE webhook_deliveries
             SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
                 latency_ms = \(latencyMs), next_attempt_at = \(retryAt), lease_until = NULL
-            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)
-            """)
+            """
+        guard deliveredAt != nil else {
+            // Failed: it stays its account's head, due again after its back-off.
+            try await writer.run(update.appending(" WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)"))
+            return
+        }
+        try await transaction { db in
+            // Delivered: the mark passes to the next undelivered delivery of its account, in a
+            // statement of its own (under READ COMMITTED it sees a delivery committed while the
+            // first waited for its row, which the outbox trigger locks to look for a head).
+            guard
+                let row = try await db.first(
+                    update.appending(", head = \(false) WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) RETURNING account_id"))
+            else { return }
+            let account: SQL = try row.optionalID("account_id").map { " p.account_id = \($0)" } ?? " p.account_id IS NULL"
+            let promote: SQL = """
+                UPDATE webhook_deliveries SET head = \(true)
+                WHERE endpoint_id = \(endpointID) AND event_id = (
+                    SELECT MIN(p.event_id) FROM webhook_deliveries p WHERE p.endpoint_id = \(endpointID) AND p.delivered_at IS NULL AND
+                """
+            try await db.execute(promote.appending(account).appending(")"))
+        }
     }
 
     public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {

@@ -116,6 +116,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         return try await writer.first("SELECT value FROM settings WHERE name = 'server_secret'").map { try $0.bytes("value") } ?? fresh
     }
 
+    /// How long a delivered webhook delivery is kept (for the console's recent deliveries and
+    /// their latency) before ``sweepExpired(now:)`` deletes it: 7 days. The event itself stays in
+    /// the audit log.
+    public static let deliveredWebhookRetention: TimeInterval = 7 * 86_400
+
     public func sweepExpired(now: Date) async throws -> Int {
         try await transaction { db in
             var removed = 0
@@ -126,6 +131,11 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
             removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
+            // Delivered webhook deliveries, once past their retention (webhook_deliveries_due
+            // serves the range); the undelivered wait however long their endpoint is down.
+            removed += try await db.run(
+                "DELETE FROM webhook_deliveries WHERE delivered_at <= \(now.addingTimeInterval(-Self.deliveredWebhookRetention)) RETURNING 1"
+            )
             removed += try await Self.sweepConsole(db, now: now)
             return removed
         }

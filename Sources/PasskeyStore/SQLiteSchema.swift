@@ -465,5 +465,35 @@ enum SQLiteSchema {
                 SELECT 1, CAST(strftime('%s', 'now') AS INTEGER) / 86400 * 86400000 WHERE EXISTS (SELECT 1 FROM accounts)
                 """,
             ]),
+        Migration(
+            version: 14,
+            statements: [
+                // The outbox's heads (issue 42, item 21; PostgresSchema says more): only the
+                // oldest undelivered delivery of each (endpoint, account) is claimed, read from
+                // webhook_deliveries_heads; a delivered head passes the mark on.
+                "ALTER TABLE webhook_deliveries ADD COLUMN head INTEGER NOT NULL DEFAULT 0",
+                """
+                UPDATE webhook_deliveries SET head = 1
+                WHERE delivered_at IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = webhook_deliveries.endpoint_id
+                    AND p.account_id IS webhook_deliveries.account_id AND p.delivered_at IS NULL AND p.event_id < webhook_deliveries.event_id)
+                """,
+                "CREATE INDEX webhook_deliveries_heads ON webhook_deliveries(endpoint_id, next_attempt_at) WHERE head",
+                "CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(endpoint_id, account_id, event_id) WHERE delivered_at IS NULL",
+                // A new delivery is a head when its account has nothing undelivered at that
+                // endpoint (SQLite has one writer: nothing settles meanwhile).
+                "DROP TRIGGER audit_events_outbox",
+                """
+                CREATE TRIGGER audit_events_outbox AFTER INSERT ON audit_events
+                BEGIN
+                    INSERT INTO webhook_deliveries (event_id, endpoint_id, account_id, next_attempt_at, head)
+                    SELECT NEW.id, e.id, NEW.account_id, NEW.time,
+                           NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = e.id AND p.account_id IS NEW.account_id
+                                       AND p.delivered_at IS NULL)
+                    FROM webhook_endpoints e
+                    WHERE e.disabled = 0 AND ((e.events = '*' AND NEW.kind <> 'api_key_used') OR instr(',' || e.events || ',', ',' || NEW.kind || ',') > 0);
+                END
+                """,
+            ]),
     ]
 }

@@ -112,7 +112,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 13)
+        #expect(try await store.schemaVersion() == 14)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -145,8 +145,8 @@ struct StoreConformanceTests {
             userVerification: "required", state: [1, 2, 3], createdAt: Self.t0, expiresAt: Self.t0.addingTimeInterval(300))
         try await store.saveChallenge(challenge)
 
-        #expect(try await store.migrate() == [10, 11, 12, 13])
-        #expect(try await store.schemaVersion() == 13)
+        #expect(try await store.migrate() == [10, 11, 12, 13, 14])
+        #expect(try await store.schemaVersion() == 14)
         // Migration 12: the passkey's extension facts and PRF salt are unknown, not made up.
         let migrated = try #require(try await store.passkey(credentialID: key.credentialID))
         #expect(migrated.extensions == PasskeyExtensions())

@@ -112,4 +112,155 @@ struct WebhookClaimRaceTests {
                 endpointID: endpoint.id, now: Self.t0.addingTimeInterval(5), leaseUntil: Self.t0.addingTimeInterval(65), limit: 8
             ).count == 1)
     }
+
+    /// Delivered rows are swept once past their retention (issue 42, item 21): they used to stay
+    /// forever. The undelivered stay however old, and a younger delivered one stays.
+    @Test(arguments: TestDatabase.kinds)
+    func deliveredDeliveriesAreSweptAfterTheirRetention(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        let longAgo = Self.t0.addingTimeInterval(-30 * 86_400)
+        for _ in 0..<3 { try await store.appendAudit(AuditEvent(time: longAgo, kind: "sign_in", accountID: UUID())) }
+        let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 8)
+            .map(\.0).sorted { $0.eventID < $1.eventID }
+        try #require(claimed.count == 3)
+        let retention = SQLStore.deliveredWebhookRetention
+        for (delivery, age) in zip(claimed.prefix(2), [retention + 3600, retention - 3600]) {
+            try await store.settleWebhookDelivery(
+                eventID: delivery.eventID, endpointID: endpoint.id, deliveredAt: Self.t0.addingTimeInterval(-age), status: 204, error: nil,
+                retryAt: Self.t0)
+        }
+        try await store.settleWebhookDelivery(
+            eventID: claimed[2].eventID, endpointID: endpoint.id, deliveredAt: nil, status: 503, error: "down", retryAt: Self.t0)
+        #expect(try await store.sweepExpired(now: Self.t0) == 1)
+        let left = try await store.webhookDeliveries(endpointID: endpoint.id, limit: 10).map(\.eventID).sorted()
+        #expect(left == [claimed[1].eventID, claimed[2].eventID])
+        // The audit line of the swept delivery stays: it is the history.
+        #expect(try await store.auditEvents(accountID: nil, limit: 10).count == 3)
+    }
+
+    /// A dead endpoint's backlog is not read by a claim (issue 42, item 21): 3,000 deliveries
+    /// wait for it, each account's oldest in its back-off. A claim used to group every
+    /// undelivered row of the endpoint to find each account's oldest, once a second per endpoint;
+    /// it now reads the due heads from webhook_deliveries_heads and finds none. Checked on the
+    /// query plan (SQLite) and by the rows PostgreSQL's executor read (`EXPLAIN ANALYZE`). A
+    /// live endpoint beside it still gets each account's events one at a time, in order.
+    @Test(arguments: TestDatabase.kinds)
+    func aDeadEndpointsBacklogIsNotReadByAClaim(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        defer { (store as? PostgresStore)?.close() }
+        let dead = WebhookEndpoint(url: "https://dead.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        let live = WebhookEndpoint(url: "https://live.example.com/hook", secret: [2], events: ["sign_in"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(dead)
+        try await store.addWebhookEndpoint(live)
+        let accounts = (0..<300).map { _ in UUID() }
+        let signingIn = Array(accounts.prefix(3))
+        try await store.transaction { db in
+            for round in 0..<10 {
+                for account in accounts {
+                    let eventKind = round < 3 && signingIn.contains(account) ? "sign_in" : "sign_up"
+                    try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: eventKind, accountID: account)))
+                }
+            }
+        }
+        #expect(try await store.webhookBacklog(now: Self.t0) == 3000 + 9)
+        // Every head of the dead endpoint fails once and waits an hour.
+        var failed = 0
+        while true {
+            let claimed = try await store.claimWebhookDeliveries(
+                endpointID: dead.id, now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 64)
+            if claimed.isEmpty { break }
+            for (delivery, _) in claimed {
+                try await store.settleWebhookDelivery(
+                    eventID: delivery.eventID, endpointID: dead.id, deliveredAt: nil, status: nil, error: "connection refused",
+                    retryAt: Self.t0.addingTimeInterval(3600))
+            }
+            failed += claimed.count
+        }
+        #expect(failed == accounts.count)
+
+        let later = Self.t0.addingTimeInterval(60)
+        #expect(try await store.claimWebhookDeliveries(endpointID: dead.id, now: later, leaseUntil: later, limit: 8).isEmpty)
+        let query = SQLStore.claimCandidates(endpointID: dead.id, now: later, limit: 8)
+        switch kind {
+        case .sqlite:
+            let plan = try await store.reader.rows(SQL(stringLiteral: "EXPLAIN QUERY PLAN ").appending(query)).map { try $0.text("detail") }
+                .joined(separator: "\n")
+            #expect(plan.contains("INDEX webhook_deliveries_heads (endpoint_id=? AND next_attempt_at<?)"), "\(plan)")
+            #expect(!plan.contains("SCAN"), "\(plan)")
+        case .postgres:
+            let plan = try await store.engine.transaction(timeout: nil) { db in
+                try await db.execute("SET LOCAL enable_seqscan = off")
+                return try await db.rows(SQL(stringLiteral: "EXPLAIN (ANALYZE, TIMING OFF) ").appending(query)).map {
+                    try $0.text("QUERY PLAN")
+                }
+            }
+            let examined = Self.rowsRead(plan, table: "webhook_deliveries")
+            #expect(examined < 10, "\(examined) rows read: \(plan.joined(separator: "\n"))")
+            #expect(plan.joined().contains("webhook_deliveries_heads"), "\(plan.joined(separator: "\n"))")
+        }
+
+        // The live endpoint: each account's three sign-ins, one at a time and in order.
+        var received: [UUID: [Int64]] = [:]
+        for _ in 0..<3 {
+            let claimed = try await store.claimWebhookDeliveries(endpointID: live.id, now: later, leaseUntil: later, limit: 64)
+            #expect(Set(claimed.compactMap(\.0.accountID)) == Set(signingIn) && claimed.count == signingIn.count)
+            for (delivery, _) in claimed {
+                received[try #require(delivery.accountID), default: []].append(delivery.eventID)
+                try await store.settleWebhookDelivery(
+                    eventID: delivery.eventID, endpointID: live.id, deliveredAt: later, status: 204, error: nil, retryAt: later)
+            }
+        }
+        #expect(received.count == 3 && received.values.allSatisfy { $0.count == 3 && $0 == $0.sorted() }, "\(received)")
+        #expect(try await store.claimWebhookDeliveries(endpointID: live.id, now: later, leaseUntil: later, limit: 64).isEmpty)
+    }
+
+    /// Migration 14 marks the heads of a backlog written before it: per (endpoint, account,
+    /// none too) the oldest undelivered delivery, whatever was delivered before it.
+    @Test(arguments: TestDatabase.kinds)
+    func migrationFourteenMarksEachAccountsOldestUndeliveredDelivery(_ kind: TestDatabase.Kind) async throws {
+        let url = try await TestDatabase.makeURL(kind)
+        let store: SQLStore =
+            switch kind {
+            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
+            }
+        defer { (store as? PostgresStore)?.close() }
+        #expect(try await store.migrate(through: 13) == Array(1...13))
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        let ada = UUID(), bob = UUID()
+        for account in [ada, bob, nil, ada, bob, nil, ada] {
+            try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account))
+        }
+        // Events 1…7; ada's first (1) was delivered before the upgrade.
+        try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0) WHERE event_id = \(Int64(1))")
+        #expect(try await store.migrate() == [14])
+        let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+        #expect(claimed.map(\.0.eventID).sorted() == [2, 3, 4], "\(claimed.map(\.0.eventID))")
+    }
+
+    /// The rows an `EXPLAIN ANALYZE` plan's scans of `table` read: each scan node's rows, and
+    /// those its filter removed, times its loops.
+    static func rowsRead(_ plan: [String], table: String) -> Int {
+        var total = 0
+        var loops = 0
+        func number(after label: String, in line: String) -> Int? {
+            guard let range = line.range(of: label) else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        for line in plan {
+            if let actual = line.range(of: "(actual") {
+                loops = line.contains(" on \(table) ") ? (number(after: "loops=", in: line) ?? 1) : 0
+                total += loops * (number(after: "rows=", in: String(line[actual.lowerBound...])) ?? 0)
+            } else if let removed = number(after: "Rows Removed by Filter: ", in: line)
+                ?? number(after: "Rows Removed by Index Recheck: ", in: line)
+            {
+                total += loops * removed
+            }
+        }
+        return total
+    }
 }
