@@ -59,6 +59,12 @@ struct ConsoleCLITests {
         let token = link.stdout.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         #expect(token.hasPrefix("pkb_") && !announced.contains(token), "each link holds a fresh token")
         #expect(link.stderr.contains("works once"))
+        // Both links were audited (who issued each; never a token).
+        let issued = try admin(["audit", "--kind", "admin_bootstrap_issued"])
+        let issuers = issued.stdout.split(separator: "\n").compactMap { $0.split(separator: "\t").last.map(String.init) }
+        #expect(issued.status == 0 && issuers.count == 2, "\(issued.stdout)\(issued.stderr)")
+        #expect(issuers.contains("passkeyd serve") && issuers.contains { $0.hasPrefix("passkeyd admin (") }, "\(issuers)")
+        #expect(!issued.stdout.contains(token.dropFirst(4)) && !issued.stdout.contains("pkb_"))
 
         let granted = try admin(["grant", "ada", "--role", "admin"])
         #expect(granted.status == 0 && granted.stdout.contains("ada (") && granted.stdout.contains("is now admin"), "\(granted.stderr)")
