@@ -185,13 +185,15 @@ extension PasskeyService {
             }
         }
         let verified: VerifiedAuthentication
+        let state: AuthenticationState
+        do { state = try authenticationState(record) } catch { try await refuse(error) }
         do {
             let key = try CredentialPublicKey(cose: passkey.publicKey)
             // §7.2 step 5 checks the allowCredentials really offered (kept in the state).
             verified = try Spans.measure("webauthn.verify_authentication") { () throws(WebAuthnError) in
                 try relyingParty.finishAuthentication(
                     response: credential, clientData: clientData,
-                    state: authenticationState(record, offered: passkey.credentialID),
+                    state: state,
                     credential: StoredCredential(
                         id: passkey.credentialID, publicKey: key, signCount: passkey.signCount,
                         userHandle: account.userHandle, backupEligible: passkey.backupEligible))

@@ -150,7 +150,7 @@ extension PasskeyService {
             }
         }
         let verified: VerifiedRegistration
-        let state = registrationState(record)
+        let state = try registrationState(record)
         // The PRF input the options carried becomes the passkey's.
         let prfSalt = state.extensions.prf?.eval?.first.bytes
         do {

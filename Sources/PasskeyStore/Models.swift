@@ -13,7 +13,8 @@ public struct Account: Sendable, Hashable, Codable {
     public var disabled: Bool
     /// The last successful sign-in (any method); nil before the first.
     public var lastSignInAt: Date?
-    /// A bcrypt hash (`$2b$…`) for accounts moving from passwords to passkeys; nil when the
+    /// The password hash of an account moving from passwords to passkeys: scrypt in the PHC
+    /// string format, or an imported bcrypt hash (`$2b$…`) until its next sign-in; nil when the
     /// account has no password (or turned it off).
     public var passwordHash: String?
     /// The integrating app's own id for this person (server API), unique when set.
@@ -139,7 +140,7 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var conditional: Bool
     /// The ceremony's state as the `WebAuthn` library made it (`RegistrationState` /
     /// `AuthenticationState`, encoded by the server): kept opaquely, handed back at the finish.
-    /// Nil for ceremonies begun before migration 6.
+    /// Nil only in rows written before migration 6: such a ceremony can no longer be finished.
     public var state: [UInt8]?
     public var createdAt: Date
     public var expiresAt: Date

@@ -112,13 +112,13 @@ public protocol PasskeyStore: Sendable {
     func serverSecret() async throws -> [UInt8]
 
     // Passwords and recovery (the road from passwords to passkeys, and back in)
-    /// Imports accounts with bcrypt hashes in one transaction; an existing username is left as
-    /// it is. Returns, per row, whether it was inserted.
+    /// Imports accounts with their password hashes (bcrypt or scrypt) in one transaction; an
+    /// existing username is left as it is. Returns, per row, whether it was inserted.
     func importAccounts(_ rows: [(Account, String)]) async throws -> [Bool]
     /// Turns the account's password off; refused (false) unless it has a passkey. Holds the
     /// account like ``deletePasskey(accountID:credentialID:)``.
     func removePassword(accountID: UUID) async throws -> Bool
-    /// Replaces the bcrypt hash of an account that has a password and revokes every other
+    /// Replaces the password hash of an account that has a password and revokes every other
     /// session (`keepSession`: the one making the change); false when it has no password.
     func changePassword(accountID: UUID, hash: String, keepSession: [UInt8]?) async throws -> Bool
     /// Replaces the account's password hash with a stronger hash of the same password (after a

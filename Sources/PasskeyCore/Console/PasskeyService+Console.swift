@@ -49,9 +49,10 @@ extension PasskeyService {
         if let accountID = record.accountID, accountID != account.id { throw PasskeyServiceError.credentialNotAllowed }
         guard !account.disabled else { throw PasskeyServiceError.accountDisabled }
         let verified: VerifiedAuthentication
+        let state = try authenticationState(record)
         do {
             verified = try relyingParty.finishAuthentication(
-                response: credential, clientData: clientData, state: authenticationState(record, offered: passkey.credentialID),
+                response: credential, clientData: clientData, state: state,
                 credential: StoredCredential(
                     id: passkey.credentialID, publicKey: try CredentialPublicKey(cose: passkey.publicKey), signCount: passkey.signCount,
                     userHandle: account.userHandle, backupEligible: passkey.backupEligible))
