@@ -86,22 +86,23 @@ extension SQLStore {
             try await writer.run(update.appending(" WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)"))
             return
         }
-        try await transaction { db in
-            // Delivered: the mark passes to the next undelivered delivery of its account, in a
-            // statement of its own (under READ COMMITTED it sees a delivery committed while the
-            // first waited for its row, which the outbox trigger locks to look for a head).
-            guard
-                let row = try await db.first(
-                    update.appending(", head = \(false) WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) RETURNING account_id"))
-            else { return }
-            let account: SQL = try row.optionalID("account_id").map { " p.account_id = \($0)" } ?? " p.account_id IS NULL"
-            let promote: SQL = """
-                UPDATE webhook_deliveries SET head = \(true)
-                WHERE endpoint_id = \(endpointID) AND event_id = (
-                    SELECT MIN(p.event_id) FROM webhook_deliveries p WHERE p.endpoint_id = \(endpointID) AND p.delivered_at IS NULL AND
-                """
-            try await db.execute(promote.appending(account).appending(")"))
-        }
+        // Delivered: the mark passes to the next undelivered delivery of its account, in a
+        // statement of its own (under READ COMMITTED it sees a delivery committed while the
+        // first waited for its row, which the outbox trigger locks to look for a head). Not in
+        // one transaction: held across the two round trips, settles stalled past the operation
+        // deadline on a loaded PostgreSQL in WebhookTests. A settle cut off between the two
+        // leaves the next delivery unmarked until the expiry sweep marks it (`sweepExpired`).
+        guard
+            let row = try await writer.first(
+                update.appending(", head = \(false) WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) RETURNING account_id"))
+        else { return }
+        let account: SQL = try row.optionalID("account_id").map { " p.account_id = \($0)" } ?? " p.account_id IS NULL"
+        let promote: SQL = """
+            UPDATE webhook_deliveries SET head = \(true)
+            WHERE endpoint_id = \(endpointID) AND event_id = (
+                SELECT MIN(p.event_id) FROM webhook_deliveries p WHERE p.endpoint_id = \(endpointID) AND p.delivered_at IS NULL AND
+            """
+        try await writer.run(promote.appending(account).appending(")"))
     }
 
     public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {

@@ -121,6 +121,18 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     /// the audit log.
     public static let deliveredWebhookRetention: TimeInterval = 7 * 86_400
 
+    /// Marks as head every oldest undelivered delivery of its (endpoint, account) that is not.
+    static let markUnmarkedHeads: SQL = """
+        UPDATE webhook_deliveries SET head = \(true)
+        WHERE delivered_at IS NULL AND NOT head AND (
+            (account_id IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = webhook_deliveries.endpoint_id
+                AND p.account_id = webhook_deliveries.account_id AND p.delivered_at IS NULL AND p.event_id < webhook_deliveries.event_id))
+            OR (account_id IS NULL AND NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = webhook_deliveries.endpoint_id
+                AND p.account_id IS NULL AND p.delivered_at IS NULL AND p.event_id < webhook_deliveries.event_id)))
+        """
+
     public func sweepExpired(now: Date) async throws -> Int {
         try await transaction { db in
             var removed = 0
@@ -136,6 +148,10 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             removed += try await db.run(
                 "DELETE FROM webhook_deliveries WHERE delivered_at <= \(now.addingTimeInterval(-Self.deliveredWebhookRetention)) RETURNING 1"
             )
+            // A delivered head passes its mark on in a statement after the one that settles it
+            // (SQLStore+Webhooks): a settle cut off between the two leaves its account's next
+            // delivery unmarked, and so unclaimed. Here it gets its mark back.
+            try await db.execute(Self.markUnmarkedHeads)
             removed += try await Self.sweepConsole(db, now: now)
             return removed
         }

@@ -141,6 +141,27 @@ struct WebhookClaimRaceTests {
         #expect(try await store.auditEvents(accountID: nil, limit: 10).count == 3)
     }
 
+    /// A settle cut off after it marked its delivery delivered, before it passed the head's mark
+    /// on: the sweep marks the account's next delivery, which is then claimed.
+    @Test(arguments: TestDatabase.kinds)
+    func theSweepMarksAHeadASettleLeftUnmarked(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        defer { (store as? PostgresStore)?.close() }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        for account in [UUID(), nil] {
+            for _ in 0..<2 { try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account)) }
+        }
+        // Events 1 and 3 delivered as a settle's first statement leaves them.
+        try await store.writer.run(
+            "UPDATE webhook_deliveries SET delivered_at = \(Self.t0), head = \(false) WHERE event_id = \(Int64(1)) OR event_id = \(Int64(3))"
+        )
+        #expect(try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0, limit: 10).isEmpty)
+        _ = try await store.sweepExpired(now: Self.t0)
+        let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+        #expect(claimed.map(\.0.eventID).sorted() == [2, 4])
+    }
+
     /// A dead endpoint's backlog is not read by a claim (issue 42, item 21): 3,000 deliveries
     /// wait for it, each account's oldest in its back-off. A claim used to group every
     /// undelivered row of the endpoint to find each account's oldest, once a second per endpoint;
