@@ -15,7 +15,8 @@ import Foundation
 /// development and receivers on a private network): plain `http`, loopback, private (RFC 1918),
 /// shared (CGNAT, RFC 6598), link-local (cloud metadata at 169.254.169.254), unique local IPv6
 /// (fc00::/7), unspecified, multicast, broadcast, reserved, documentation and benchmarking ranges,
-/// the rest of IANA's special-purpose registries (RFC 6890 and updates), IPv4-mapped, -compatible
+/// every other block IANA's special-purpose registries (RFC 6890 and updates) list as not globally
+/// reachable (the globally reachable AS112 and AMT anycast blocks are allowed), IPv4-mapped, -compatible
 /// and -translated IPv6, `localhost` and single-label names, and any IPv4 spelling
 /// but the four dotted decimals (`2130706433`, `127.1`, `0x7f.1`, `0177.0.0.1`).
 ///

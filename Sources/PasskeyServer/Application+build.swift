@@ -16,7 +16,7 @@ public enum PasskeyServer {
     ///   - services: run in the application's service group with the server (a database pool).
     ///   - beforeServerStarts: runs once those are up and before the server listens (migrations).
     ///   - onServerRunning: runs once the server listens, with the address it got (port 0 asks
-    ///     the system for a free port).
+    ///     the system for a free port); an IPv6 host comes in brackets.
     public static func application(
         service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080, logger: Logger = Logger(label: "passkeyd"),
         services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil,
@@ -38,7 +38,9 @@ public enum PasskeyServer {
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let address = channel.localAddress
-                await onServerRunning(address?.ipAddress ?? host, address?.port ?? port)
+                let ip = address?.ipAddress ?? host
+                // An IPv6 address in brackets, so that "host:port" reads one way (`[::1]:8080`).
+                await onServerRunning(ip.contains(":") ? "[\(ip)]" : ip, address?.port ?? port)
             },
             logger: logger)
         for extra in services { app.addServices(extra) }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
@@ -74,19 +75,23 @@ struct OpenIDFailureBudget {
         key = "\(OpenIDRateLimitMiddleware.Budget.client.rawValue):\(ip)"
     }
 
-    /// The seconds to wait when the budget is spent (this request not counted), else nil.
-    func exhausted() async throws -> Int? {
+    /// Counts this request before its token is looked at: the seconds to wait when that spent
+    /// the budget (then nothing else is done), else nil. Counting first bounds concurrent
+    /// guesses too: a check before the lookup and a count after it let every request in flight
+    /// pass the same check. A request whose token turns out good gives its count back
+    /// (``refund(at:)``), so an app fetching userinfo at every sign-in spends nothing.
+    func admit(at now: Date) async throws -> Int? {
         guard
-            case .limited(let retryAfter) = try await service.limiter.check(
-                key, limit: service.configuration.rateLimits.perIP, now: service.now())
+            case .limited(let retryAfter) = try await service.limiter.hit(
+                key, limit: service.configuration.rateLimits.perIP, now: now)
         else { return nil }
         service.metrics.rateLimited(scope: OpenIDRateLimitMiddleware.Budget.client.rawValue)
         return retryAfter
     }
 
-    /// Counts one failure.
-    func spend() async throws {
-        _ = try await service.limiter.hit(key, limit: service.configuration.rateLimits.perIP, now: service.now())
+    /// Gives back the count of an admitted request whose token was good (`now`: its admission's).
+    func refund(at now: Date) async throws {
+        try await service.limiter.refund(key, now: now)
     }
 }
 

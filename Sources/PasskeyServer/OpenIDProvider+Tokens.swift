@@ -93,10 +93,12 @@ extension OpenIDProvider {
 
     /// `GET|POST /oauth2/userinfo` (OIDC Core §5.3) with an access token from the token endpoint
     /// (RFC 6750 §3.1: `invalid_token` for anything else). Each 401 spends the address's client
-    /// budget; past it, 429 (``OpenIDFailureBudget``).
+    /// budget (counted before the token is looked at, given back when it is good); past it, 429
+    /// (``OpenIDFailureBudget``).
     func userinfo(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let budget = OpenIDFailureBudget(request, context, service: service)
-        if let retryAfter = try await budget?.exhausted() {
+        let admitted = service.now()
+        if let retryAfter = try await budget?.admit(at: admitted) {
             return Self.oauthError(
                 .tooManyRequests, "rate_limited", "Too many requests with invalid access tokens from this address.",
                 retryAfter: retryAfter)
@@ -104,12 +106,12 @@ extension OpenIDProvider {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
             let info = try await openID.userinfo(accessToken: String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         else {
-            try await budget?.spend()
             var headers = HTTPFields()
             headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
             headers[.cacheControl] = "no-store"
             return Response(status: .unauthorized, headers: headers)
         }
+        try await budget?.refund(at: admitted)
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"

@@ -72,7 +72,8 @@ struct LogRedaction: Sendable {
         return text
     }
 
-    /// `text` with the password of each `scheme://user:password@host` in it masked. The user
+    /// `text` with the password of each `scheme://user:password@host` in it masked, and the whole
+    /// user information of a `scheme://token@host` (a key passed as the user name). The user
     /// information runs from `://` to the last `@` before a space, quote or angle bracket (a
     /// password may hold any other character, escaped or not); when a later `@` sits in a
     /// path or query behind a port, more than the password goes, never less.
@@ -84,8 +85,11 @@ struct LogRedaction: Sendable {
             result += rest[..<marker.upperBound]
             rest = rest[marker.upperBound...]
             let end = rest.firstIndex { " \t\r\n\"'<>".contains($0) } ?? rest.endIndex
-            guard let at = rest[..<end].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { continue }
-            result += rest[...colon]
+            guard let at = rest[..<end].lastIndex(of: "@") else { continue }
+            if let colon = rest[..<at].firstIndex(of: ":") {
+                result += rest[...colon]
+            }
+            // No colon: the user part alone is the credential (`https://APIKEY@collector`).
             result += Self.mask
             rest = rest[at...]
         }

@@ -172,13 +172,15 @@ struct TracingTests {
         environment["PASSKEYD_PASSWORD_SCRYPT_COST"] = "10"
         environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://collector:OTLPSECRET456@127.0.0.1:9"
         environment["OTEL_EXPORTER_OTLP_TRACES_HEADERS"] = "authorization=Basic%20SECRETVALUE123"
+        // A key passed as a URL's user name, with no password.
+        environment["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] = "http://TOKENUSER321@127.0.0.1:9/v1/metrics"
         let result = try Subprocess.run(
             ServeBinaryTests.binary, ["serve", "--database", database, "--listen", "127.0.0.1:0"],
             environment: environment, timeout: .seconds(120))
         #expect(result.status != 0 && !result.timedOut)
         let output = result.stdout + result.stderr
         #expect(output.contains("database"), "\(output)")
-        for secret in ["SECRET789", "OTLPSECRET456", "SECRETVALUE123"] {
+        for secret in ["SECRET789", "OTLPSECRET456", "SECRETVALUE123", "TOKENUSER321"] {
             #expect(!output.contains(secret), "\(secret): \(output)")
         }
     }

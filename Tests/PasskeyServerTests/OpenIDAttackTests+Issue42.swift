@@ -55,6 +55,28 @@ extension OpenIDAttackTests {
         }
     }
 
+    /// Guesses sent at once get no more than the budget: each is counted before its token is
+    /// looked at (a check before the lookup and a count after it let every guess in flight pass).
+    @Test func concurrentUserinfoGuessesGetNoMoreThanTheBudget() async throws {
+        let harness = try await ServerHarness {
+            $0.rateLimits.perIP = 5
+            $0.trustedProxies = ["127.0.0.1", "::1"]
+        }
+        try await harness.run(live: true) { api in
+            let attacker: HTTPFields = [.xForwardedFor: "198.51.100.8"]
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for n in 0..<12 {
+                    group.addTask {
+                        try await api.request(.get, "/oauth2/userinfo", token: "guess-\(n)", origin: nil, headers: attacker).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == .unauthorized }.count == 5, "\(statuses)")
+            #expect(statuses.filter { $0 == .tooManyRequests }.count == 7, "\(statuses)")
+        }
+    }
+
     // MARK: 10. Redirect URIs mean one host to every reader
 
     /// Registered before issue 42, each of these would have been sent a code; a browser reads
