@@ -41,7 +41,8 @@ extension SQLStore {
               AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled = \(true))
             ORDER BY d.next_attempt_at, d.event_id LIMIT \(limit)
             """
-        let select: SQL = "SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d WHERE d.head AND d.next_attempt_at <= \(now)"
+        let select: SQL =
+            "SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d WHERE d.head AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)"
         return select.appending(endpointFilter).appending(rest)
     }
 
@@ -76,33 +77,18 @@ extension SQLStore {
     public func settleWebhookDelivery(
         eventID: Int64, endpointID: UUID, deliveredAt: Date?, status: Int?, error: String?, latencyMs: Int?, retryAt: Date
     ) async throws {
-        let update: SQL = """
+        // Only an undelivered delivery is settled: a late settle (its lease ran out and another
+        // instance delivered it meanwhile) changes nothing, and a failed one never takes a
+        // delivery back. A delivered head passes its mark to the next undelivered delivery of
+        // its account in this same UPDATE, by the schema's webhook_deliveries_pass_head trigger
+        // (migration 14), as it does for a settle of the previous release.
+        try await writer.run(
+            """
             UPDATE webhook_deliveries
             SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
                 latency_ms = \(latencyMs), next_attempt_at = \(retryAt), lease_until = NULL
-            """
-        guard deliveredAt != nil else {
-            // Failed: it stays its account's head, due again after its back-off.
-            try await writer.run(update.appending(" WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)"))
-            return
-        }
-        // Delivered: the mark passes to the next undelivered delivery of its account, in a
-        // statement of its own (under READ COMMITTED it sees a delivery committed while the
-        // first waited for its row, which the outbox trigger locks to look for a head). Not in
-        // one transaction: held across the two round trips, settles stalled past the operation
-        // deadline on a loaded PostgreSQL in WebhookTests. A settle cut off between the two
-        // leaves the next delivery unmarked until the expiry sweep marks it (`sweepExpired`).
-        guard
-            let row = try await writer.first(
-                update.appending(", head = \(false) WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) RETURNING account_id"))
-        else { return }
-        let account: SQL = try row.optionalID("account_id").map { " p.account_id = \($0)" } ?? " p.account_id IS NULL"
-        let promote: SQL = """
-            UPDATE webhook_deliveries SET head = \(true)
-            WHERE endpoint_id = \(endpointID) AND event_id = (
-                SELECT MIN(p.event_id) FROM webhook_deliveries p WHERE p.endpoint_id = \(endpointID) AND p.delivered_at IS NULL AND
-            """
-        try await writer.run(promote.appending(account).appending(")"))
+            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) AND delivered_at IS NULL
+            """)
     }
 
     public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {

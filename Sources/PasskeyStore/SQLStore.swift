@@ -121,20 +121,16 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     /// the audit log.
     public static let deliveredWebhookRetention: TimeInterval = 7 * 86_400
 
-    /// Marks as head every oldest undelivered delivery of its (endpoint, account) that is not.
-    static let markUnmarkedHeads: SQL = """
-        UPDATE webhook_deliveries SET head = \(true)
-        WHERE delivered_at IS NULL AND NOT head AND (
-            (account_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = webhook_deliveries.endpoint_id
-                AND p.account_id = webhook_deliveries.account_id AND p.delivered_at IS NULL AND p.event_id < webhook_deliveries.event_id))
-            OR (account_id IS NULL AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = webhook_deliveries.endpoint_id
-                AND p.account_id IS NULL AND p.delivered_at IS NULL AND p.event_id < webhook_deliveries.event_id)))
-        """
+    /// How many delivered webhook deliveries one statement of the sweep deletes, each statement
+    /// its own transaction, so the first sweep after an upgrade (the whole delivered history of
+    /// an old install) never holds the write lock long.
+    static let deliveredWebhookSweepBatch = 5_000
+    /// How many of those statements one sweep runs at most (100,000 rows); the rest go in the
+    /// sweeps after it, a minute apart.
+    static let deliveredWebhookSweepBatches = 20
 
     public func sweepExpired(now: Date) async throws -> Int {
-        try await transaction { db in
+        let removed = try await transaction { db in
             var removed = 0
             for table in [
                 "challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes",
@@ -143,18 +139,32 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
                 removed += try await db.run("DELETE FROM \(sql: SQLFragment(text: table)) WHERE expires_at <= \(now) RETURNING 1")
             }
             removed += try await db.run("DELETE FROM signing_keys WHERE retires_at <= \(now) RETURNING 1")
-            // Delivered webhook deliveries, once past their retention (webhook_deliveries_due
-            // serves the range); the undelivered wait however long their endpoint is down.
-            removed += try await db.run(
-                "DELETE FROM webhook_deliveries WHERE delivered_at <= \(now.addingTimeInterval(-Self.deliveredWebhookRetention)) RETURNING 1"
-            )
-            // A delivered head passes its mark on in a statement after the one that settles it
-            // (SQLStore+Webhooks): a settle cut off between the two leaves its account's next
-            // delivery unmarked, and so unclaimed. Here it gets its mark back.
-            try await db.execute(Self.markUnmarkedHeads)
             removed += try await Self.sweepConsole(db, now: now)
             return removed
         }
+        return removed + (try await sweepDeliveredWebhooks(now: now))
+    }
+
+    /// Deletes webhook deliveries delivered more than ``deliveredWebhookRetention`` ago
+    /// (webhook_deliveries_due serves the range), `batchSize` rows per statement and
+    /// transaction, at most `batches` statements; returns how many went. The undelivered wait
+    /// however long their endpoint is down.
+    func sweepDeliveredWebhooks(
+        now: Date, batchSize: Int = deliveredWebhookSweepBatch, batches: Int = deliveredWebhookSweepBatches
+    ) async throws -> Int {
+        let cutoff = now.addingTimeInterval(-Self.deliveredWebhookRetention)
+        var removed = 0
+        for _ in 0..<batches {
+            let batch = try await writer.run(
+                """
+                DELETE FROM webhook_deliveries WHERE (event_id, endpoint_id) IN (
+                    SELECT event_id, endpoint_id FROM webhook_deliveries WHERE delivered_at <= \(cutoff) LIMIT \(batchSize))
+                RETURNING 1
+                """)
+            removed += batch
+            if batch < batchSize { break }
+        }
+        return removed
     }
 
     // MARK: Audit

@@ -141,25 +141,149 @@ struct WebhookClaimRaceTests {
         #expect(try await store.auditEvents(accountID: nil, limit: 10).count == 3)
     }
 
-    /// A settle cut off after it marked its delivery delivered, before it passed the head's mark
-    /// on: the sweep marks the account's next delivery, which is then claimed.
+    /// The settle of the release before migration 14, word for word (1c4a1c5): one UPDATE that
+    /// knows nothing of heads. During a rolling upgrade old instances settle with it.
+    static func previousReleaseSettle(_ store: SQLStore, eventID: Int64, endpointID: UUID, deliveredAt: Date?) async throws {
+        let status: Int? = deliveredAt == nil ? 503 : 204
+        let error: String? = deliveredAt == nil ? "down" : nil
+        let latencyMs: Int? = 12
+        let retryAt = t0.addingTimeInterval(5)
+        try await store.writer.run(
+            """
+            UPDATE webhook_deliveries
+            SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
+                latency_ms = \(latencyMs), next_attempt_at = \(retryAt), lease_until = NULL
+            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID)
+            """)
+    }
+
+    /// A delivery settled by the previous release's UPDATE (a rolling upgrade) passes its head
+    /// on all the same: the schema's trigger does it within that UPDATE, so the account's next
+    /// delivery is claimed at once, for an account and for the account-less group alike. A
+    /// failed settle of that release keeps the head where it is.
     @Test(arguments: TestDatabase.kinds)
-    func theSweepMarksAHeadASettleLeftUnmarked(_ kind: TestDatabase.Kind) async throws {
+    func aPreviousReleasesSettlePassesTheHeadOn(_ kind: TestDatabase.Kind) async throws {
         let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
         defer { (store as? PostgresStore)?.close() }
         let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
         try await store.addWebhookEndpoint(endpoint)
         for account in [UUID(), nil] {
-            for _ in 0..<2 { try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account)) }
+            for _ in 0..<3 { try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account)) }
         }
-        // Events 1 and 3 delivered as a settle's first statement leaves them.
-        try await store.writer.run(
-            "UPDATE webhook_deliveries SET delivered_at = \(Self.t0), head = \(false) WHERE event_id = \(Int64(1)) OR event_id = \(Int64(3))"
-        )
-        #expect(try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0, limit: 10).isEmpty)
-        _ = try await store.sweepExpired(now: Self.t0)
+        // Events 1…3 of an account, 4…6 of none.
+        let first = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+        #expect(first.map(\.0.eventID).sorted() == [1, 4])
+        for eventID: Int64 in [1, 4] {
+            try await Self.previousReleaseSettle(store, eventID: eventID, endpointID: endpoint.id, deliveredAt: Self.t0)
+        }
+        let second = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+        #expect(second.map(\.0.eventID).sorted() == [2, 5], "\(second.map(\.0.eventID))")
+        // Failed on the old release: still the head, due again after its back-off, then delivered.
+        for eventID: Int64 in [2, 5] {
+            try await Self.previousReleaseSettle(store, eventID: eventID, endpointID: endpoint.id, deliveredAt: nil)
+        }
+        let later = Self.t0.addingTimeInterval(5)
+        let retried = try await store.claimWebhookDeliveries(now: later, leaseUntil: later.addingTimeInterval(60), limit: 10)
+        #expect(retried.map(\.0.eventID).sorted() == [2, 5], "\(retried.map(\.0.eventID))")
+        for eventID: Int64 in [2, 5] {
+            try await Self.previousReleaseSettle(store, eventID: eventID, endpointID: endpoint.id, deliveredAt: later)
+        }
+        let third = try await store.claimWebhookDeliveries(now: later, leaseUntil: later.addingTimeInterval(60), limit: 10)
+        #expect(third.map(\.0.eventID).sorted() == [3, 6], "\(third.map(\.0.eventID))")
+        // A delivered row keeps no mark.
+        let marked = try await store.reader.rows("SELECT event_id FROM webhook_deliveries WHERE head ORDER BY event_id").map {
+            try $0.integer("event_id")
+        }
+        #expect(marked == [3, 6], "\(marked)")
+    }
+
+    /// A delivered row that still carries the mark (as the previous release's settle left its
+    /// heads before the trigger passed them on) is never a claim's candidate: ten of them, due
+    /// before the one undelivered head, do not fill a claim of one.
+    @Test(arguments: TestDatabase.kinds)
+    func aDeliveredHeadIsNeverACandidate(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        defer { (store as? PostgresStore)?.close() }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        for _ in 0..<10 { try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: UUID())) }
+        try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0)")
+        try await store.writer.run("UPDATE webhook_deliveries SET head = \(true)")
+        let waiting = Self.t0.addingTimeInterval(1)
+        try await store.appendAudit(AuditEvent(time: waiting, kind: "sign_in", accountID: UUID()))
+        let later = Self.t0.addingTimeInterval(2)
+        let claimed = try await store.claimWebhookDeliveries(now: later, leaseUntil: later.addingTimeInterval(60), limit: 1)
+        #expect(claimed.map(\.0.eventID) == [11], "\(claimed.map(\.0.eventID))")
+    }
+
+    /// A settle that failed, arriving after another instance delivered the same delivery (its
+    /// lease ran out meanwhile), does not take the delivery back: it stays delivered, is not
+    /// claimed again, and its account's next delivery keeps the mark.
+    @Test(arguments: TestDatabase.kinds)
+    func aLateFailedSettleDoesNotUndoADelivery(_ kind: TestDatabase.Kind) async throws {
+        let stores = try await Self.instances(kind)
+        defer { for store in stores { (store as? PostgresStore)?.close() } }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await stores[0].addWebhookEndpoint(endpoint)
+        let account = UUID()
+        for _ in 0..<2 { try await stores[0].appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account)) }
+        let claimed = try await stores[0].claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+        let delivery = try #require(claimed.first?.0)
+        #expect(claimed.count == 1)
+        try await stores[1].settleWebhookDelivery(
+            eventID: delivery.eventID, endpointID: endpoint.id, deliveredAt: Self.t0, status: 204, error: nil, retryAt: Self.t0)
+        try await stores[2].settleWebhookDelivery(
+            eventID: delivery.eventID, endpointID: endpoint.id, deliveredAt: nil, status: nil, error: "timed out",
+            retryAt: Self.t0.addingTimeInterval(5))
+        let rows = try await stores[3].webhookDeliveries(endpointID: endpoint.id, limit: 10)
+        let settled = try #require(rows.first { $0.eventID == delivery.eventID })
+        #expect(settled.deliveredAt == Self.t0 && settled.lastStatus == 204 && settled.attempts == 1, "\(settled)")
+        let later = Self.t0.addingTimeInterval(10)
+        let next = try await stores[3].claimWebhookDeliveries(now: later, leaseUntil: later.addingTimeInterval(60), limit: 10)
+        #expect(next.map(\.0.eventID) == [delivery.eventID + 1], "\(next.map(\.0.eventID))")
+    }
+
+    /// The sweep deletes delivered rows in bounded batches, each its own statement: 250 past
+    /// their retention, batches of 100, at most two a sweep: 200 go, then the other 50; the
+    /// undelivered and the recently delivered stay.
+    @Test(arguments: TestDatabase.kinds)
+    func deliveredDeliveriesAreSweptInBatches(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        defer { (store as? PostgresStore)?.close() }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        try await store.transaction { db in
+            for _ in 0..<260 { try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_in", accountID: UUID()))) }
+        }
+        let old = Self.t0.addingTimeInterval(-SQLStore.deliveredWebhookRetention - 60)
+        try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(old) WHERE event_id <= \(Int64(250))")
+        try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0) WHERE event_id > \(Int64(255))")
+        #expect(try await store.sweepDeliveredWebhooks(now: Self.t0, batchSize: 100, batches: 2) == 200)
+        #expect(try await store.sweepDeliveredWebhooks(now: Self.t0, batchSize: 100, batches: 2) == 50)
+        #expect(try await store.sweepDeliveredWebhooks(now: Self.t0, batchSize: 100, batches: 2) == 0)
+        let left = try await store.webhookDeliveries(endpointID: endpoint.id, limit: 100).map(\.eventID).sorted()
+        #expect(left == Array(251...260), "\(left)")
+    }
+
+    /// On PostgreSQL the outbox trigger looks for an account's head with FOR SHARE, not FOR
+    /// UPDATE: account-less audit lines (a failed sign-in of an unknown credential, which anyone
+    /// can cause) all share one head, and one written while another's transaction is still open
+    /// goes through instead of queueing behind it (with FOR UPDATE it waited until the operation
+    /// deadline). Order holds: only the oldest is claimed.
+    @Test(arguments: TestDatabase.kinds.filter { $0 == .postgres })
+    func accountlessAuditLinesDoNotQueueOnTheirHead(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? PostgresStore)
+        defer { store.close() }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await store.addWebhookEndpoint(endpoint)
+        try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
+        try await store.engine.transaction(timeout: nil) { db in
+            try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil)))
+            // Another connection, while this transaction holds its look at the head.
+            try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
+        }
         let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
-        #expect(claimed.map(\.0.eventID).sorted() == [2, 4])
+        #expect(claimed.map(\.0.eventID) == [1], "\(claimed.map(\.0.eventID))")
     }
 
     /// A dead endpoint's backlog is not read by a claim (issue 42, item 21): 3,000 deliveries
