@@ -197,6 +197,42 @@ struct WebhookClaimRaceTests {
         #expect(marked == [3, 6], "\(marked)")
     }
 
+    /// A delivery settling as delivered while a new event of its account is written, released
+    /// together, 40 rounds on two store instances (for an account, and for none): whichever
+    /// commits first, the new delivery ends up its account's head and is claimed next, never
+    /// left unmarked.
+    @Test(arguments: TestDatabase.kinds)
+    func aSettleRacingANewEventOfItsAccountLeavesOneHead(_ kind: TestDatabase.Kind) async throws {
+        let stores = try await Self.instances(kind)
+        defer { for store in stores { (store as? PostgresStore)?.close() } }
+        let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
+        try await stores[0].addWebhookEndpoint(endpoint)
+        for round in 0..<40 {
+            let account: UUID? = round % 2 == 0 ? UUID() : nil
+            try await stores[0].appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account))
+            let claimed = try await stores[0].claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+            let head = try #require(claimed.first?.0)
+            #expect(claimed.count == 1, "round \(round): \(claimed.map(\.0.eventID))")
+            let results = await Race.run(2) { taker in
+                if taker == 0 {
+                    try await stores[1].settleWebhookDelivery(
+                        eventID: head.eventID, endpointID: endpoint.id, deliveredAt: Self.t0, status: 204, error: nil, retryAt: Self.t0)
+                } else {
+                    try await stores[2].appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account))
+                }
+            }
+            #expect(results.allSatisfy { (try? $0.get()) != nil }, "round \(round): \(results)")
+            let next = try await stores[3].claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
+            #expect(next.map(\.0.eventID) == [head.eventID + 1], "round \(round): \(next.map(\.0.eventID))")
+            for (delivery, _) in next {
+                try await stores[0].settleWebhookDelivery(
+                    eventID: delivery.eventID, endpointID: endpoint.id, deliveredAt: Self.t0, status: 204, error: nil, retryAt: Self.t0)
+            }
+        }
+        let marked = try #require(stores[0] as? SQLStore).reader
+        #expect(try await marked.rows("SELECT event_id FROM webhook_deliveries WHERE head AND delivered_at IS NULL").isEmpty)
+    }
+
     /// A delivered row that still carries the mark (as the previous release's settle left its
     /// heads before the trigger passed them on) is never a claim's candidate: ten of them, due
     /// before the one undelivered head, do not fill a claim of one.
