@@ -78,13 +78,18 @@ public enum TestDatabase {
 
     /// A migrated store on a new database of `kind`.
     public static func makeStore(_ kind: Kind) async throws -> any PasskeyStore {
-        let url = try await makeURL(kind)
-        let store: any PasskeyStore
-        switch kind {
-        case .sqlite: store = try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-        case .postgres: store = try PostgresStore(url: url, options: postgresOptions())
-        }
+        let store = try await makeUnmigratedStore(kind)
         try await store.migrate()
         return store
+    }
+
+    /// A store on a new database of `kind` with no migration applied: a migration test takes it
+    /// as far as it needs (`migrate(through:)`), writes what an older version held, and goes on.
+    public static func makeUnmigratedStore(_ kind: Kind) async throws -> SQLStore {
+        let url = try await makeURL(kind)
+        switch kind {
+        case .sqlite: return try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
+        case .postgres: return try PostgresStore(url: url, options: postgresOptions())
+        }
     }
 }

@@ -297,12 +297,7 @@ struct ConsoleStoreTests {
     /// counts not written), and the watermark on its day.
     @Test(arguments: TestDatabase.kinds)
     func migrationThirteenWritesBaselinesAndStartsRollupsOnItsDay(_ kind: TestDatabase.Kind) async throws {
-        let url = try await TestDatabase.makeURL(kind)
-        let store: SQLStore =
-            switch kind {
-            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
-            }
+        let store = try await TestDatabase.makeUnmigratedStore(kind)
         defer { (store as? PostgresStore)?.close() }
         #expect(try await store.migrate(through: 12) == Array(1...12))
         let withPassword = {

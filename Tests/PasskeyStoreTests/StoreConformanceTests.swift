@@ -121,12 +121,7 @@ struct StoreConformanceTests {
     /// index on both stores: what a version-9 database held is all there after it, and works.
     @Test(arguments: TestDatabase.kinds)
     func migrationTenKeepsSessionsAndOpenCeremonies(_ kind: TestDatabase.Kind) async throws {
-        let url = try await TestDatabase.makeURL(kind)
-        let store: SQLStore =
-            switch kind {
-            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
-            }
+        let store = try await TestDatabase.makeUnmigratedStore(kind)
         #expect(try await store.migrate(through: 9) == Array(1...9))
         #expect(try await store.schemaVersion() == 9)
         let ada = Self.account("ada")

@@ -402,12 +402,7 @@ struct WebhookClaimRaceTests {
     /// none too) the oldest undelivered delivery, whatever was delivered before it.
     @Test(arguments: TestDatabase.kinds)
     func migrationFourteenMarksEachAccountsOldestUndeliveredDelivery(_ kind: TestDatabase.Kind) async throws {
-        let url = try await TestDatabase.makeURL(kind)
-        let store: SQLStore =
-            switch kind {
-            case .sqlite: try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-            case .postgres: try PostgresStore(url: url, options: TestDatabase.postgresOptions())
-            }
+        let store = try await TestDatabase.makeUnmigratedStore(kind)
         defer { (store as? PostgresStore)?.close() }
         #expect(try await store.migrate(through: 13) == Array(1...13))
         let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
