@@ -7,7 +7,7 @@ import urllib.request
 
 import jwt
 import pytest
-from selenium.webdriver.support.ui import WebDriverWait
+from test_web import wait
 
 from conftest import Server, authenticator_options, free_port, serve_page
 
@@ -51,7 +51,7 @@ fetch(%(auth)s + '/api/auth/authenticate/options', {method: 'POST', credentials:
 
 
 def out(browser, timeout=30):
-    return WebDriverWait(browser, timeout).until(lambda d: (text := d.find_element("id", "out").text) != "working" and text)
+    return wait(browser, timeout).until(lambda d: (text := d.find_element("id", "out").text) != "working" and text)
 
 
 @pytest.fixture(scope="module")

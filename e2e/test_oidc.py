@@ -17,10 +17,9 @@ warnings.filterwarnings("ignore", message="authlib.jose module is deprecated")
 from authlib.jose import JsonWebKey, jwt  # noqa: E402
 from authlib.oidc.core import CodeIDToken
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import Server, authenticator_options, free_port, serve_page
-from test_web import sign_up, visible
+from test_web import sign_up, visible, wait
 
 
 class App:
@@ -54,7 +53,7 @@ def provider():
 
 
 def wait_for(browser, predicate, timeout=30):
-    return WebDriverWait(browser, timeout).until(lambda d: predicate(d))
+    return wait(browser, timeout).until(lambda d: predicate(d))
 
 
 def test_discovery_says_what_the_server_does(provider):

@@ -2,7 +2,7 @@
 import os
 import pathlib
 
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -13,7 +13,10 @@ SCREENSHOTS = pathlib.Path(os.environ.get("PASSKEYD_SCREENSHOTS", pathlib.Path(_
 
 
 def wait(driver, seconds=15):
-    return WebDriverWait(driver, seconds)
+    """Polls until a condition holds. An element that a page re-rendered between finding it and
+    reading it (stale) is looked for again, as a missing one is: a CI run failed on a table the
+    console drew anew as the wait read its text."""
+    return WebDriverWait(driver, seconds, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
 
 
 def visible(driver, element_id):
