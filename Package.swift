@@ -67,6 +67,10 @@ let package = Package(
         // only. The gRPC exporter's trait is left out (it would build gRPC for nothing).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Settings: each settings struct reads itself from a ConfigReader (`init(reader:)`).
+        // passkeyd's own providers read the environment and the file (see SettingsProviders.swift),
+        // so the JSON trait (Foundation's parser behind JSONSnapshot) is not needed.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         // `swift package generate-documentation`: the DocC catalogs of WebAuthn and PasskeyClient.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
@@ -131,6 +135,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
         // The Hummingbird 2 edge: routes, middleware, request and response shapes, the one
@@ -149,6 +154,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             // The API document, edited by hand, compiled into the binary.
             resources: [.embedInCode("Resources/openapi.json")]
@@ -207,6 +213,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
         // Everything that runs the built executables (`passkeyd`, `passkey`) as processes.

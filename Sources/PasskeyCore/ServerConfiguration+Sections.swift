@@ -1,7 +1,7 @@
 import Foundation
 import WebAuthn
 
-/// The sections of ``ServerConfiguration``: abuse limits, extensions, connections and tokens.
+/// The sections of ``ServerConfiguration``: abuse limits, extensions and tokens.
 extension ServerConfiguration {
     /// Abuse limits (docs/security.md), in fixed windows. Over a limit: 429 with Retry-After.
     ///
@@ -77,30 +77,6 @@ extension ServerConfiguration {
             self.credentialProtectionRequiredFor = credentialProtectionRequiredFor
             self.minPinLength = minPinLength
             self.largeBlobMaxBytes = largeBlobMaxBytes
-        }
-    }
-
-    /// Connection limits of the HTTP listener (docs/security.md).
-    public struct Connections: Sendable, Hashable, Codable {
-        /// Connections open at once, in all.
-        public var maxConnections: Int
-        /// Connections open at once from one address (trusted proxies are exempt).
-        public var maxConnectionsPerAddress: Int
-        /// A request's head must arrive within this many seconds of the connection opening.
-        public var headerTimeoutSeconds: Int
-        /// A request's body must arrive within this many seconds of its head.
-        public var bodyTimeoutSeconds: Int
-        /// A kept-alive connection with no request in progress is closed after this many seconds.
-        public var idleTimeoutSeconds: Int
-        public init(
-            maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 64, headerTimeoutSeconds: Int = 10,
-            bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60
-        ) {
-            self.maxConnections = maxConnections
-            self.maxConnectionsPerAddress = maxConnectionsPerAddress
-            self.headerTimeoutSeconds = headerTimeoutSeconds
-            self.bodyTimeoutSeconds = bodyTimeoutSeconds
-            self.idleTimeoutSeconds = idleTimeoutSeconds
         }
     }
 

@@ -2,8 +2,11 @@ import Foundation
 import WebAuthn
 import X509
 
-/// Everything `passkeyd serve` needs, validated. Built by the executable from `passkeyd.json`
-/// and the environment; libraries never read either.
+/// The domain's settings: the relying party, its policies, limits, tokens, webhooks and the
+/// console. Read from `passkeyd.json` and `PASSKEYD_*` variables with ``init(reader:defaultOrigin:readFile:)``
+/// (every range checked there); a configuration built in code is taken as given, apart from the
+/// formats ``relyingParty()`` checks. The HTTP edge's own settings (cookies, body size,
+/// connections, CORS, files, metrics access, proxies) are PasskeyServer's `EdgeConfiguration`.
 public struct ServerConfiguration: Sendable {
     /// An Android app allowed to use the relying party: its package name and the SHA-256
     /// fingerprints of its signing certificates, in the `AA:BB:…` form `keytool -list -v` prints.
@@ -14,11 +17,6 @@ public struct ServerConfiguration: Sendable {
             self.packageName = packageName
             self.sha256CertFingerprints = sha256CertFingerprints
         }
-    }
-
-    public enum SameSite: String, Sendable, Codable {
-        case lax = "Lax"
-        case strict = "Strict"
     }
 
     /// A webhook endpoint named in the configuration file (others are added with
@@ -34,12 +32,17 @@ public struct ServerConfiguration: Sendable {
             self.secret = secret
             self.events = events
         }
+
+        /// `events` may be left out: every kind.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            url = try container.decode(String.self, forKey: .url)
+            secret = try container.decode(String.self, forKey: .secret)
+            events = try container.decodeIfPresent([String].self, forKey: .events) ?? ["*"]
+        }
     }
 
     public var tokens = Tokens()
-    /// Origins of single-page apps allowed to call the API from the browser (CORS, with
-    /// credentials). Never `*`.
-    public var corsOrigins: [String] = []
     public var webhooks: [Webhook] = []
     /// Lets webhooks reach loopback, private, link-local and other inside addresses, and use plain
     /// `http` (`webhookAllowPrivateAddresses`, `PASSKEYD_WEBHOOK_ALLOW_PRIVATE=1`): for local
@@ -58,10 +61,6 @@ public struct ServerConfiguration: Sendable {
 
     /// `iss` of access tokens.
     public var issuer: String { tokens.issuer ?? webOrigins.first ?? "http://localhost:8080" }
-
-    /// Origins whose browser requests may change state or sign in: the web origins, related
-    /// origins and CORS origins.
-    public var allowedRequestOrigins: Set<String> { Set(webOrigins + relatedOrigins + corsOrigins) }
 
     public var rpID: String
     public var rpName: String
@@ -98,31 +97,12 @@ public struct ServerConfiguration: Sendable {
     public var signCountPolicy: SignCountPolicy
     public var challengeLifetime: Duration
     public var sessionLifetime: Duration
-    public var cookieName: String
-    public var cookieSecure: Bool
-    public var cookieSameSite: SameSite
-    /// Largest request body accepted, in bytes.
-    public var maxBodySize: Int
     /// Most ceremonies open at once; past it, new options requests get 503 until some expire.
     public var maxOpenChallenges: Int
     /// `/.well-known/passkey-endpoints`: where people enroll and manage passkeys.
     public var enrollURL: String?
     public var manageURL: String?
-    /// Folder of the web UI, served at `/` (nil: no UI).
-    public var publicDirectory: String?
-    /// Serve `/signup`, `/makeCredential`, `/authenticate` for apps written against the
-    /// reference Vapor passkey server (see docs/ios.md, docs/android.md).
-    public var compatibilityRoutes: Bool
     public var rateLimits: RateLimits
-    /// Addresses of reverse proxies whose `X-Forwarded-For` is believed (the client address for
-    /// rate limits and the audit log). Empty: the TCP peer is the client.
-    public var trustedProxies: [String]
-    /// When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`.
-    public var metricsToken: String?
-    /// Serve `/metrics` to anyone (behind a proxy that keeps it internal). Without this or a
-    /// token, `/metrics` answers 404: closed by default.
-    public var metricsPublic: Bool
-    public var connections: Connections
     /// Adding a passkey, removing the last-but-one way in, new recovery codes and a password
     /// change need a sign-in at most this long ago (else 403 `reauthentication_required`).
     public var reauthenticationWindow: Duration
@@ -173,9 +153,6 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
-    /// The console session cookie's name: `__Host-passkeyd_admin` when cookies are `Secure`.
-    public var consoleCookieName: String { cookieSecure ? "__Host-passkeyd_admin" : "passkeyd_admin" }
-
     /// The scrypt parameters of new password hashes.
     package var passwordScrypt: PasswordHash.Scrypt.Parameters { .init(logN: passwordScryptCost) }
 
@@ -185,11 +162,8 @@ public struct ServerConfiguration: Sendable {
         userVerification: UserVerificationRequirement = .required, attestation: AttestationConveyancePreference = .none,
         attestationPolicy: AttestationPolicy = AttestationPolicy(), signCountPolicy: SignCountPolicy = .reject,
         challengeLifetime: Duration = .seconds(300), sessionLifetime: Duration = .seconds(14 * 24 * 3600),
-        cookieName: String = "passkeyd_session", cookieSecure: Bool? = nil, cookieSameSite: SameSite = .lax,
-        maxBodySize: Int = 64 * 1024, maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
-        publicDirectory: String? = nil, compatibilityRoutes: Bool = true, rateLimits: RateLimits = RateLimits(),
-        trustedProxies: [String] = [], metricsToken: String? = nil, metricsPublic: Bool = false,
-        connections: Connections = Connections(), reauthenticationWindow: Duration = .seconds(300),
+        maxOpenChallenges: Int = 100_000, enrollURL: String? = nil, manageURL: String? = nil,
+        rateLimits: RateLimits = RateLimits(), reauthenticationWindow: Duration = .seconds(300),
         passwordHashConcurrency: Int? = nil, hints: [String] = [], passwordScryptCost: Int = 17
     ) {
         self.passwordScryptCost = passwordScryptCost
@@ -205,21 +179,10 @@ public struct ServerConfiguration: Sendable {
         self.signCountPolicy = signCountPolicy
         self.challengeLifetime = challengeLifetime
         self.sessionLifetime = sessionLifetime
-        self.cookieName = cookieName
-        // Secure cookies unless every web origin is plain-http development.
-        self.cookieSecure = cookieSecure ?? !webOrigins.allSatisfy { $0.hasPrefix("http://") }
-        self.cookieSameSite = cookieSameSite
-        self.maxBodySize = maxBodySize
         self.maxOpenChallenges = maxOpenChallenges
         self.enrollURL = enrollURL
         self.manageURL = manageURL
-        self.publicDirectory = publicDirectory
-        self.compatibilityRoutes = compatibilityRoutes
         self.rateLimits = rateLimits
-        self.trustedProxies = trustedProxies
-        self.metricsToken = metricsToken
-        self.metricsPublic = metricsPublic
-        self.connections = connections
         self.reauthenticationWindow = reauthenticationWindow
         self.passwordHashConcurrency = passwordHashConcurrency ?? max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
         self.hints = hints
@@ -238,10 +201,6 @@ public struct ServerConfiguration: Sendable {
 
     /// The hint values of WebAuthn Level 3 §5.8.7.
     public static let knownHints: Set<String> = ["security-key", "client-device", "hybrid"]
-
-    /// The session cookie's name: `__Host-<cookieName>` when cookies are `Secure` (the browser
-    /// then refuses it unless it is Secure, host-only and for `/`), else `cookieName`.
-    public var sessionCookieName: String { cookieSecure ? "__Host-" + cookieName : cookieName }
 
     /// `android:apk-key-hash:<base64url SHA-256>` for every configured fingerprint.
     public func androidOrigins() throws(ConfigurationError) -> [String] {
@@ -287,27 +246,8 @@ public struct ServerConfiguration: Sendable {
             throw ConfigurationError(
                 setting: "androidApps", problem: "each app needs a packageName and at least one sha256CertFingerprints entry")
         }
-        guard sessionLifetime >= .seconds(60) else {
-            throw ConfigurationError(setting: "sessionLifetime", problem: "must be at least 60 seconds")
-        }
-        guard maxBodySize >= 4096, maxBodySize <= 16 * 1024 * 1024 else {
-            throw ConfigurationError(setting: "maxBodySize", problem: "must be between 4096 and 16777216 bytes")
-        }
-        guard (30...3600).contains(tokens.lifetimeSeconds) else {
-            throw ConfigurationError(setting: "tokens.lifetimeSeconds", problem: "must be 30...3600")
-        }
         guard ["ES256", "EdDSA", "RS256"].contains(tokens.algorithm) else {
             throw ConfigurationError(setting: "tokens.algorithm", problem: "must be ES256, EdDSA or RS256")
-        }
-        guard (0...86_400).contains(tokens.publishSeconds), (60...86_400).contains(tokens.registrationTokenSeconds) else {
-            throw ConfigurationError(setting: "tokens", problem: "publishSeconds must be 0...86400, registrationTokenSeconds 60...86400")
-        }
-        for origin in corsOrigins where !Self.isOrigin(origin) {
-            throw ConfigurationError(
-                setting: "corsOrigins",
-                problem:
-                    "\"\(origin)\" is not a serialized origin (http(s)://host[:port] in lowercase, as a browser sends it: no wildcard, path, user info, query, fragment or default port; never * or null)"
-            )
         }
         for hook in webhooks {
             do {
@@ -319,43 +259,9 @@ public struct ServerConfiguration: Sendable {
                 throw ConfigurationError(setting: "webhooks", problem: "the secret of \(hook.url) must have at least 24 bytes")
             }
         }
-        guard apiKeyRequestsPerWindow >= 1 else {
-            throw ConfigurationError(setting: "apiKeyRequestsPerWindow", problem: "must be at least 1")
-        }
-        guard (10...20).contains(passwordScryptCost) else {
-            throw ConfigurationError(setting: "passwordScryptCost", problem: "must be 10...20")
-        }
-        guard (1...65_536).contains(extensions.largeBlobMaxBytes) else {
-            throw ConfigurationError(setting: "extensions.largeBlobMaxBytes", problem: "must be 1...65536")
-        }
-        guard rateLimits.windowSeconds >= 1, rateLimits.perIP >= 1, rateLimits.perAccount >= 1, rateLimits.perAccountTotal >= 1,
-            rateLimits.slowdownSeconds >= 0, rateLimits.slowdownSeconds <= 60, rateLimits.maxKeys >= 1000,
-            rateLimits.perIP <= 100_000_000
-        else {
-            throw ConfigurationError(
-                setting: "rateLimits",
-                problem:
-                    "windowSeconds, perIP, perAccount and perAccountTotal must be at least 1 (perIP at most 100000000), slowdownSeconds 0...60, maxKeys at least 1000"
-            )
-        }
-
-        guard connections.maxConnections >= 1, connections.maxConnectionsPerAddress >= 1, connections.headerTimeoutSeconds >= 1,
-            connections.bodyTimeoutSeconds >= 1, connections.idleTimeoutSeconds >= 1
-        else {
-            throw ConfigurationError(setting: "connections", problem: "every limit and timeout must be at least 1")
-        }
-        guard reauthenticationWindow >= .seconds(10) else {
-            throw ConfigurationError(setting: "reauthenticationSeconds", problem: "must be at least 10 seconds")
-        }
         if let hint = hints.first(where: { !Self.knownHints.contains($0) }) ?? (Set(hints).count == hints.count ? nil : "a repeated hint") {
             throw ConfigurationError(
                 setting: "hints", problem: "\"\(hint)\" is not security-key, client-device or hybrid (each at most once)")
-        }
-        guard (1...64).contains(passwordHashConcurrency) else {
-            throw ConfigurationError(setting: "passwordHashConcurrency", problem: "must be 1...64")
-        }
-        guard !cookieName.isEmpty, cookieName.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
-            throw ConfigurationError(setting: "cookieName", problem: "must be letters, digits, _ or -")
         }
         let origins = webOrigins + relatedOrigins.filter { !webOrigins.contains($0) } + (try androidOrigins())
         do {

@@ -21,7 +21,7 @@ struct APIKeyMiddleware: RouterMiddleware {
     let scope: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let client = context.client(request, trustedProxies: service.configuration.trustedProxies)
+        let client = context.client
         guard let key = try await Self.key(request, service: service) else {
             try await service.limitFailedAPIKey(client)
             throw PasskeyServiceError.invalidAPIKey

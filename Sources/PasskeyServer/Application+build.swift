@@ -13,21 +13,20 @@ import ServiceLifecycle
 public enum PasskeyServer {
     /// Builds the HTTP application for `service`, listening on `host:port`.
     /// - Parameters:
+    ///   - edge: the HTTP edge's settings (cookies, limits, CORS, files, metrics, proxies).
     ///   - services: run in the application's service group with the server (a database pool).
     ///   - beforeServerStarts: runs once those are up and before the server listens (migrations).
     ///   - onServerRunning: runs once the server listens, with the address it got (port 0 asks
     ///     the system for a free port); an IPv6 host comes in brackets.
     public static func application(
-        service: PasskeyService, host: String = "127.0.0.1", port: Int = 8080, logger: Logger = Logger(label: "passkeyd"),
+        service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration(), host: String = "127.0.0.1", port: Int = 8080,
+        logger: Logger = Logger(label: "passkeyd"),
         services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil,
         onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
     ) -> some ApplicationProtocol {
-        let configuration = service.configuration
-        let limits = ConnectionLimits(
-            configuration: configuration.connections, trustedProxies: configuration.trustedProxies,
-            metrics: service.metrics)
+        let limits = ConnectionLimits(configuration: edge.connections, trustedProxies: edge.trustedProxies, metrics: service.metrics)
         var app = Application(
-            router: router(service: service),
+            router: router(service: service, edge: edge),
             server: HTTPServerBuilder { responder in
                 let http1 = HTTP1Channel(
                     responder: responder, configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)]))
@@ -61,36 +60,37 @@ public enum PasskeyServer {
     }
 
     /// Every route and the middleware around it.
-    public static func router(service: PasskeyService) -> Router<PasskeyRequestContext> {
+    public static func router(service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration()) -> Router<PasskeyRequestContext> {
         let configuration = service.configuration
         let router = Router(context: PasskeyRequestContext.self)
         // Outermost first: a span per request when tracing is on; every answer (errors included)
         // is logged and carries the security headers; then one spelling per path, then no
         // cross-site writes.
         if Spans.enabled { router.add(middleware: TracingMiddleware()) }
+        router.add(middleware: ClientMiddleware(trustedProxies: edge.trustedProxies))
         router.add(middleware: RequestLogMiddleware(metrics: service.metrics))
         router.add(middleware: SecurityHeadersMiddleware())
-        router.add(middleware: CORSMiddleware(origins: Set(configuration.corsOrigins)))
+        router.add(middleware: CORSMiddleware(origins: Set(edge.corsOrigins)))
         router.add(middleware: ErrorMiddleware(metrics: service.metrics))
         router.add(middleware: CanonicalPathMiddleware())
-        router.add(middleware: OriginCheckMiddleware(allowed: configuration.allowedRequestOrigins))
-        if let directory = configuration.publicDirectory {
+        router.add(middleware: OriginCheckMiddleware(allowed: edge.allowedRequestOrigins(configuration)))
+        if let directory = edge.publicDirectory {
             router.add(middleware: WholeFilesMiddleware())
             router.add(middleware: FileMiddleware(directory, searchForIndexHtml: true))
         }
 
-        router.addRoutes(NativeAPI(service: service).routes, atPath: "/api/auth")
-        if configuration.compatibilityRoutes {
-            router.addRoutes(CompatibilityAPI(service: service).routes)
+        router.addRoutes(NativeAPI(service: service, edge: edge).routes, atPath: "/api/auth")
+        if edge.compatibilityRoutes {
+            router.addRoutes(CompatibilityAPI(service: service, edge: edge).routes)
         }
-        router.addRoutes(ServerAPI(service: service).routes, atPath: "/api/admin")
+        router.addRoutes(ServerAPI(service: service, edge: edge).routes, atPath: "/api/admin")
         if configuration.console.enabled {
-            router.addRoutes(ConsoleAPI(service: service).routes, atPath: "/admin/api")
+            router.addRoutes(ConsoleAPI(service: service, edge: edge).routes, atPath: "/admin/api")
         }
-        router.addRoutes(OpenIDProvider(service: service).routes)
+        router.addRoutes(OpenIDProvider(service: service, edge: edge).routes)
         router.group("api/auth/introspect").add(middleware: APIKeyMiddleware(service: service, scope: "introspect"))
             .post { request, _ in
-                try HTTP.json(try await service.introspect(try await introspectionToken(request, limit: configuration.maxBodySize)))
+                try HTTP.json(try await service.introspect(try await introspectionToken(request, limit: edge.maxBodySize)))
             }
         router.get(".well-known/jwks.json") { _, _ in
             var headers = HTTPFields()
@@ -109,8 +109,8 @@ public enum PasskeyServer {
             return "ready\n" + (service.metadataWarning.map { $0 + "\n" } ?? "")
         }
         // Closed unless the operator opens it (a token, or metricsPublic behind a proxy).
-        if configuration.metricsToken != nil || configuration.metricsPublic {
-            router.get("metrics") { request, _ in try await metrics(request, service: service) }
+        if edge.metricsToken != nil || edge.metricsPublic {
+            router.get("metrics") { request, _ in try await metrics(request, token: edge.metricsToken, service: service) }
         }
         return router
     }
@@ -132,8 +132,8 @@ public enum PasskeyServer {
     }
 
     /// Prometheus text exposition; behind a bearer token when `metricsToken` is set.
-    static func metrics(_ request: Request, service: PasskeyService) async throws -> Response {
-        if let token = service.configuration.metricsToken {
+    static func metrics(_ request: Request, token: String?, service: PasskeyService) async throws -> Response {
+        if let token {
             // Digests compare in constant time.
             let supplied = SHA256.hash(data: Array((request.headers[.authorization] ?? "").utf8))
             guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.metricsUnauthorized }

@@ -27,7 +27,7 @@ enum AtobForm {
     /// another Level 3 client took over in that browser, and need base64url again) or on
     /// sign-out.
     static func mark(
-        _ headers: inout HTTPFields, _ request: Request, decodesWithAtob: Bool, _ configuration: ServerConfiguration, maxAge: Int
+        _ headers: inout HTTPFields, _ request: Request, decodesWithAtob: Bool, _ configuration: EdgeConfiguration, maxAge: Int
     ) {
         if decodesWithAtob {
             headers.append(cookie(configuration, value: "1", maxAge: maxAge))
@@ -37,7 +37,7 @@ enum AtobForm {
     }
 
     /// `Set-Cookie` for the marker: HttpOnly, for the API only, as long as a session.
-    static func cookie(_ configuration: ServerConfiguration, value: String, maxAge: Int) -> HTTPField {
+    static func cookie(_ configuration: EdgeConfiguration, value: String, maxAge: Int) -> HTTPField {
         var cookie =
             "\(cookieName)=\(value); Path=/api/auth; Max-Age=\(maxAge); HttpOnly; SameSite=\(configuration.cookieSameSite.rawValue)"
         if configuration.cookieSecure { cookie += "; Secure" }

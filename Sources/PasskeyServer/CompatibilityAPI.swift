@@ -29,10 +29,11 @@ import WebAuthn
 struct CompatibilityAPI: Sendable {
     static let api = PasskeyService.Profile.compatibilityAPI
     let service: PasskeyService
+    let edge: EdgeConfiguration
 
     /// The routes (added at `/`).
     var routes: RouteCollection<PasskeyRequestContext> {
-        let allowedOrigins = service.configuration.allowedRequestOrigins
+        let allowedOrigins = edge.allowedRequestOrigins(service.configuration)
         let collection = RouteCollection(context: PasskeyRequestContext.self)
         // No cross-site browser request reaches them (a page's `<img src="/signup?…">` would
         // spend its visitors' rate limit and write ceremonies), checked before anything counts.
@@ -100,9 +101,9 @@ struct CompatibilityAPI: Sendable {
         guard let text = request.uri.queryParameters.get("userId"), let accountID = UUID(uuidString: String(text)) else {
             throw PasskeyServiceError.invalid(.invalidUserID, "userId must be the UUID /signup returned.")
         }
-        let credential = try await request.decode(RegisterVerifyBody.self, limit: service.configuration.maxBodySize).credential
+        let credential = try await request.decode(RegisterVerifyBody.self, limit: edge.maxBodySize).credential
         _ = try await service.finishRegistration(
-            credential, name: nil, signedIn: nil, client: context.client(request, trustedProxies: service.configuration.trustedProxies),
+            credential, name: nil, signedIn: nil, client: context.client,
             profile: Self.profile(accountID: accountID))
         return try HTTP.json([String: String]())
     }
@@ -134,11 +135,11 @@ struct CompatibilityAPI: Sendable {
     }
 
     func authenticate(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let credential = try await request.decode(AuthenticateVerifyBody.self, limit: service.configuration.maxBodySize).credential
+        let credential = try await request.decode(AuthenticateVerifyBody.self, limit: edge.maxBodySize).credential
         // The ceremony is bound to the account `GET /authenticate?username=` named; the name in
         // this URL is informational (the reference apps repeat it).
         let result = try await service.finishAuthentication(
-            credential, client: context.client(request, trustedProxies: service.configuration.trustedProxies), profile: Self.profile())
+            credential, client: context.client, profile: Self.profile())
         return try HTTP.json(SignedIn(token: result.token, expiresAt: result.session.expiresAt))
     }
 }

@@ -7,12 +7,12 @@ import Synchronization
 /// `maxConnectionsPerAddress` from one address (trusted proxies exempt: every client behind
 /// them shares their address).
 final class ConnectionLimits: Sendable {
-    let configuration: ServerConfiguration.Connections
+    let configuration: EdgeConfiguration.Connections
     let trustedProxies: Set<String>
     let metrics: ServerMetrics
     private let counts = Mutex<(total: Int, perAddress: [String: Int])>((0, [:]))
 
-    init(configuration: ServerConfiguration.Connections, trustedProxies: [String], metrics: ServerMetrics) {
+    init(configuration: EdgeConfiguration.Connections, trustedProxies: [String], metrics: ServerMetrics) {
         self.configuration = configuration
         self.trustedProxies = Set(trustedProxies)
         self.metrics = metrics

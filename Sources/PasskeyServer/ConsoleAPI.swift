@@ -13,16 +13,18 @@ import WebAuthn
 /// passkey verification within the step-up window.
 struct ConsoleAPI: Sendable {
     let service: PasskeyService
+    let edge: EdgeConfiguration
     let console: ConsoleService
-    var limit: Int { service.configuration.maxBodySize }
+    var limit: Int { edge.maxBodySize }
 
-    init(service: PasskeyService) {
+    init(service: PasskeyService, edge: EdgeConfiguration) {
         self.service = service
+        self.edge = edge
         console = ConsoleService(service: service)
     }
 
     var routes: RouteCollection<PasskeyRequestContext> {
-        let origins = service.configuration.allowedRequestOrigins
+        let origins = edge.allowedRequestOrigins(service.configuration)
         let api = RouteCollection(context: PasskeyRequestContext.self)
 
         // Signing in and the bootstrap: no session yet; counted per address, same-origin JSON.
@@ -51,7 +53,7 @@ struct ConsoleAPI: Sendable {
 
         // Everything else: a console session first (403 admin_required), then its limits.
         let gated = api.group()
-            .add(middleware: ConsoleSessionMiddleware(console: console, service: service))
+            .add(middleware: ConsoleSessionMiddleware(console: console, service: service, cookieName: edge.consoleCookieName))
             .add(middleware: JSONRequestMiddleware())
         gated.get("session") { _, context in
             let session = try session(context)
@@ -233,7 +235,7 @@ struct ConsoleAPI: Sendable {
     // MARK: Helpers
 
     func client(_ request: Request, _ context: PasskeyRequestContext) -> PasskeyService.Client {
-        context.client(request, trustedProxies: service.configuration.trustedProxies)
+        context.client
     }
 
     func session(_ context: PasskeyRequestContext) throws -> ConsoleService.Session {
@@ -242,10 +244,9 @@ struct ConsoleAPI: Sendable {
     }
 
     func cookie(token: String?) -> String {
-        let configuration = service.configuration
-        let maxAge = token == nil ? 0 : Int(configuration.console.sessionLifetime.components.seconds)
-        var cookie = "\(configuration.consoleCookieName)=\(token ?? ""); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
-        if configuration.cookieSecure { cookie += "; Secure" }
+        let maxAge = token == nil ? 0 : Int(service.configuration.console.sessionLifetime.components.seconds)
+        var cookie = "\(edge.consoleCookieName)=\(token ?? ""); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict"
+        if edge.cookieSecure { cookie += "; Secure" }
         return cookie
     }
 
@@ -383,12 +384,14 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
     let console: ConsoleService
     let service: PasskeyService
+    /// The console cookie's name.
+    let cookieName: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let client = context.client(request, trustedProxies: service.configuration.trustedProxies)
+        let client = context.client
         let settings = service.configuration.console
         if let ip = client.ipAddress { try await limit("console-ip:\(ip)", settings.requestsPerWindow) }
-        guard let token = request.cookies[service.configuration.consoleCookieName]?.value, !token.isEmpty,
+        guard let token = request.cookies[cookieName]?.value, !token.isEmpty,
             let session = try await console.session(token: token)
         else { throw PasskeyServiceError.adminRequired }
         try await limit("console-admin:\(session.account.id.uuidString)", settings.requestsPerWindow)

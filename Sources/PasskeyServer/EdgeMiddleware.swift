@@ -171,7 +171,7 @@ struct ClientRateLimitMiddleware: RouterMiddleware {
     let service: PasskeyService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await service.limitClient(context.client(request, trustedProxies: service.configuration.trustedProxies))
+        try await service.limitClient(context.client)
         return try await next(request, context)
     }
 }

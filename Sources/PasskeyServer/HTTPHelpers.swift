@@ -69,7 +69,7 @@ enum HTTP {
 
     /// `Set-Cookie` for a session (or its removal): HttpOnly, SameSite, for `/`, host-only; on
     /// https origins also Secure with the `__Host-` name prefix.
-    static func sessionCookie(_ configuration: ServerConfiguration, token: String?, maxAge: Int) -> String {
+    static func sessionCookie(_ configuration: EdgeConfiguration, token: String?, maxAge: Int) -> String {
         var cookie =
             "\(configuration.sessionCookieName)=\(token ?? ""); Path=/; Max-Age=\(token == nil ? 0 : maxAge); HttpOnly; "
             + "SameSite=\(configuration.cookieSameSite.rawValue)"

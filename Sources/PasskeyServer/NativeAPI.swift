@@ -9,20 +9,22 @@ import WebAuthn
 /// apps use it as is.
 struct NativeAPI: Sendable {
     let service: PasskeyService
+    let edge: EdgeConfiguration
     let sessions: SessionResolver
 
-    init(service: PasskeyService) {
+    init(service: PasskeyService, edge: EdgeConfiguration) {
         self.service = service
-        sessions = SessionResolver(service: service)
+        self.edge = edge
+        sessions = SessionResolver(service: service, edge: edge)
     }
 
-    var limit: Int { service.configuration.maxBodySize }
+    var limit: Int { edge.maxBodySize }
     var sessionMaxAge: Int { Int(service.configuration.sessionLifetime.components.seconds) }
 
     /// The routes (added at `/api/auth`), by what guards them. Limits, content-type and session
     /// checks are attached to route groups, so every request that reaches a handler passed them.
     var routes: RouteCollection<PasskeyRequestContext> {
-        let allowedOrigins = service.configuration.allowedRequestOrigins
+        let allowedOrigins = edge.allowedRequestOrigins(service.configuration)
         let api = RouteCollection(context: PasskeyRequestContext.self)
 
         // Ceremonies: no cross-site browser requests (checked before anything is counted),
@@ -92,14 +94,14 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(PasswordSignInBody.self, limit: limit)
         let result = try await service.passwordSignIn(
             username: body.username, password: body.password,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client)
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "password")
     }
 
     func removePassword(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         try await service.removePassword(
-            try Self.signedIn(context), client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            try Self.signedIn(context), client: context.client)
         return HTTP.noContent()
     }
 
@@ -107,7 +109,7 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(ChangePasswordBody.self, limit: limit)
         try await service.changePassword(
             try Self.signedIn(context), newPassword: body.newPassword,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client)
         return HTTP.noContent()
     }
 
@@ -116,13 +118,13 @@ struct NativeAPI: Sendable {
         return try HTTP.json(
             RecoveryCodesJSON(
                 codes: try await service.newRecoveryCodes(
-                    signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))))
+                    signedIn, client: context.client)))
     }
 
     func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoverySignInBody.self, limit: limit)
         let result = try await service.recoverySignIn(
-            username: body.username, code: body.code, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            username: body.username, code: body.code, client: context.client)
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "recovery_code")
     }
@@ -130,14 +132,14 @@ struct NativeAPI: Sendable {
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoveryLinkBody.self, limit: limit)
         let result = try await service.recoveryLinkSignIn(
-            token: body.token, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            token: body.token, client: context.client)
         try await retirePreviousSession(context)
         return try await signedIn(result, method: "recovery_link")
     }
 
     private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) async throws -> Response {
         var headers = HTTPFields()
-        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)
+        headers[.setCookie] = HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)
         let access = try await service.tokens.mint(account: result.account, session: result.session)
         return try HTTP.json(
             OtherSignInJSON(
@@ -157,7 +159,7 @@ struct NativeAPI: Sendable {
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
             hints: body.hints, registrationToken: body.registrationToken,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies), extensions: body.extensions)
+            client: context.client, extensions: body.extensions)
         // A browser whose client showed it decodes with `window.atob` (see ``AtobForm``) gets the
         // options' binary members in standard base64: its passkeys' IDs, in excludeCredentials,
         // hold `-` and `_` in base64url about half the time, which `atob` refuses.
@@ -171,13 +173,13 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RegisterVerifyBody.self, limit: limit)
         let result = try await service.finishRegistration(
             body.credential, name: body.name, signedIn: context.signedIn,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies), replaces: body.replaces)
+            client: context.client, replaces: body.replaces)
         var headers = HTTPFields()
-        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
+        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, edge, maxAge: sessionMaxAge)
         var access: AccessTokens.Minted?
         if let token = result.token, let session = result.session {
             headers.append(
-                HTTPField(name: .setCookie, value: HTTP.sessionCookie(service.configuration, token: token, maxAge: sessionMaxAge)))
+                HTTPField(name: .setCookie, value: HTTP.sessionCookie(edge, token: token, maxAge: sessionMaxAge)))
             access = try await service.tokens.mint(account: result.account, session: session)
         }
         return try HTTP.json(
@@ -203,7 +205,7 @@ struct NativeAPI: Sendable {
             conditional = body.conditional
         }
         let options = try await service.authenticationOptions(
-            username: username, hints: hints, client: context.client(request, trustedProxies: service.configuration.trustedProxies),
+            username: username, hints: hints, client: context.client,
             extensions: extensions, credentialID: credentialID, conditional: conditional)
         // The GET form is what clients that decode with `window.atob` call (the widely copied
         // guide's `PasskeyWebManager`); Level 3 clients POST. The challenge is alphabet-neutral
@@ -223,12 +225,12 @@ struct NativeAPI: Sendable {
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(AuthenticateVerifyBody.self, limit: limit)
         let result = try await service.finishAuthentication(
-            body.credential, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            body.credential, client: context.client)
         try await retirePreviousSession(context)
         var headers = HTTPFields()
-        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, service.configuration, maxAge: sessionMaxAge)
+        AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, edge, maxAge: sessionMaxAge)
         headers.append(
-            HTTPField(name: .setCookie, value: HTTP.sessionCookie(service.configuration, token: result.token, maxAge: sessionMaxAge)))
+            HTTPField(name: .setCookie, value: HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)))
         let access = try await service.tokens.mint(account: result.account, session: result.session)
         return try HTTP.json(
             SignInJSON(
@@ -247,10 +249,10 @@ struct NativeAPI: Sendable {
 
     func signOut(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let signedIn = try Self.signedIn(context)
-        try await service.signOut(signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+        try await service.signOut(signedIn, client: context.client)
         var headers = HTTPFields()
-        headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
-        AtobForm.mark(&headers, request, decodesWithAtob: false, service.configuration, maxAge: 0)
+        headers[.setCookie] = HTTP.sessionCookie(edge, token: nil, maxAge: 0)
+        AtobForm.mark(&headers, request, decodesWithAtob: false, edge, maxAge: 0)
         return HTTP.noContent(headers: headers)
     }
 
@@ -264,7 +266,7 @@ struct NativeAPI: Sendable {
 
     func revokeOtherSessions(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let count = try await service.revokeOtherSessions(
-            try Self.signedIn(context), client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            try Self.signedIn(context), client: context.client)
         return try HTTP.json(["revoked": count])
     }
 
@@ -274,10 +276,10 @@ struct NativeAPI: Sendable {
             throw PasskeyServiceError.sessionNotFound
         }
         try await service.revokeSession(
-            id: id, signedIn: signedIn, client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            id: id, signedIn: signedIn, client: context.client)
         var headers = HTTPFields()
         if id == signedIn.session.tokenHash {
-            headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
+            headers[.setCookie] = HTTP.sessionCookie(edge, token: nil, maxAge: 0)
         }
         return HTTP.noContent(headers: headers)
     }
@@ -295,7 +297,7 @@ struct NativeAPI: Sendable {
         let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
         let passkey = try await service.renamePasskey(
             try Self.passkeyID(context), to: body.name, signedIn: signedIn,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client)
         return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
     }
 
@@ -304,7 +306,7 @@ struct NativeAPI: Sendable {
         let signedIn = try Self.signedIn(context)
         let passkey = try await service.rotatePRFSalt(
             credentialID: try Self.passkeyID(context), signedIn: signedIn,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client)
         return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
     }
 
@@ -312,7 +314,7 @@ struct NativeAPI: Sendable {
         let signedIn = try Self.signedIn(context)
         try await service.deletePasskey(
             try Self.passkeyID(context), signedIn: signedIn,
-            client: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            client: context.client)
         return HTTP.noContent()
     }
 

@@ -87,14 +87,20 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 }
 
-extension PasskeyRequestContext {
-    /// The client of a request: its address (from `X-Forwarded-For` when the TCP peer is a
-    /// trusted proxy: the right-most address that is not one), User-Agent, and with tracing on
-    /// the `traceparent` of the request's span (what the request's webhook deliveries carry).
-    func client(_ request: Request, trustedProxies: [String]) -> PasskeyService.Client {
-        PasskeyService.Client(
+/// Works out the client of every request once, into `context.client`: its address (from
+/// `X-Forwarded-For` when the TCP peer is a trusted proxy: the right-most address that is not
+/// one), User-Agent, and with tracing on the `traceparent` of the request's span (what the
+/// request's webhook deliveries carry). Added after the tracing middleware, so the span is there.
+struct ClientMiddleware: RouterMiddleware {
+    typealias Context = PasskeyRequestContext
+    let trustedProxies: [String]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.client = PasskeyService.Client(
             ipAddress: PasskeyService.clientAddress(
-                peer: peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: trustedProxies),
+                peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: trustedProxies),
             userAgent: request.headers[.userAgent], traceParent: Spans.currentTraceParent)
+        return try await next(request, context)
     }
 }

@@ -32,7 +32,7 @@ struct OpenIDRateLimitMiddleware: RouterMiddleware {
                 status: .badRequest)
         }
         let limits = service.configuration.rateLimits
-        if limits.enabled, let ip = context.client(request, trustedProxies: service.configuration.trustedProxies).ipAddress,
+        if limits.enabled, let ip = context.client.ipAddress,
             case .limited(let retryAfter) = try await service.limiter.hit(
                 "\(budget.rawValue):\(ip)", limit: limits.perIP, now: service.now())
         {
@@ -69,7 +69,7 @@ struct OpenIDFailureBudget {
     /// Nil when limits are off or the address is unknown.
     init?(_ request: Request, _ context: PasskeyRequestContext, service: PasskeyService) {
         guard service.configuration.rateLimits.enabled,
-            let ip = context.client(request, trustedProxies: service.configuration.trustedProxies).ipAddress
+            let ip = context.client.ipAddress
         else { return nil }
         self.service = service
         key = "\(OpenIDRateLimitMiddleware.Budget.client.rawValue):\(ip)"

@@ -14,7 +14,7 @@ extension OpenIDProvider {
         guard (request.headers[.contentType] ?? "").lowercased().hasPrefix("application/x-www-form-urlencoded") else {
             throw OAuthError(.invalidRequest, "Send the parameters as application/x-www-form-urlencoded.")
         }
-        let buffer = try await request.body.collect(upTo: service.configuration.maxBodySize)
+        let buffer = try await request.body.collect(upTo: edge.maxBodySize)
         let fields = FormFields(String(buffer: buffer))
         if let repeated = fields.repeated { throw OAuthError(.invalidRequest, "\(repeated) is repeated.") }
         return fields.values

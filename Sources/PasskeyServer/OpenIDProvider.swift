@@ -10,13 +10,15 @@ import WebAuthn
 /// or JSON that is never cached.
 struct OpenIDProvider: Sendable {
     let service: PasskeyService
+    let edge: EdgeConfiguration
     let openID: OpenIDService
     let sessions: SessionResolver
 
-    init(service: PasskeyService) {
+    init(service: PasskeyService, edge: EdgeConfiguration) {
         self.service = service
+        self.edge = edge
         openID = OpenIDService(service: service)
-        sessions = SessionResolver(service: service)
+        sessions = SessionResolver(service: service, edge: edge)
     }
 
     // MARK: Routes
@@ -69,7 +71,7 @@ struct OpenIDProvider: Sendable {
         let fields = FormFields(query)
         let outcome = try await openID.authorize(
             fields.values, repeated: fields.repeatedNames, queryBytes: query.utf8.count, signedIn: context.signedIn,
-            from: context.client(request, trustedProxies: service.configuration.trustedProxies))
+            from: context.client)
         switch outcome {
         case .code(let location), .error(_, let location): return Self.redirect(location)
         // The web UI signs the person in and asks consent, then answers the pending request.
@@ -112,7 +114,7 @@ struct OpenIDProvider: Sendable {
 
     /// `POST /oauth2/authorize/requests/{id}` `{approve}`: the signed-in person's answer.
     func decide(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
-        let body = try await request.decode(DecisionBody.self, limit: service.configuration.maxBodySize)
+        let body = try await request.decode(DecisionBody.self, limit: edge.maxBodySize)
         let location = try await openID.decide(
             requestID: context.parameters.get("id") ?? "", approve: body.approve, signedIn: context.signedIn)
         return try HTTP.json(RedirectJSON(redirect: location))
@@ -138,7 +140,7 @@ struct OpenIDProvider: Sendable {
         case .confirm(let page): return HTMLPage.response(page, status: .ok)
         case .signedOut(let redirect):
             var headers = HTTPFields()
-            headers[.setCookie] = HTTP.sessionCookie(service.configuration, token: nil, maxAge: 0)
+            headers[.setCookie] = HTTP.sessionCookie(edge, token: nil, maxAge: 0)
             headers[.cacheControl] = "no-store"
             guard let redirect else {
                 return HTMLPage.response(OpenIDPage("Signed out", "You are signed out."), status: .ok, headers: headers)

@@ -14,6 +14,8 @@ public struct PasskeyRequestContext: RequestContext {
     let channel: any Channel
     /// Whether it was open when the request began (in-process test clients have no live channel).
     let channelWasActive: Bool
+    /// The client: its address, User-Agent and trace, worked out once by ``ClientMiddleware``.
+    public internal(set) var client = PasskeyService.Client()
     /// The session the request carries, when a route resolved it.
     public var signedIn: PasskeyService.SignedIn?
     /// The API key a server route was called with.

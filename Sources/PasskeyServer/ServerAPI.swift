@@ -13,8 +13,9 @@ import WebAuthn
 /// `passkeyd admin` runs.
 struct ServerAPI: Sendable {
     let service: PasskeyService
+    let edge: EdgeConfiguration
     var admin: AdminService { AdminService(store: service.store, now: service.now, webhookPolicy: service.configuration.webhookPolicy) }
-    var limit: Int { service.configuration.maxBodySize }
+    var limit: Int { edge.maxBodySize }
 
     var routes: RouteCollection<PasskeyRequestContext> {
         let api = RouteCollection(context: PasskeyRequestContext.self)

@@ -9,10 +9,13 @@ import WebAuthn
 struct SessionResolver: Sendable {
     let service: PasskeyService
     let trustedOrigins: Set<String>
+    /// The session cookie's name.
+    let cookieName: String
 
-    init(service: PasskeyService) {
+    init(service: PasskeyService, edge: EdgeConfiguration) {
         self.service = service
-        trustedOrigins = service.configuration.allowedRequestOrigins
+        trustedOrigins = edge.allowedRequestOrigins(service.configuration)
+        cookieName = edge.sessionCookieName
     }
 
     /// The session, or nil when the request carries none. A bearer token that is not a live
@@ -27,7 +30,7 @@ struct SessionResolver: Sendable {
             }
             return signedIn
         }
-        guard let cookie = request.cookies[service.configuration.sessionCookieName], !cookie.value.isEmpty,
+        guard let cookie = request.cookies[cookieName], !cookie.value.isEmpty,
             let signedIn = try await service.signedIn(token: cookie.value)
         else { return nil }
         if request.method != .get && request.method != .head {

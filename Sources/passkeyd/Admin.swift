@@ -22,7 +22,7 @@ struct Admin: AsyncParsableCommand {
 /// What every admin verb needs: the store, opened from the settings, and account lookup.
 struct AdminContext {
     let store: any PasskeyStore
-    let loaded: ConfigurationLoader.Loaded
+    let loaded: ServerSettings
 
     static func with<T>(_ options: ServerOptions, _ body: (AdminContext) async throws -> T) async throws -> T {
         let loaded = try options.load()
@@ -34,7 +34,7 @@ struct AdminContext {
     var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }
 
     /// The verbs that change accounts, each atomic with its audit line.
-    var admin: AdminService { AdminService(store: store, webhookPolicy: loaded.server.webhookPolicy) }
+    var admin: AdminService { AdminService(store: store, webhookPolicy: loaded.domain.webhookPolicy) }
 
     /// An account by username or by its ID.
     func account(_ user: String) async throws -> Account {
@@ -285,9 +285,9 @@ extension Admin {
             guard (1...720).contains(hours) else { throw ValidationError("--hours must be 1...720") }
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
-                let service = try PasskeyService(configuration: context.loaded.server, store: context.store)
+                let service = try PasskeyService(configuration: context.loaded.domain, store: context.store)
                 let token = try await service.issueRecoveryLink(for: account, lifetime: Double(hours) * 3600, issuer: context.operatorName)
-                let base = baseURL ?? context.loaded.server.webOrigins.first ?? "http://localhost:8080"
+                let base = baseURL ?? context.loaded.domain.webOrigins.first ?? "http://localhost:8080"
                 // The token travels in the fragment: browsers never send it to servers or proxies' logs.
                 print("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/#recover=\(token)")
                 FileHandle.standardError.write(Data("one-time link for \(account.username), valid \(hours) h\n".utf8))

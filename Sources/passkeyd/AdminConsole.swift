@@ -19,7 +19,7 @@ private func moment(_ date: Date) -> String {
 extension AdminContext {
     /// The console's service on this database: the same code the console's API runs.
     func console() throws -> ConsoleService {
-        ConsoleService(service: try PasskeyService(configuration: loaded.server, store: store))
+        ConsoleService(service: try PasskeyService(configuration: loaded.domain, store: store))
     }
 
     /// "ada (3f2c…)" for each administrator with the `admin` role.
@@ -134,7 +134,7 @@ extension Admin {
 
         func run() async throws {
             try await AdminContext.with(options) { context in
-                guard context.loaded.server.console.enabled else {
+                guard context.loaded.domain.console.enabled else {
                     throw refusal("the console is off (console.enabled / PASSKEYD_ADMIN_CONSOLE): a bootstrap link would lead nowhere")
                 }
                 let console = try context.console()

@@ -38,7 +38,7 @@ extension Admin {
             func run() async throws {
                 try await AdminContext.with(options) { context in
                     let key = try await AccessTokens.rotate(
-                        store: context.store, configuration: context.loaded.server.tokens, now: Date(), immediately: now)
+                        store: context.store, configuration: context.loaded.domain.tokens, now: Date(), immediately: now)
                     print("new key \(key.kid) (\(key.algorithm)), signing from \(key.activatesAt)")
                 }
             }
@@ -196,7 +196,7 @@ extension Admin {
             try await AdminContext.with(options) { context in
                 let account = try await context.account(user)
                 let issued = try await context.admin.registrationToken(
-                    for: account, lifetime: Double(context.loaded.server.tokens.registrationTokenSeconds), by: context.operatorName)
+                    for: account, lifetime: Double(context.loaded.domain.tokens.registrationTokenSeconds), by: context.operatorName)
                 print(issued.token)
                 FileHandle.standardError.write(Data("registration token for \(account.username), valid until \(issued.expiresAt)\n".utf8))
             }

@@ -5,9 +5,9 @@ import PasskeyServer
 
 /// Log output: JSON lines in production (one object per line: time, level, label, message and
 /// metadata), human text in development. Default: text on a terminal, JSON otherwise.
-enum LogFormat: String, CaseIterable {
-    case json, text
+typealias LogFormat = ServerSettings.LogFormat
 
+extension LogFormat {
     /// `metadataProvider`: metadata every line gets from where it is logged (the current
     /// span's `trace_id` and `span_id` when tracing is on); nil costs nothing.
     static func bootstrap(_ format: LogFormat?, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {

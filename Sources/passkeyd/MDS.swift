@@ -71,7 +71,7 @@ struct MDS: AsyncParsableCommand {
                 print(
                     "FIDO metadata BLOB no. \(record.number), next update \(record.nextUpdate)\(stale ? " (stale)" : ""), imported \(record.importedAt)"
                 )
-                let roots = root != nil ? try MDS.roots(root, loaded: context.loaded) : context.loaded.server.mdsRootCertificates
+                let roots = root != nil ? try MDS.roots(root, loaded: context.loaded) : context.loaded.domain.mdsRootCertificates
                 guard !roots.isEmpty else {
                     print("not verified: no mdsRootCertificate is configured (the server does not use it)")
                     return
@@ -90,20 +90,20 @@ struct MDS: AsyncParsableCommand {
     }
 
     /// `--root`, else the configured `mdsRootCertificate`; a usage error without either.
-    static func roots(_ path: String?, loaded: ConfigurationLoader.Loaded) throws -> [Certificate] {
+    static func roots(_ path: String?, loaded: ServerSettings) throws -> [Certificate] {
         if let path {
             do {
-                return try ConfigurationLoader.mdsRoots(path: path)
+                return try ServerConfiguration.mdsRoots(path: path)
             } catch {
                 throw ValidationError("--root: \(error.problem)")
             }
         }
-        guard !loaded.server.mdsRootCertificates.isEmpty else {
+        guard !loaded.domain.mdsRootCertificates.isEmpty else {
             throw ValidationError(
                 "no MDS root certificate: pass --root ROOT.pem or set mdsRootCertificate (PASSKEYD_MDS_ROOT_CERTIFICATE) to FIDO's published root"
             )
         }
-        return loaded.server.mdsRootCertificates
+        return loaded.domain.mdsRootCertificates
     }
 
     /// The file's text, refused past ``FIDOMetadata/maxBLOBSize`` before it is read.

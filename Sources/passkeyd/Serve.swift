@@ -14,13 +14,13 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Database URL (overrides the settings), e.g. sqlite://passkeyd.sqlite.")
     var database: String?
 
-    func load(listen: String? = nil) throws -> ConfigurationLoader.Loaded {
-        var loaded: ConfigurationLoader.Loaded
-        var loader = ConfigurationLoader()
+    func load(listen: String? = nil) throws -> ServerSettings {
+        var loaded: ServerSettings
+        var environment = ProcessInfo.processInfo.environment
         // --listen acts like PASSKEYD_LISTEN, so the default origin follows its port.
-        if let listen { loader.environment["PASSKEYD_LISTEN"] = listen }
+        if let listen { environment["PASSKEYD_LISTEN"] = listen }
         do {
-            loaded = try loader.load(path: config)
+            loaded = try ServerSettings.load(environment: environment, path: config)
         } catch {
             throw ValidationError(error.description)
         }
@@ -56,14 +56,14 @@ struct Serve: AsyncParsableCommand {
         let url = PostgresStore.redacted(loaded.databaseURL)
         let databaseURL = loaded.databaseURL
         let service = try PasskeyService(
-            configuration: loaded.server, store: store, logger: logger,
+            configuration: loaded.domain, store: store, logger: logger,
             sharedLimits: Database.isShared(loaded.databaseURL))
         let summary: Logger.Metadata = [
-            "rpID": "\(loaded.server.rpID)", "origins": "\(loaded.server.webOrigins)", "database": "\(url)",
+            "rpID": "\(loaded.domain.rpID)", "origins": "\(loaded.domain.webOrigins)", "database": "\(url)",
             "tracing": "\(tracing ? "on" : "off")",
         ]
         let app = PasskeyServer.application(
-            service: service, host: loaded.host, port: loaded.port, logger: logger, services: traces,
+            service: service, edge: loaded.edge, host: loaded.host, port: loaded.port, logger: logger, services: traces,
             beforeServerStarts: {
                 let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
                 if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
@@ -73,18 +73,18 @@ struct Serve: AsyncParsableCommand {
                 // line) the system's choice.
                 logger.info("passkeyd listening", metadata: summary.merging(["address": "\(host):\(port)"]) { $1 })
             })
-        let server = loaded.server
-        if !server.cookieSecure {
+        let server = loaded.domain
+        if !loaded.edge.cookieSecure {
             logger.warning(
                 "session cookies are not Secure (plain-http development origins); serve https origins in production",
-                metadata: ["cookie": "\(server.sessionCookieName)"])
+                metadata: ["cookie": "\(loaded.edge.sessionCookieName)"])
         }
         if server.rateLimits.oneAddressCanEvict {
             logger.warning(
                 "rateLimits.maxKeys is at most 2 × perIP + 1: one address can make enough keys to evict the counters meant to stop it",
                 metadata: ["maxKeys": "\(server.rateLimits.maxKeys)", "perIP": "\(server.rateLimits.perIP)"])
         }
-        if server.metricsToken == nil && !server.metricsPublic {
+        if loaded.edge.metricsToken == nil && !loaded.edge.metricsPublic {
             logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
         }
         // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit.

@@ -56,6 +56,28 @@ struct ServeCommandTests {
         #expect(result.status != 0 && result.stderr.contains("passkeyd.json") && result.stderr.contains("rpID"), "\(result.stderr)")
     }
 
+    /// swift-configuration writes every setting read to `CONFIG_ACCESS_LOG_FILE` when it is set:
+    /// secrets are read as secrets, so the file has them redacted (issue 42).
+    @Test func theConfigurationAccessLogRedactsSecrets() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("access.log")
+        let secrets = ["metrics-token-0123456789-secret", "pg-password-secret", "hook-secret-0123456789-abcdef"]
+        try Data(#"{"webhooks": [{"url": "https://hooks.example.com/a", "secret": "\#(secrets[2])"}]}"#.utf8)
+            .write(to: directory.appendingPathComponent("passkeyd.json"))
+        let result = try Self.run(
+            ["migrate", "--database", "sqlite://db.sqlite"],
+            environment: [
+                "CONFIG_ACCESS_LOG_FILE": log.path, "PASSKEYD_METRICS_TOKEN": secrets[0], "PASSKEYD_RP_NAME": "visible-name",
+                "PASSKEYD_DATABASE_URL": "postgres://app:\(secrets[1])@db.invalid/passkeyd",
+            ], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let text = try String(contentsOf: log, encoding: .utf8)
+        #expect(text.contains("visible-name") && text.contains("metricsToken"), "\(text)")
+        for secret in secrets { #expect(!text.contains(secret), "\(secret) in \(text)") }
+        #expect(!result.stdout.contains(secrets[1]) && !result.stderr.contains(secrets[1]))
+    }
+
     @Test func migrateCreatesTheSchemaOnceAndReportsItsVersion() throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -85,7 +85,7 @@ extension APIClient {
 /// and its bounds, rate limits, and the static page's CSP. Runs on SQLite, and on PostgreSQL
 /// with `PASSKEYD_TEST_STORE=postgres`.
 @Suite struct ConsoleAPITests {
-    static func harness(_ configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) async throws -> ServerHarness {
+    static func harness(_ configure: @escaping (inout ServerHarness.Settings) -> Void = { _ in }) async throws -> ServerHarness {
         try await ServerHarness {
             $0.passwordScryptCost = 10
             $0.webhookAllowPrivateAddresses = true

@@ -220,7 +220,11 @@ extension EdgeTests {
     }
 
     @Test func cookiesAreHostPrefixedAndSecureOnHTTPS() async throws {
-        let harness = try await ServerHarness { $0 = ServerConfiguration(rpID: "example.com", webOrigins: ["https://example.com"]) }
+        let harness = try await ServerHarness {
+            $0.domain = ServerConfiguration(rpID: "example.com", webOrigins: ["https://example.com"])
+            // Cookies are Secure by default when no web origin is plain http.
+            $0.edge = EdgeConfiguration(webOrigins: ["https://example.com"])
+        }
         try await harness.run { api in
             var authenticator = SoftwareAuthenticator(seed: Array("secure".utf8))
             let (_, _, response) = try await api.signUp(

@@ -444,9 +444,9 @@ struct IntegrationTests {
             let error = try await api.request(.get, "/api/auth/session", origin: app)
             #expect(error.status == .unauthorized && error.headers[.accessControlAllowOrigin] == app)
         }
-        var configuration = ServerConfiguration()
+        var configuration = EdgeConfiguration()
         configuration.corsOrigins = ["*"]
-        #expect(throws: ConfigurationError.self) { try configuration.relyingParty() }
+        #expect(throws: ConfigurationError.self) { try configuration.validate() }
     }
 
     /// `http://*.example.com` used to start, and a preflight from that literal origin got 204 with
@@ -468,14 +468,14 @@ struct IntegrationTests {
     @Test func corsOriginsMustBeSerializedOrigins() throws {
         for origin in Self.refusedCORSOrigins {
             #expect(!ServerConfiguration.isOrigin(origin), "\(origin)")
-            var configuration = ServerConfiguration()
+            var configuration = EdgeConfiguration()
             configuration.corsOrigins = ["https://app.example.com", origin]
-            let error = #expect(throws: ConfigurationError.self) { try configuration.relyingParty() }
+            let error = #expect(throws: ConfigurationError.self) { try configuration.validate() }
             #expect(error?.setting == "corsOrigins", "\(origin)")
         }
-        var configuration = ServerConfiguration()
+        var configuration = EdgeConfiguration()
         configuration.corsOrigins = Self.acceptedCORSOrigins
         for origin in Self.acceptedCORSOrigins { #expect(ServerConfiguration.isOrigin(origin), "\(origin)") }
-        _ = try configuration.relyingParty()
+        try configuration.validate()
     }
 }

@@ -29,20 +29,38 @@ struct ServerHarness: Sendable {
             .appendingPathComponent("Public").path
     }
     let service: PasskeyService
+    let edge: EdgeConfiguration
     let store: any PasskeyStore
     let clock: TestClock
 
-    init(store: (any PasskeyStore)? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
+    /// The domain's and the edge's settings, set by a test as one (`$0.rpID`, `$0.metricsToken`).
+    @dynamicMemberLookup
+    struct Settings {
+        var domain = ServerConfiguration()
+        var edge = EdgeConfiguration()
+        subscript<T>(dynamicMember path: WritableKeyPath<ServerConfiguration, T>) -> T {
+            get { domain[keyPath: path] }
+            set { domain[keyPath: path] = newValue }
+        }
+        subscript<T>(dynamicMember path: WritableKeyPath<EdgeConfiguration, T>) -> T {
+            get { edge[keyPath: path] }
+            set { edge[keyPath: path] = newValue }
+        }
+    }
+
+    init(store: (any PasskeyStore)? = nil, _ configure: (inout Settings) -> Void = { _ in }) async throws {
         if let store {
             self.store = store
         } else {
             self.store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
         }
-        var configuration = ServerConfiguration()
-        configure(&configuration)
+        var settings = Settings()
+        configure(&settings)
+        try settings.edge.validate()
         let clock = TestClock()
         self.clock = clock
-        service = try PasskeyService(configuration: configuration, store: self.store, now: { clock.now })
+        edge = settings.edge
+        service = try PasskeyService(configuration: settings.domain, store: self.store, now: { clock.now })
     }
 
     /// Runs `body` against the application: in process, or (`live`) over a real loopback socket,
@@ -50,7 +68,7 @@ struct ServerHarness: Sendable {
     func run(live: Bool = false, _ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
         var logger = Logger(label: "passkeyd-test")
         logger.logLevel = .warning
-        let app = PasskeyServer.application(service: service, port: live ? 0 : 8080, logger: logger)
+        let app = PasskeyServer.application(service: service, edge: edge, port: live ? 0 : 8080, logger: logger)
         try await app.test(live ? .live : .router) { client in
             try await body(APIClient(client: client))
         }

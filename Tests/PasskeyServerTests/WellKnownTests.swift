@@ -64,7 +64,7 @@ struct WellKnownTests {
         }
         // The routes the router really has (Hummingbird's own list), `:id` written `{id}`. The
         // console's own API (/admin/api, for its page; docs/admin.md) is not the apps' API.
-        let routes = PasskeyServer.router(service: harness.service).routes.filter {
+        let routes = PasskeyServer.router(service: harness.service, edge: harness.edge).routes.filter {
             !"\($0.path)".drop(while: { $0 == "/" }).hasPrefix("admin/api")
         }.map { route in
             (
