@@ -3,8 +3,36 @@ import Foundation
 import PasskeyStore
 import WebAuthn
 
-/// The limits on server API callers (the key itself is checked by the edge's middleware).
+/// Server API callers: the key a request presents, its scope and its limits.
 extension PasskeyService {
+    /// Admits a server API request: a live key (`pkd_…` from `Authorization: Bearer`) holding
+    /// `scope`, within its requests per window. Each failure counts against the address (keys
+    /// cannot be guessed in bulk); each use is audited (`api_key_used`, `action` its detail) and
+    /// marks the key's last use.
+    /// - Throws: `invalid_api_key` (401), `insufficient_scope` (403), `rate_limited` (429).
+    package func admitAPIKey(authorization: String?, scope: String, client: Client, action: String) async throws -> APIKey {
+        guard let key = try await apiKey(authorization: authorization) else {
+            try await limitFailedAPIKey(client)
+            throw PasskeyServiceError.invalidAPIKey
+        }
+        guard key.scopes.contains(scope) else { throw PasskeyServiceError.insufficientScope(scope) }
+        try await limitAPIKey(key)
+        await audit(.apiKeyUsed, client: client, detail: "\(key.name) (\(key.id.uuidString.lowercased())) \(action)")
+        try? await store.touchAPIKey(id: key.id, at: now())
+        return key
+    }
+
+    /// The live key an `Authorization: Bearer pkd_…` header names, or nil.
+    package func apiKey(authorization: String?) async throws -> APIKey? {
+        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+        let value = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard value.hasPrefix("pkd_"), value.utf8.count <= 128 else { return nil }
+        guard let key = try await store.apiKey(hash: Array(SHA256.hash(data: Array(value.utf8)))), key.revokedAt == nil else {
+            return nil
+        }
+        return key
+    }
+
     /// Wrong or unknown API keys from one address: `perAccount` a window, then 429.
     package func limitFailedAPIKey(_ client: Client) async throws {
         let limits = configuration.rateLimits

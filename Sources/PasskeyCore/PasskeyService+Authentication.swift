@@ -88,19 +88,25 @@ extension PasskeyService {
         public let passkey: Passkey
         public let token: String
         public let session: SessionRecord
+        /// The session's access token, when the sign-in's ``SignInCompletion`` asked for one.
+        public internal(set) var accessToken: AccessTokens.Minted?
     }
 
     /// Verifies an assertion, updates the passkey's counter, backup state and last use, and
-    /// starts a session.
-    public func finishAuthentication(_ credential: AuthenticationResponseJSON, client: Client, profile: Profile = .native) async throws
-        -> SignInResult
-    {
+    /// starts a session; then ends the session it replaces and mints its access token, as
+    /// `completion` asks.
+    public func finishAuthentication(
+        _ credential: AuthenticationResponseJSON, client: Client, profile: Profile = .native,
+        completion: SignInCompletion = .sessionOnly
+    ) async throws -> SignInResult {
         let clientData = try parseClientData(credential.response.clientDataJSON.bytes, signIn: true)
         let result = try await measured("authentication", origin: clientData.origin, client: client) {
             try await verifyAuthentication(credential, clientData: clientData, client: client, api: profile.api)
         }
         metrics.signedIn(method: "passkey")
-        return result
+        var completed = result
+        completed.accessToken = try await complete(completion, account: result.account, session: result.session)
+        return completed
     }
 
     /// Runs a ceremony's verify step, counting its outcome (by error code) and latency per client kind.

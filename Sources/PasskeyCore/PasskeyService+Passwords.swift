@@ -11,7 +11,9 @@ extension PasskeyService {
     /// Checks a password against the account's hash. Unknown usernames, accounts without a
     /// password and unreadable hashes take the same time (a decoy hash at the configured cost is
     /// checked).
-    public func passwordSignIn(username: String?, password: String?, client: Client) async throws -> OtherSignIn {
+    public func passwordSignIn(
+        username: String?, password: String?, client: Client, completion: SignInCompletion = .sessionOnly
+    ) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
         guard let password, !password.isEmpty, password.utf8.count <= 1024 else {
             throw PasskeyServiceError.invalid(.invalidPassword, "Enter a password (at most 1024 bytes).")
@@ -34,7 +36,7 @@ extension PasskeyService {
         }
         if hash.needsRehash(for: configuration.passwordScrypt) { await rehash(account, from: text, password: password) }
         let hasPasskey = !(try await store.passkeys(accountID: account.id).isEmpty)
-        return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false)
+        return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false, completion: completion)
     }
 
     /// Replaces an imported bcrypt hash (or a scrypt hash below the configured cost) with a

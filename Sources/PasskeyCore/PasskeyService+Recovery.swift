@@ -17,6 +17,8 @@ extension PasskeyService {
         public let canUpgrade: Bool
         /// Signed in through recovery: every other session was revoked; register a new passkey.
         public let recovery: Bool
+        /// The session's access token, when the sign-in's ``SignInCompletion`` asked for one.
+        public let accessToken: AccessTokens.Minted?
     }
 
     // MARK: Recovery codes
@@ -37,7 +39,9 @@ extension PasskeyService {
     }
 
     /// Signs in with a recovery code: single use; every other session of the account ends.
-    public func recoverySignIn(username: String?, code: String?, client: Client) async throws -> OtherSignIn {
+    public func recoverySignIn(
+        username: String?, code: String?, client: Client, completion: SignInCompletion = .sessionOnly
+    ) async throws -> OtherSignIn {
         let name = try Self.validUsername(username)
         guard let code, code.utf8.count <= 64 else { throw PasskeyServiceError.invalidRecoveryCode }
         let key = Account.key(for: name)
@@ -55,7 +59,7 @@ extension PasskeyService {
             throw PasskeyServiceError.invalidRecoveryCode
         }
         await settleSecretAttempt(attempt, succeeded: true)
-        return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true)
+        return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true, completion: completion)
     }
 
     // MARK: Recovery links
@@ -74,7 +78,9 @@ extension PasskeyService {
         return Base64URLBytes(token).base64URL
     }
 
-    public func recoveryLinkSignIn(token: String?, client: Client) async throws -> OtherSignIn {
+    public func recoveryLinkSignIn(
+        token: String?, client: Client, completion: SignInCompletion = .sessionOnly
+    ) async throws -> OtherSignIn {
         guard let token, let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32,
             let accountID = try await store.takeRecoveryToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
             let account = try await store.account(id: accountID)
@@ -83,12 +89,14 @@ extension PasskeyService {
             throw PasskeyServiceError.invalidRecoveryLink
         }
         guard !account.disabled else { throw PasskeyServiceError.accountDisabled }
-        return try await signIn(account, method: "recovery_link", client: client, canUpgrade: true, recovery: true)
+        return try await signIn(account, method: "recovery_link", client: client, canUpgrade: true, recovery: true, completion: completion)
     }
 
     // MARK: Helpers
 
-    func signIn(_ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool) async throws -> OtherSignIn {
+    func signIn(
+        _ account: Account, method: String, client: Client, canUpgrade: Bool, recovery: Bool, completion: SignInCompletion
+    ) async throws -> OtherSignIn {
         let (token, session) = makeSession(for: account, client: client, method: method)
         try await store.recordSignIn(
             accountID: account.id, session: session,
@@ -98,7 +106,9 @@ extension PasskeyService {
             ],
             revokeOtherSessions: recovery)
         metrics.signedIn(method: method)
-        return OtherSignIn(account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery)
+        return OtherSignIn(
+            account: account, token: token, session: session, canUpgrade: canUpgrade, recovery: recovery,
+            accessToken: try await complete(completion, account: account, session: session))
     }
 
     /// 32 characters without i, l, o and 1, which read alike.

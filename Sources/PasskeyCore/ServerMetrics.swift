@@ -200,3 +200,10 @@ extension Duration {
         components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }
+
+extension PasskeyService {
+    /// `/metrics`: the Prometheus text exposition, with the store's gauges and the metadata's age.
+    package func renderMetrics() async throws -> String {
+        try await metrics.render(store: store, now: now(), metadata: fidoMetadata)
+    }
+}

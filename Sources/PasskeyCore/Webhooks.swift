@@ -99,6 +99,16 @@ public struct WebhookDispatcher: Service {
     /// Makes the sender, from the policy and the two timeouts.
     package let sender: @Sendable (OutboundURLPolicy, _ connectTimeout: Duration, _ requestTimeout: Duration) -> any WebhookSender
 
+    /// The dispatcher of `service`'s outbox, on its store, metrics, clock and webhook rule.
+    public init(
+        service: PasskeyService, logger: Logger,
+        sender: @escaping @Sendable (OutboundURLPolicy, _ connectTimeout: Duration, _ requestTimeout: Duration) -> any WebhookSender
+    ) {
+        self.init(
+            store: service.store, metrics: service.metrics, logger: logger, policy: service.configuration.webhookPolicy,
+            now: service.now, sender: sender)
+    }
+
     public init(
         store: any PasskeyStore, metrics: ServerMetrics, logger: Logger, policy: OutboundURLPolicy = OutboundURLPolicy(),
         interval: Duration = .seconds(1), pollInterval: Duration = .milliseconds(200), connectTimeout: Duration = .seconds(2),

@@ -49,12 +49,9 @@ public enum PasskeyServer {
             await service.refreshMetadata()
             try await announceBootstrap(service: service, logger: logger)
         }
-        app.addServices(ExpirySweeper(store: service.store, limiter: service.limiter, logger: logger, now: service.now))
+        app.addServices(ExpirySweeper(service: service, logger: logger))
         app.addServices(
-            WebhookDispatcher(
-                store: service.store, metrics: service.metrics, logger: logger, policy: service.configuration.webhookPolicy,
-                now: service.now, sender: { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) }
-            ))
+            WebhookDispatcher(service: service, logger: logger) { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) })
         app.addServices(MetadataRefresher(service: service))
         return app
     }
@@ -138,42 +135,10 @@ public enum PasskeyServer {
             let supplied = SHA256.hash(data: Array((request.headers[.authorization] ?? "").utf8))
             guard supplied == SHA256.hash(data: Array("Bearer \(token)".utf8)) else { throw APIError.metricsUnauthorized }
         }
-        let text = try await service.metrics.render(store: service.store, now: service.now(), metadata: service.fidoMetadata)
+        let text = try await service.renderMetrics()
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         headers[.cacheControl] = "no-store"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-}
-
-/// Deletes expired ceremonies and sessions, and prunes ended rate-limit windows, once a minute.
-struct ExpirySweeper: Service {
-    let store: any PasskeyStore
-    let limiter: RateLimiter
-    let logger: Logger
-    /// The service's clock (the wall clock in production): what is expired is judged on the same
-    /// clock that set the expiry.
-    let now: @Sendable () -> Date
-
-    func run() async throws {
-        // The first sweep comes a minute in: by then the database is migrated (migrations run
-        // before the server starts, while this service is already up).
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
-            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
-            limiter.prune(now: now())
-            // The adoption chart's daily rollups: a day is rolled up five minutes after it ends.
-            do {
-                try await store.rollUpMetrics(before: now().addingTimeInterval(-300))
-            } catch {
-                logger.warning("adoption rollup failed", metadata: ["error": "\(error)"])
-            }
-            do {
-                let removed = try await store.sweepExpired(now: now())
-                if removed > 0 { logger.debug("swept expired rows", metadata: ["count": "\(removed)"]) }
-            } catch {
-                logger.warning("sweep failed", metadata: ["error": "\(error)"])
-            }
-        }
     }
 }

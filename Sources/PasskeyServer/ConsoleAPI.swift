@@ -92,7 +92,7 @@ struct ConsoleAPI: Sendable {
         gated.get("audit") { request, _ in
             let query = try auditQuery(request, defaultLimit: 50, maximum: 200)
             let events = try await console.audit(query)
-            let names = try await usernames(events)
+            let names = try await console.usernames(events)
             return try HTTP.json(
                 AuditPageJSON(
                     events: events.map { AuditEventJSON($0, username: $0.accountID.flatMap { names[$0] }) },
@@ -100,7 +100,7 @@ struct ConsoleAPI: Sendable {
         }
         gated.get("audit.csv") { request, _ in
             let events = try await console.audit(try auditQuery(request, defaultLimit: 10_000, maximum: 10_000))
-            let names = try await usernames(events)
+            let names = try await console.usernames(events)
             return csv(auditCSV(events, names: names), name: "passkeyd-audit.csv")
         }
         gated.get("integrations") { _, _ in try HTTP.json(IntegrationsJSON(try await console.integrations())) }
@@ -335,14 +335,6 @@ struct ConsoleAPI: Sendable {
             limit: limit)
     }
 
-    /// The usernames of the accounts a page of audit lines names (deleted accounts: none).
-    func usernames(_ events: [AuditEvent]) async throws -> [UUID: String] {
-        var names: [UUID: String] = [:]
-        for id in Set(events.compactMap(\.accountID)) {
-            if let account = try await service.store.account(id: id) { names[id] = account.username }
-        }
-        return names
-    }
 
     func auditCSV(_ events: [AuditEvent], names: [UUID: String]) -> String {
         var lines = ["id,time,kind,account_id,username,credential_id,ip_address,user_agent,detail"]

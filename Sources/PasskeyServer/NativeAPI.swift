@@ -83,19 +83,23 @@ struct NativeAPI: Sendable {
         return signedIn
     }
 
-    /// A sign-in made from a browser that was already signed in replaces that session (the
-    /// token it held stops working): no session fixation, no forgotten sessions.
-    func retirePreviousSession(_ context: PasskeyRequestContext) async throws {
-        guard let previous = context.signedIn else { return }
-        try await service.store.revokeSession(tokenHash: previous.session.tokenHash)
+    /// The access token the sign-in minted (every sign-in here asks for one: `mint` is never
+    /// needed, and keeps the answer whole if it were).
+    func minted(_ minted: AccessTokens.Minted?, orMint mint: () async throws -> AccessTokens.Minted) async throws -> AccessTokens.Minted {
+        if let minted { return minted }
+        return try await mint()
+    }
+
+    /// Every sign-in here answers with an access token, and one made from a browser that was
+    /// already signed in replaces that session (the token it held stops working).
+    func completion(_ context: PasskeyRequestContext) -> PasskeyService.SignInCompletion {
+        PasskeyService.SignInCompletion(replacing: context.signedIn, accessToken: true)
     }
 
     func passwordSignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(PasswordSignInBody.self, limit: limit)
         let result = try await service.passwordSignIn(
-            username: body.username, password: body.password,
-            client: context.client)
-        try await retirePreviousSession(context)
+            username: body.username, password: body.password, client: context.client, completion: completion(context))
         return try await signedIn(result, method: "password")
     }
 
@@ -124,23 +128,21 @@ struct NativeAPI: Sendable {
     func recoverySignIn(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoverySignInBody.self, limit: limit)
         let result = try await service.recoverySignIn(
-            username: body.username, code: body.code, client: context.client)
-        try await retirePreviousSession(context)
+            username: body.username, code: body.code, client: context.client, completion: completion(context))
         return try await signedIn(result, method: "recovery_code")
     }
 
     func recoveryLink(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(RecoveryLinkBody.self, limit: limit)
         let result = try await service.recoveryLinkSignIn(
-            token: body.token, client: context.client)
-        try await retirePreviousSession(context)
+            token: body.token, client: context.client, completion: completion(context))
         return try await signedIn(result, method: "recovery_link")
     }
 
     private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) async throws -> Response {
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)
-        let access = try await service.tokens.mint(account: result.account, session: result.session)
+        let access = try await minted(result.accessToken) { try await service.tokens.mint(account: result.account, session: result.session) }
         return try HTTP.json(
             OtherSignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
@@ -225,13 +227,12 @@ struct NativeAPI: Sendable {
     func authenticateVerify(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(AuthenticateVerifyBody.self, limit: limit)
         let result = try await service.finishAuthentication(
-            body.credential, client: context.client)
-        try await retirePreviousSession(context)
+            body.credential, client: context.client, completion: completion(context))
         var headers = HTTPFields()
         AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, edge, maxAge: sessionMaxAge)
         headers.append(
             HTTPField(name: .setCookie, value: HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)))
-        let access = try await service.tokens.mint(account: result.account, session: result.session)
+        let access = try await minted(result.accessToken) { try await service.tokens.mint(account: result.account, session: result.session) }
         return try HTTP.json(
             SignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt, accessToken: access.token,

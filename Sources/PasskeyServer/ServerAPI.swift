@@ -14,7 +14,7 @@ import WebAuthn
 struct ServerAPI: Sendable {
     let service: PasskeyService
     let edge: EdgeConfiguration
-    var admin: AdminService { AdminService(store: service.store, now: service.now, webhookPolicy: service.configuration.webhookPolicy) }
+    var admin: AdminService { service.admin }
     var limit: Int { edge.maxBodySize }
 
     var routes: RouteCollection<PasskeyRequestContext> {
@@ -28,7 +28,7 @@ struct ServerAPI: Sendable {
             .add(middleware: JSONRequestMiddleware())
 
         clients.get("clients") { _, _ in
-            try HTTP.json(ClientListJSON(clients: try await service.store.oauthClients().map { ClientJSON($0) }))
+            try HTTP.json(ClientListJSON(clients: try await admin.clients().map { ClientJSON($0) }))
         }
         clients.post("clients") { request, context in
             let body = try await request.decode(AddClientBody.self, limit: limit)
@@ -49,13 +49,13 @@ struct ServerAPI: Sendable {
             let account = try await account(context)
             return try HTTP.json(
                 PasskeyListJSON(
-                    passkeys: try await service.store.passkeys(accountID: account.id).map {
+                    passkeys: try await admin.passkeys(of: account).map {
                         PasskeyJSON($0, metadata: service.fidoMetadata)
                     }))
         }
         read.get("users/:id/sessions") { _, context in
             let account = try await account(context)
-            let sessions = try await service.store.sessions(accountID: account.id, now: service.now())
+            let sessions = try await admin.sessions(of: account)
             return try HTTP.json(SessionListJSON(sessions: sessions.map { SessionListJSON.Item($0, current: false) }))
         }
 
@@ -108,7 +108,7 @@ struct ServerAPI: Sendable {
         }
 
         hooks.get("webhooks") { _, _ in
-            try HTTP.json(WebhookListJSON(endpoints: try await service.store.webhookEndpoints().map { WebhookJSON($0) }))
+            try HTTP.json(WebhookListJSON(endpoints: try await admin.webhookEndpoints().map { WebhookJSON($0) }))
         }
         hooks.post("webhooks") { request, _ in
             let body = try await request.decode(AddWebhookBody.self, limit: limit)
@@ -123,7 +123,7 @@ struct ServerAPI: Sendable {
         hooks.get("webhooks/deliveries") { _, _ in
             try HTTP.json(
                 WebhookDeliveryListJSON(
-                    deliveries: try await service.store.webhookDeliveries(endpointID: nil, limit: 100).map(WebhookDeliveryJSON.init)))
+                    deliveries: try await admin.webhookDeliveries(limit: 100).map(WebhookDeliveryJSON.init)))
         }
         return api
     }
@@ -135,7 +135,7 @@ struct ServerAPI: Sendable {
 
     func account(_ context: PasskeyRequestContext) async throws -> Account {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
-            let account = try await service.store.account(id: id)
+            let account = try await admin.account(id: id)
         else { throw PasskeyServiceError.accountNotFound }
         return account
     }
@@ -151,9 +151,9 @@ struct ServerAPI: Sendable {
         let query = request.uri.queryParameters
         let found: Account?
         if let externalID = query.get("externalId") {
-            found = try await service.store.account(externalID: String(externalID))
+            found = try await admin.account(externalID: String(externalID))
         } else if let username = query.get("username") {
-            found = try await service.store.account(username: String(username))
+            found = try await admin.account(username: String(username))
         } else {
             throw PasskeyServiceError.invalid(.malformedJSON, "give externalId or username")
         }

@@ -163,6 +163,10 @@ public protocol PasskeyStore: Sendable {
 
     // Apps that trust passkeyd (issue 17)
     func account(externalID: String) async throws -> Account?
+
+    /// The usernames of the accounts `accountIDs` names, in one query (an account that no longer
+    /// exists is absent): the usernames of a page of audit lines.
+    func usernames(accountIDs: Set<UUID>) async throws -> [UUID: String]
     /// Creates an account with no way in yet (the server API); a registration token then lets
     /// its person add a passkey. Throws `conflict` for a username or external id in use.
     func createAccount(_ account: Account, audit: [AuditEvent]) async throws

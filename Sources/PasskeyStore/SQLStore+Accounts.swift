@@ -8,6 +8,19 @@ extension SQLStore {
         try await reader.first("SELECT * FROM accounts WHERE id = \(id)").map { try Account(row: $0) }
     }
 
+    public func usernames(accountIDs: Set<UUID>) async throws -> [UUID: String] {
+        var names: [UUID: String] = [:]
+        let ids = Array(accountIDs)
+        // One statement per 500 IDs (a page of audit lines names at most a few hundred accounts;
+        // SQLite takes up to 32766 values a statement, PostgreSQL 65535).
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            var sql: SQL = "SELECT id, username FROM accounts WHERE id IN (\(ids[start])"
+            for id in ids[(start + 1)..<min(start + 500, ids.count)] { sql = sql.appending(", \(id)") }
+            for row in try await reader.rows(sql.appending(")")) { names[try row.id("id")] = try row.text("username") }
+        }
+        return names
+    }
+
     public func account(username: String) async throws -> Account? {
         try await reader.first(
             .prepared(

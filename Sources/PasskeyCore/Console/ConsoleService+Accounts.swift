@@ -120,6 +120,12 @@ extension ConsoleService {
     // MARK: Audit
 
     /// The audit log's lines matching `query`, newest first (at most 200 a page).
+    /// The usernames of the accounts a page of audit lines names (deleted accounts: none), in
+    /// one query.
+    public func usernames(_ events: [AuditEvent]) async throws -> [UUID: String] {
+        try await store.usernames(accountIDs: Set(events.compactMap(\.accountID)))
+    }
+
     public func audit(_ query: AuditQuery) async throws -> [AuditEvent] {
         guard (1...10_000).contains(query.limit) else { throw PasskeyServiceError(.invalidQuery, "limit must be 1 to 10000.") }
         if let kind = query.kind, kind.utf8.count > 64 || AuditEvent.Kind(rawValue: kind) == nil {

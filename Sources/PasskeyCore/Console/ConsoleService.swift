@@ -13,9 +13,7 @@ public struct ConsoleService: Sendable {
     public let service: PasskeyService
     var store: any PasskeyStore { service.store }
     var settings: ServerConfiguration.Console { service.configuration.console }
-    package var admin: AdminService {
-        AdminService(store: service.store, now: service.now, webhookPolicy: service.configuration.webhookPolicy)
-    }
+    package var admin: AdminService { service.admin }
 
     public init(service: PasskeyService) { self.service = service }
 
