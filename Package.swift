@@ -96,11 +96,22 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // What is stored (accounts, passkeys, sessions, audit events…), the store's errors and
+        // usernames: values the domain and the edge use without the store.
+        .target(name: "PasskeyModels"),
+        // What the store and the edge share at run time: spans, and the event-loop executor.
+        .target(
+            name: "PasskeyRuntime",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
         // Storage: the PasskeyStore protocol, SQLite (embedded default) and PostgreSQL.
         .target(
             name: "PasskeyStore",
             dependencies: [
-                "CSQLite", "CSQLiteSettings",
+                "PasskeyModels", "PasskeyRuntime", "CSQLite", "CSQLiteSettings",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -143,7 +154,7 @@ let package = Package(
         .target(
             name: "PasskeyServer",
             dependencies: [
-                "WebAuthn", "PasskeyStore", "PasskeyCore",
+                "WebAuthn", "PasskeyModels", "PasskeyRuntime", "PasskeyCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -214,6 +225,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
+        // The domain without HTTP: services, password hashes, access tokens (no Hummingbird).
+        .testTarget(
+            name: "PasskeyCoreTests",
+            dependencies: [
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         // Everything that runs the built executables (`passkeyd`, `passkey`) as processes.

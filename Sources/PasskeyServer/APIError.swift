@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// The one error shape of the HTTP API: `{"error": {"code": "…", "message": "…"}}` with a

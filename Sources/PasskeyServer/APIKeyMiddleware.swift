@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// A server calling passkeyd with an API key (`Authorization: Bearer pkd_…`).

@@ -1,6 +1,6 @@
 import Foundation
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// Response bodies of the native API.

@@ -6,7 +6,8 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
+import PasskeyRuntime
 import ServiceLifecycle
 
 /// The composition root: the whole server, read top to bottom.

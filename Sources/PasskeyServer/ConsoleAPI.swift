@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// `/admin/api/…`: the operator's console (docs/admin.md). Its own session cookie (HttpOnly,
@@ -334,7 +334,6 @@ struct ConsoleAPI: Sendable {
             accountID: account, kind: kind, addressPrefix: address, from: try date("from"), to: try date("to"), beforeID: before,
             limit: limit)
     }
-
 
     func auditCSV(_ events: [AuditEvent], names: [UUID: String]) -> String {
         var lines = ["id,time,kind,account_id,username,credential_id,ip_address,user_agent,detail"]

@@ -1,6 +1,6 @@
 import Foundation
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 // The console API's response shapes (docs/admin.md; its request bodies are in

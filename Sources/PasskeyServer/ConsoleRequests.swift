@@ -1,6 +1,6 @@
 import Foundation
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 // The console API's request bodies (docs/admin.md); its answers are in ConsoleModels.swift.

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// One spelling per resource: a path with an empty segment (`//api`, a trailing `/`), a dot

@@ -3,7 +3,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import PasskeyCore
-import PasskeyStore
+import PasskeyRuntime
 
 /// HTTP/1.1 connections whose request handling runs on the connection's own event loop.
 ///

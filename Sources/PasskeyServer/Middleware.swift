@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// Turns every error into the API's JSON error shape. Nothing reaches the client as a stack

@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PasskeyCore
-import PasskeyStore
+import PasskeyRuntime
 import Synchronization
 import WebAuthn
 

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 // MARK: The server API

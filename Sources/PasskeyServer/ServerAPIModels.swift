@@ -1,6 +1,6 @@
 import Foundation
 import PasskeyCore
-import PasskeyStore
+import PasskeyModels
 import WebAuthn
 
 /// Request and response bodies of the server API (`/api/admin/…`).

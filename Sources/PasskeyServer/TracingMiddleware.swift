@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import PasskeyStore
+import PasskeyRuntime
 import Tracing
 
 /// A server span per request (`POST /api/auth/authenticate/verify`), the root of what the

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import PasskeyCore
-import PasskeyStore
+import PasskeyRuntime
 import Synchronization
 import Tracing
 

@@ -56,15 +56,3 @@ extension UUID {
         }
     }
 }
-
-/// One ASCII hex digit's value (either case), or nil.
-public enum ASCIIHex {
-    public static func value(of byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-}

@@ -12,13 +12,6 @@ import Synchronization
 import WebAuthn
 import WebAuthnTesting
 
-/// A controllable clock for expiry tests.
-final class TestClock: Sendable {
-    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { time.withLock { $0 } }
-    func advance(_ seconds: TimeInterval) { time.withLock { $0 = $0.addingTimeInterval(seconds) } }
-}
-
 /// A passkeyd application on a fresh database (SQLite in a temporary folder; PostgreSQL when the
 /// suite runs with `PASSKEYD_TEST_STORE=postgres`), driven through Hummingbird's in-process test client.
 struct ServerHarness: Sendable {

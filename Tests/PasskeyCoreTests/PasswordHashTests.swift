@@ -103,24 +103,27 @@ struct PasswordHashTests {
     /// An imported bcrypt hash signs in, is replaced by scrypt at the configured cost on that
     /// sign-in (once), and keeps working; a wrong password changes nothing.
     @Test func anImportedBcryptHashIsRehashedOnceAtSignIn() async throws {
-        let harness = try await ServerHarness { $0.passwordScryptCost = 10 }
+        let harness = try await DomainHarness { $0.passwordScryptCost = 10 }
+        let service = harness.service
         let account = Account(
             username: "grace", displayName: "Grace", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         let imported = Bcrypt(hashing: "cobol rules", cost: 4).text
         #expect(try await harness.store.importAccounts([(account, imported)]) == [true])
-        try await harness.run { api in
-            let wrong = try await api.post("/api/auth/password/sign-in", ["username": "grace", "password": "fortran"])
-            #expect(wrong.status == .unauthorized)
-            #expect(try await harness.store.account(username: "grace")?.passwordHash == imported)
+        let client = DomainHarness.client
+        await #expect(throws: PasskeyServiceError(.invalidCredentials, "")) {
+            try await service.passwordSignIn(username: "grace", password: "fortran", client: client)
+        }
+        #expect(try await harness.store.account(username: "grace")?.passwordHash == imported)
 
-            #expect(try await api.post("/api/auth/password/sign-in", ["username": "grace", "password": "cobol rules"]).status == .ok)
-            let upgraded = try #require(try await harness.store.account(username: "grace")?.passwordHash)
-            #expect(upgraded.hasPrefix("$scrypt$ln=10,r=8,p=1$"))
-            #expect(try #require(PasswordHash(upgraded)).verify("cobol rules"))
+        _ = try await service.passwordSignIn(username: "grace", password: "cobol rules", client: client)
+        let upgraded = try #require(try await harness.store.account(username: "grace")?.passwordHash)
+        #expect(upgraded.hasPrefix("$scrypt$ln=10,r=8,p=1$"))
+        #expect(try #require(PasswordHash(upgraded)).verify("cobol rules"))
 
-            #expect(try await api.post("/api/auth/password/sign-in", ["username": "grace", "password": "cobol rules"]).status == .ok)
-            #expect(try await harness.store.account(username: "grace")?.passwordHash == upgraded)
-            #expect(try await api.post("/api/auth/password/sign-in", ["username": "grace", "password": "fortran"]).status == .unauthorized)
+        _ = try await service.passwordSignIn(username: "grace", password: "cobol rules", client: client)
+        #expect(try await harness.store.account(username: "grace")?.passwordHash == upgraded)
+        await #expect(throws: PasskeyServiceError(.invalidCredentials, "")) {
+            try await service.passwordSignIn(username: "grace", password: "fortran", client: client)
         }
     }
 
@@ -128,27 +131,22 @@ struct PasswordHashTests {
     /// it at the next sign-in.
     @Test func aChangedPasswordIsScryptAndARaisedCostRehashesIt() async throws {
         let account = Account(username: "hopper", displayName: "Hopper", userHandle: RelyingParty.makeUserHandle(), createdAt: Date())
-        let low = try await ServerHarness { $0.passwordScryptCost = 10 }
+        let low = try await DomainHarness { $0.passwordScryptCost = 10 }
         #expect(try await low.store.importAccounts([(account, Bcrypt(hashing: "first one", cost: 4).text)]) == [true])
-        try await low.run { api in
-            let token = try #require(
-                try await api.post("/api/auth/password/sign-in", ["username": "hopper", "password": "first one"]).string("token"))
-            #expect(try await api.post("/api/auth/password", ["newPassword": "a second one"], token: token).status == .noContent)
-        }
+        let first = try await low.service.passwordSignIn(username: "hopper", password: "first one", client: DomainHarness.client)
+        let signedIn = try #require(try await low.service.signedIn(token: first.token))
+        try await low.service.changePassword(signedIn, newPassword: "a second one", client: DomainHarness.client)
         let changed = try #require(try await low.store.account(username: "hopper")?.passwordHash)
         #expect(changed.hasPrefix("$scrypt$ln=10,"))
-        let high = try await ServerHarness(store: low.store) { $0.passwordScryptCost = 11 }
-        try await high.run { api in
-            let signIn = try await api.post("/api/auth/password/sign-in", ["username": "hopper", "password": "a second one"])
-            #expect(signIn.status == .ok)
-        }
+        let high = try await DomainHarness(store: low.store) { $0.passwordScryptCost = 11 }
+        _ = try await high.service.passwordSignIn(username: "hopper", password: "a second one", client: DomainHarness.client)
         #expect(try await high.store.account(username: "hopper")?.passwordHash?.hasPrefix("$scrypt$ln=11,") == true)
     }
 
     /// Sixteen sign-ins at once with one imported hash: each upgrade replaces the hash only while
     /// it is still the one it checked, so exactly one replaces it, and every sign-in succeeds.
     @Test func concurrentSignInsRehashOnce() async throws {
-        let harness = try await ServerHarness { $0.passwordScryptCost = 10 }
+        let harness = try await DomainHarness { $0.passwordScryptCost = 10 }
         let account = Account(username: "ada", displayName: "Ada", userHandle: RelyingParty.makeUserHandle(), createdAt: harness.clock.now)
         let imported = Bcrypt(hashing: "engine", cost: 4).text
         #expect(try await harness.store.importAccounts([(account, imported)]) == [true])

@@ -1,6 +1,5 @@
 import Foundation
 import PasskeyCore
-import PasskeyServer
 import Testing
 import WebAuthnTesting
 

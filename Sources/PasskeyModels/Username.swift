@@ -84,11 +84,11 @@ public enum Username {
         return comparisonKey(displayForm(raw))
     }
 
-    static func displayForm(_ raw: String) -> String {
+    package static func displayForm(_ raw: String) -> String {
         isASCII(raw) ? asciiDisplayForm(raw) : unicodeDisplayForm(raw)
     }
 
-    static func comparisonKey(_ display: String) -> String {
+    package static func comparisonKey(_ display: String) -> String {
         isASCII(display) ? asciiLowercased(display) : display.lowercased().precomposedStringWithCanonicalMapping
     }
 
@@ -99,7 +99,7 @@ public enum Username {
 
     static func isASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 < 0x80 } }
 
-    static func asciiDisplayForm(_ raw: String) -> String {
+    package static func asciiDisplayForm(_ raw: String) -> String {
         let utf8 = Array(raw.utf8)
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
         guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
@@ -107,12 +107,12 @@ public enum Username {
         return String(decoding: utf8[first...last], as: UTF8.self)
     }
 
-    static func asciiLowercased(_ text: String) -> String {
+    package static func asciiLowercased(_ text: String) -> String {
         guard text.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return text }
         return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
-    static func unicodeDisplayForm(_ raw: String) -> String {
+    package static func unicodeDisplayForm(_ raw: String) -> String {
         var mapped = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             // RFC 8265 width mapping: the Halfwidth and Fullwidth Forms block and the ideographic
@@ -207,34 +207,12 @@ public struct UsernameCollision: Sendable, Hashable, Codable {
     /// The account that already holds `key`.
     public var otherAccountID: UUID
     public var otherUsername: String
-}
 
-/// Brings stored comparison keys to the current ``Username`` rules (migration 5).
-enum UsernameRekeying {
-    typealias Row = (id: UUID, username: String, key: String)
-
-    static func plan(_ accounts: [Row]) -> (changes: [(id: UUID, key: String)], collisions: [UsernameCollision]) {
-        // Keys are compared as the database does, byte for byte (Swift's String equality would
-        // call an NFD key equal to its NFC form).
-        var holder: [[UInt8]: Row] = [:]
-        for account in accounts { holder[Array(account.key.utf8)] = account }
-        var changes: [(id: UUID, key: String)] = []
-        var collisions: [UsernameCollision] = []
-        for account in accounts {
-            let key = Username.key(account.username)
-            let bytes = Array(key.utf8)
-            guard bytes != Array(account.key.utf8) else { continue }
-            if let other = holder[bytes], other.id != account.id {
-                collisions.append(
-                    UsernameCollision(
-                        key: key, accountID: account.id, username: account.username,
-                        otherAccountID: other.id, otherUsername: other.username))
-                continue
-            }
-            holder[Array(account.key.utf8)] = nil
-            holder[bytes] = (account.id, account.username, key)
-            changes.append((account.id, key))
-        }
-        return (changes, collisions)
+    package init(key: String, accountID: UUID, username: String, otherAccountID: UUID, otherUsername: String) {
+        self.key = key
+        self.accountID = accountID
+        self.username = username
+        self.otherAccountID = otherAccountID
+        self.otherUsername = otherUsername
     }
 }
