@@ -61,6 +61,10 @@ final class WriteGroups: Sendable {
     private let writes: WriteCount
     /// Groups committed so far (for tests).
     let commits = Atomic<UInt64>(0)
+    /// Called as a holder leaves the writer, just before it decides what comes next (for tests:
+    /// it lets another loop's scheduled commit run at that moment). Set before the writes it
+    /// is for; nil in the server.
+    nonisolated(unsafe) var leaving: (@Sendable () -> Void)?
 
     init(writer: SQLiteConnection, writes: WriteCount) {
         self.writer = writer
@@ -176,14 +180,14 @@ final class WriteGroups: Sendable {
         }
         commits.add(1, ordering: .relaxed)
         writes.add()
-        let members = state.withLock { state in
+        let (members, next) = state.withLock { state in
             defer { state.members = [] }
             state.open = false
             state.commitScheduled = false
             state.commitDue = false
-            return state.members
+            return (state.members, Self.nextHolder(&state))
         }
-        release()
+        next?.resume()
         for member in members { member.resume(with: result.mapError { $0 as any Error }) }
         return result
     }
@@ -203,13 +207,26 @@ final class WriteGroups: Sendable {
         if now { _ = commit() }
     }
 
+    private enum Handover {
+        case commit
+        case handOff(CheckedContinuation<Void, Never>?)
+    }
+
     /// The holder is done with the writer: commits if the group's commit is due, else hands
-    /// the writer on.
+    /// the writer on. One decision under one lock: a scheduled commit that finds the writer
+    /// busy leaves itself to the holder, so if the holder read "not due" and then freed the
+    /// writer apart, a commit coming in between would be lost (its members waiting for the
+    /// next write, the transaction open). Under the lock, the commit comes either before (the
+    /// holder commits) or after (it finds the writer free, or with the next holder).
     private func leave() {
-        if state.withLock({ $0.commitDue }) {
-            _ = commit()
-        } else {
-            release()
+        leaving?()
+        let next = state.withLock { state -> Handover in
+            if state.commitDue { return .commit }
+            return .handOff(Self.nextHolder(&state))
+        }
+        switch next {
+        case .commit: _ = commit()
+        case .handOff(let waiter): waiter?.resume()
         }
     }
 
@@ -233,19 +250,17 @@ final class WriteGroups: Sendable {
         }
     }
 
-    /// Hands the writer straight to the next waiter (it stays busy), or frees it.
-    private func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.head < state.waiters.count else {
-                state.busy = false
-                state.waiters.removeAll(keepingCapacity: true)
-                state.head = 0
-                return nil
-            }
-            let next = state.waiters[state.head]
-            state.head += 1
-            return next
+    /// Under the lock, as the holder lets go of the writer: the next waiter, to resume once the
+    /// lock is released (the writer stays busy, it is theirs), or nil and the writer is free.
+    private static func nextHolder(_ state: inout State) -> CheckedContinuation<Void, Never>? {
+        guard state.head < state.waiters.count else {
+            state.busy = false
+            state.waiters.removeAll(keepingCapacity: true)
+            state.head = 0
+            return nil
         }
-        next?.resume()
+        let next = state.waiters[state.head]
+        state.head += 1
+        return next
     }
 }

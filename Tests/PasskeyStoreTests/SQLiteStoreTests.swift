@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import PasskeyStoreTesting
+import Synchronization
 import Testing
 
 @testable import PasskeyStore
@@ -86,6 +87,84 @@ struct SQLiteStoreTests {
         #expect(Self.commits(store) - before < 4)
         #expect(try await store.accounts(after: nil, limit: 100).count == 24)
         for account in accounts { #expect(try await store.passkeys(accountID: account.id).count == 1) }
+    }
+
+    /// A group's commit scheduled on one event loop that comes as the member holding the writer
+    /// on another loop leaves it is never lost, whether that member succeeded or failed: the
+    /// holder sees it due and commits. (It was lost when the holder read "not due", the commit
+    /// then found the writer still busy and left itself to the holder, and the holder freed the
+    /// writer: the members waited for a commit nobody ran until the next write came, 30 s in
+    /// `passkey load`, with the transaction open.)
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aCommitComingAsTheHolderLeavesIsNotLost(holderFails: Bool) async throws {
+        let store = try await Self.fresh()
+        let groups = (store.engine as! SQLiteEngine).groups
+        try await store.writer.run("CREATE TABLE t (a TEXT PRIMARY KEY)")
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let first = loops.next()
+        let second = loops.next()
+        let firstHasLeft = Flag()
+        let firstHeld = DispatchSemaphore(value: 0)
+        let commitTried = DispatchSemaphore(value: 0)
+        // On `second`: the test's wait for it is registered on that loop, never behind the held `first`.
+        let firstLeft = second.makePromise(of: Void.self)
+        let holderLeft = second.makePromise(of: Void.self)
+        let before = Self.commits(store)
+        groups.leaving = {
+            if first.inEventLoop {  // the first member leaves
+                firstHasLeft.set()
+                return
+            }
+            // The second member leaves: `first` runs the scheduled commit now (the writer still
+            // busy), and `holderLeft` succeeds once the member has left.
+            firstHeld.signal()
+            first.execute { commitTried.signal() }
+            commitTried.wait()
+            second.execute { holderLeft.succeed() }
+        }
+
+        // The first member writes on `first`, then holds that loop once it has left the writer
+        // (until then the job goes back in the queue), so the commit it scheduled there, queued
+        // behind, waits. The wait is bounded only so that a member that never leaves cannot
+        // keep the loop, and the test process, from ending once the time limit failed the test.
+        @Sendable func holdFirst() {
+            guard firstHasLeft.isSet else { return first.execute(holdFirst) }
+            firstLeft.succeed()
+            _ = firstHeld.wait(timeout: .now() + .seconds(120))
+        }
+        let firstMember = Task(executorPreference: EventLoopTaskExecutor.of(first)) {
+            try await store.transaction { db in
+                try await db.execute("INSERT INTO t (a) VALUES ('a')")
+                first.execute(holdFirst)
+            }
+        }
+        try await firstLeft.futureResult.get()
+        // The second member, on `second`, joins the group and leaves as above.
+        let holder = Task(executorPreference: EventLoopTaskExecutor.of(second)) {
+            // Failing, it inserts the first member's key again.
+            try await store.transaction { db in try await db.execute("INSERT INTO t (a) VALUES (\(holderFails ? "a" : "b"))") }
+        }
+        try await holderLeft.futureResult.get()
+        #expect(Self.commits(store) - before == 1, "the group's commit was lost: its members wait for the next write")
+
+        // Were it lost, the next write commits the group (off a loop it commits at once).
+        try await store.writer.run("INSERT INTO t (a) VALUES ('c')")
+        try await firstMember.value
+        if holderFails {
+            await #expect(throws: StoreError(.conflict, "")) { try await holder.value }
+        } else {
+            try await holder.value
+        }
+        let rows = try await store.reader.rows("SELECT a FROM t ORDER BY a")
+        #expect(try rows.map { try $0.text("a") } == (holderFails ? ["a", "c"] : ["a", "b", "c"]))
+        try await loops.shutdownGracefully()
+    }
+
+    /// Set once, then read on another thread.
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
     }
 
     /// A member that fails on its own data is undone alone: the transaction of several
