@@ -26,6 +26,19 @@ extension StoreConformanceTests {
         #expect(try await store.session(tokenHash: viaPhone.tokenHash, now: Self.t0)?.0.credentialID == phone.credentialID)
     }
 
+    /// The audit CSV's usernames in one query: the accounts named, never one that is gone, in
+    /// batches past 500 IDs.
+    @Test(arguments: TestDatabase.kinds)
+    func usernamesOfManyAccountsComeInOneAsk(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        let ada = Self.account("ada"), bob = Self.account("bob")
+        for account in [ada, bob] { try await store.createAccount(account, passkey: Self.passkey(for: account), session: nil, audit: []) }
+        #expect(try await store.usernames(accountIDs: []) == [:])
+        #expect(try await store.usernames(accountIDs: [ada.id, bob.id, UUID()]) == [ada.id: "ada", bob.id: "bob"])
+        let many = Set((0..<1200).map { _ in UUID() }).union([bob.id])
+        #expect(try await store.usernames(accountIDs: many) == [bob.id: "bob"])
+    }
+
     @Test(arguments: TestDatabase.kinds)
     func sessionsEndWithThePasskeyThatMadeThem(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
