@@ -36,7 +36,8 @@ extension PasskeyService {
         }
         if hash.needsRehash(for: configuration.passwordScrypt) { await rehash(account, from: text, password: password) }
         let hasPasskey = !(try await store.passkeys(accountID: account.id).isEmpty)
-        return try await signIn(account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false, completion: completion)
+        return try await signIn(
+            account, method: "password", client: client, canUpgrade: !hasPasskey, recovery: false, completion: completion)
     }
 
     /// Replaces an imported bcrypt hash (or a scrypt hash below the configured cost) with a

@@ -142,7 +142,9 @@ struct NativeAPI: Sendable {
     private func signedIn(_ result: PasskeyService.OtherSignIn, method: String) async throws -> Response {
         var headers = HTTPFields()
         headers[.setCookie] = HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)
-        let access = try await minted(result.accessToken) { try await service.tokens.mint(account: result.account, session: result.session) }
+        let access = try await minted(result.accessToken) {
+            try await service.tokens.mint(account: result.account, session: result.session)
+        }
         return try HTTP.json(
             OtherSignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt,
@@ -232,7 +234,9 @@ struct NativeAPI: Sendable {
         AtobForm.mark(&headers, request, decodesWithAtob: body.decodesWithAtob, edge, maxAge: sessionMaxAge)
         headers.append(
             HTTPField(name: .setCookie, value: HTTP.sessionCookie(edge, token: result.token, maxAge: sessionMaxAge)))
-        let access = try await minted(result.accessToken) { try await service.tokens.mint(account: result.account, session: result.session) }
+        let access = try await minted(result.accessToken) {
+            try await service.tokens.mint(account: result.account, session: result.session)
+        }
         return try HTTP.json(
             SignInJSON(
                 user: UserJSON(result.account), token: result.token, expiresAt: result.session.expiresAt, accessToken: access.token,
