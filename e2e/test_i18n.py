@@ -174,7 +174,7 @@ def test_the_console_page_and_scripts_use_only_keys_its_catalogue_has():
 def test_the_console_lists_and_words_every_audit_kind():
     """Every kind of audit line passkeyd writes (AuditEvent.Kind) is offered by the console's audit
     filter and webhook form (pages/audit.js KINDS) and has a label in its catalogue."""
-    models = (ROOT / "Sources" / "PasskeyStore" / "Models.swift").read_text(encoding="utf-8")
+    models = (ROOT / "Sources" / "PasskeyModels" / "Models.swift").read_text(encoding="utf-8")
     enum = models[models.index("public enum Kind: String"):]
     kinds = re.findall(r'case \w+ = "(\w+)"', enum[:enum.index("\n    }\n")])
     assert "admin_bootstrap_issued" in kinds and "sign_up" in kinds

@@ -151,6 +151,13 @@ struct ServeBinaryTests {
             return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
         }()
 
+        /// The last `lines` lines of the server's log, for a failing expectation's message (the log
+        /// itself is removed when the server stops).
+        func logTail(_ lines: Int = 40) -> String {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+        }
+
         func stop() {
             process.signal(SIGTERM)  // graceful shutdown
             process.waitUntilExit()
