@@ -9,6 +9,7 @@ console; attacks; 375 px; French. The tests share state and run in file order (`
 """
 import base64
 import datetime
+import glob
 import hashlib
 import http.server
 import json
@@ -37,6 +38,20 @@ from test_web import SCREENSHOTS, message, passkey_names, visible, wait
 from test_web import sign_up as sign_up_in_browser
 
 FAKETIME = shutil.which("faketime")
+
+
+def clear_stale_faketime_files():
+    """faketime(1) keeps a semaphore and a shared-memory segment named after its PID in /dev/shm
+    and removes them when it exits; one stopped with its server (SIGTERM to the group) leaves
+    them, and a later faketime given the same PID then fails ("sem_open: File exists"): a CI run
+    lost the console's scripted history that way. Those of processes no longer running go first."""
+    for path in glob.glob("/dev/shm/sem.faketime_sem_*") + glob.glob("/dev/shm/faketime_shm_*"):
+        pid = path.rsplit("_", 1)[-1]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 pytestmark = pytest.mark.skipif(FAKETIME is None, reason="faketime(1) (Debian: faketime) is needed to run the server on earlier days")
 
 DAY = 86_400_000
@@ -124,6 +139,7 @@ class ConsoleServer:
         Python with LD_PRELOAD set directly saw no arguments and printed its help.)"""
         if day is None or day == today():
             return [self.binary, *args]
+        clear_stale_faketime_files()
         return [FAKETIME, "-f", f"@{day.isoformat()} 10:00:00", self.binary, *args]
 
     def start(self, day=None):

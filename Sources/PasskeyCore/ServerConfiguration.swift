@@ -242,6 +242,15 @@ public struct ServerConfiguration: Sendable {
                     setting: "appleAppIDs", problem: "\"\(appID)\" is not TEAMID.bundle.id (a 10-character team ID, a dot, the bundle ID)")
             }
         }
+        // A browser sends its origin serialized (lowercase, no default port, no path): any other
+        // spelling would never match a ceremony's clientDataJSON, so it stops the start instead.
+        for origin in webOrigins + relatedOrigins where !Self.isOrigin(origin) {
+            throw ConfigurationError(
+                setting: webOrigins.contains(origin) ? "origins" : "relatedOrigins",
+                problem:
+                    "\"\(origin)\" is not a serialized origin (http(s)://host[:port] in lowercase, as a browser sends it: no path, trailing slash, wildcard, user info, query, fragment or default port)"
+            )
+        }
         for app in androidApps where app.packageName.isEmpty || app.sha256CertFingerprints.isEmpty {
             throw ConfigurationError(
                 setting: "androidApps", problem: "each app needs a packageName and at least one sha256CertFingerprints entry")

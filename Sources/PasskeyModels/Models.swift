@@ -391,6 +391,8 @@ public struct WebhookDelivery: Sendable, Hashable {
     public var lastError: String?
     /// How long the last attempt took, in milliseconds (nil before the first, or when not measured).
     public var latencyMs: Int?
+    /// The audit kind of the event delivered (`sign_in`…), when the listing read it.
+    public var kind: String?
 
     public init(
         eventID: Int64, endpointID: UUID, accountID: UUID?, attempts: Int, nextAttemptAt: Date, deliveredAt: Date? = nil,

@@ -295,7 +295,7 @@ struct ConsoleDeliveryJSON: Encodable {
     let nextAttemptAt: Date
     init(_ delivery: WebhookDelivery) {
         eventId = "evt_\(delivery.eventID)"
-        kind = nil
+        kind = delivery.kind
         status = delivery.lastStatus
         latencyMs = delivery.latencyMs
         attempts = delivery.attempts

@@ -92,12 +92,23 @@ extension SQLStore {
     }
 
     public func webhookDeliveries(endpointID: UUID?, limit: Int) async throws -> [WebhookDelivery] {
+        // Each with its event's kind (a delivery goes with its audit line: ON DELETE CASCADE).
         let sql: SQL =
             if let endpointID {
-                "SELECT * FROM webhook_deliveries WHERE endpoint_id = \(endpointID) ORDER BY event_id DESC LIMIT \(limit)"
+                """
+                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.id = d.event_id
+                WHERE d.endpoint_id = \(endpointID) ORDER BY d.event_id DESC LIMIT \(limit)
+                """
             } else {
-                "SELECT * FROM webhook_deliveries ORDER BY event_id DESC LIMIT \(limit)"
+                """
+                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.id = d.event_id
+                ORDER BY d.event_id DESC LIMIT \(limit)
+                """
             }
-        return try await reader.rows(sql).map { try WebhookDelivery(row: $0) }
+        return try await reader.rows(sql).map { row in
+            var delivery = try WebhookDelivery(row: row)
+            delivery.kind = try row.optionalText("event_kind")
+            return delivery
+        }
     }
 }

@@ -6,6 +6,7 @@ import Logging
 import PasskeyCore
 import PasskeyServer
 import PasskeyStore
+import ServiceLifecycle
 
 struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("config"), help: "Settings file (default: passkeyd.json in the working directory, if present).")
@@ -47,7 +48,12 @@ struct Serve: AsyncParsableCommand {
         let tracing = OTelTraces.enabled(environment)
         LogFormat.bootstrap(loaded.logFormat, level: level, metadataProvider: tracing ? OTelTraces.logMetadata : nil)
         let logger = Logger(label: "passkeyd")
-        let traces = try tracing ? [OTelTraces.bootstrap(environment: environment)] : []
+        let traces: [any Service]
+        do {
+            traces = try tracing ? [OTelTraces.bootstrap(environment: environment)] : []
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.description)
+        }
         // The PostgreSQL pools run on the store's own task (it replaces them after an outage) and
         // close once the server has stopped; the database is checked and migrated before the
         // server listens.

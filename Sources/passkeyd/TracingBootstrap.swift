@@ -1,5 +1,6 @@
 import Logging
 import OTel
+import PasskeyCore
 import PasskeyStore
 import ServiceLifecycle
 
@@ -29,6 +30,7 @@ enum OTelTraces {
     /// Bootstraps the tracer and turns spans on: the returned service exports the spans in
     /// batches, and sends the last ones when the server stops.
     static func bootstrap(environment: [String: String]) throws -> any Service {
+        try checkPropagators(environment["OTEL_PROPAGATORS"])
         var configuration = OTel.Configuration.default
         configuration.serviceName = "passkeyd"
         configuration.logs.enabled = false
@@ -42,6 +44,18 @@ enum OTelTraces {
         let service = try OTel.bootstrap(configuration: configuration, environment: environment)
         Spans.enable()
         return service
+    }
+
+    /// `OTEL_PROPAGATORS` names only what swift-otel can do: W3C `tracecontext`, or `none`.
+    /// swift-otel stops the process (`fatalError`) on the others (`baggage`, `b3`, `b3multi`,
+    /// `jaeger`, `xray`, `ottrace`): the start refuses them first, with a message.
+    static func checkPropagators(_ value: String?) throws(ConfigurationError) {
+        let names = (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        for name in names where !name.isEmpty && name != "tracecontext" && name != "none" {
+            throw ConfigurationError(
+                setting: "OTEL_PROPAGATORS",
+                problem: "\"\(name)\" is not supported: passkeyd propagates W3C Trace Context only (tracecontext, or none)")
+        }
     }
 
     /// What puts the current span's `trace_id` and `span_id` in every log line.

@@ -185,6 +185,24 @@ struct TracingTests {
         }
     }
 
+    /// A propagator swift-otel cannot run (it would stop the process with `fatalError`) is
+    /// refused at start, with a message naming the variable; `tracecontext` and `none` start.
+    @Test(arguments: ["b3", "tracecontext,baggage", "jaeger", "nonsense"])
+    func anUnsupportedPropagatorStopsTheStartWithAMessage(_ propagators: String) throws {
+        var environment = ProcessInfo.processInfo.environment
+        for name in environment.keys where name.hasPrefix("OTEL_") || name.hasPrefix("PASSKEYD_") { environment[name] = nil }
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
+        environment["OTEL_PROPAGATORS"] = propagators
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-otel-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try Subprocess.run(
+            ServeBinaryTests.binary, ["serve", "--database", "sqlite://\(directory.path)/db.sqlite", "--listen", "127.0.0.1:0"],
+            environment: environment, timeout: .seconds(60))
+        #expect(result.status != 0 && !result.timedOut, "\(result.status): \(result.stderr)")
+        #expect(result.stderr.contains("OTEL_PROPAGATORS") && result.stderr.contains("not supported"), "\(result.stderr)")
+    }
+
     /// Issue 42, 13: passkeyd's own start and stop lines name no secret, at debug level too
     /// (ServiceLifecycle logs each service it starts, the one holding the configuration among
     /// them): not the metrics token, a webhook's secret or its receiver URL's token.

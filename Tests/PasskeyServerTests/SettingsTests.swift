@@ -108,6 +108,12 @@ import WebAuthn
             (["PASSKEYD_METRICS_TOKEN": "short"], nil, "metricsToken: use at least 16 characters"),
             (["PASSKEYD_CORS_ORIGINS": "http://*.example.com"], nil, "corsOrigins: \"http://*.example.com\" is not a serialized origin"),
             (["PASSKEYD_LISTEN": "localhost"], nil, "listen: \"localhost\" is not host:port"),
+            // An origin a browser never sends would match no ceremony: refused at start.
+            (["PASSKEYD_ORIGINS": "http://localhost:8080/"], nil, "origins: \"http://localhost:8080/\" is not a serialized origin"),
+            (
+                ["PASSKEYD_RELATED_ORIGINS": "https://Shop.example"], nil,
+                "relatedOrigins: \"https://Shop.example\" is not a serialized origin"
+            ),
         ] as [([String: String], String?, String)])
     func aBadValueNamesItsSettingAndWhatIsWrong(_ environment: [String: String], _ file: String?, _ message: String) {
         let error = Self.error(environment, file: file)

@@ -73,6 +73,9 @@ struct ConsoleStoreTests {
             eventID: delivery.eventID, endpointID: endpoint.id, deliveredAt: nil, status: 500, error: "status 500", latencyMs: 42,
             retryAt: Self.t0.addingTimeInterval(3600))
         #expect(try await store.webhookDeliveries(endpointID: endpoint.id, limit: 5).first?.latencyMs == 42)
+        // The integrations page shows each delivery's event kind (it was always nil).
+        #expect(try await store.webhookDeliveries(endpointID: endpoint.id, limit: 5).map(\.kind) == ["sign_in"])
+        #expect(try await store.webhookDeliveries(endpointID: nil, limit: 5).map(\.kind) == ["sign_in"])
         #expect(try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 8).isEmpty)
         #expect(try await store.retryWebhookDelivery(endpointID: endpoint.id, eventID: delivery.eventID, now: Self.t0))
         #expect(try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 8).count == 1)
