@@ -79,6 +79,11 @@ import WebAuthn
         #expect(settings.domain.rpID == "example.com")
         #expect(settings.edge.cookieSecure)
         #expect(settings.databaseURL == "sqlite://passkeyd.sqlite")
+        // The file's JSON types: a boolean is read as one, a number as a number, never crossed.
+        let typed = try Self.load(file: #"{"console": {"enabled": false}, "maxBodySize": 100000, "extensions": {"prf": true}}"#)
+        #expect(!typed.domain.console.enabled && typed.domain.extensions.prf && typed.edge.maxBodySize == 100_000)
+        #expect(Self.error(file: #"{"console": {"enabled": 1}}"#)?.problem.contains("expected true or false") == true)
+        #expect(Self.error(file: #"{"maxBodySize": true}"#)?.problem.contains("expected a whole number") == true)
     }
 
     @Test func aBlankVariableIsUnset() throws {

@@ -17,7 +17,7 @@ let environmentContextKey = "environment"
 /// `challengeLifetimeSeconds`). Text as given; a blank variable counts as unset (a template's
 /// empty line); true/false as `1 true yes on` / `0 false no off`; lists comma-separated, each
 /// item trimmed, empty items dropped.
-public struct SettingsEnvironment: ConfigProvider {
+public struct SettingsEnvironment: FixedSettingsProvider {
     let variables: [String: String]
 
     public init(_ variables: [String: String]) { self.variables = variables }
@@ -53,34 +53,6 @@ public struct SettingsEnvironment: ConfigProvider {
         }
         return LookupResult(encodedKey: name, value: ConfigValue(content, isSecret: false))
     }
-
-    nonisolated(nonsending) public func fetchValue(forKey key: AbsoluteConfigKey, type: ConfigType) async throws -> LookupResult {
-        try value(forKey: key, type: type)
-    }
-
-    nonisolated(nonsending) public func watchValue<Return: ~Copyable>(
-        forKey key: AbsoluteConfigKey, type: ConfigType,
-        updatesHandler:
-            nonisolated(nonsending) (_ updates: ConfigUpdatesAsyncSequence<Result<LookupResult, any Error>, Never>) async throws -> Return
-    ) async throws -> Return {
-        try await watchValueFromValue(forKey: key, type: type, updatesHandler: updatesHandler)
-    }
-
-    public func snapshot() -> any ConfigSnapshot { Snapshot(provider: self) }
-
-    nonisolated(nonsending) public func watchSnapshot<Return: ~Copyable>(
-        updatesHandler: nonisolated(nonsending) (_ updates: ConfigUpdatesAsyncSequence<any ConfigSnapshot, Never>) async throws -> Return
-    ) async throws -> Return {
-        try await watchSnapshotFromSnapshot(updatesHandler: updatesHandler)
-    }
-
-    struct Snapshot: ConfigSnapshot {
-        let provider: SettingsEnvironment
-        var providerName: String { provider.providerName }
-        func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
-            try provider.value(forKey: key, type: type)
-        }
-    }
 }
 
 /// `passkeyd.json`: nested objects give the keys (`{"rateLimits": {"perIP": 300}}` is
@@ -88,7 +60,7 @@ public struct SettingsEnvironment: ConfigProvider {
 /// error naming the key, never a silent default. Lists of objects (`androidApps`, `webhooks`)
 /// are read as their JSON text by the settings that decode them (swift-configuration's
 /// `JSONSnapshot` refuses a file that has any: it holds only lists of text and numbers).
-public struct SettingsFile: ConfigProvider {
+public struct SettingsFile: FixedSettingsProvider {
     /// Every value, by its dotted key.
     let values: [String: JSONLeaf]
     public let providerName: String
@@ -177,7 +149,13 @@ public struct SettingsFile: ConfigProvider {
         }
         return LookupResult(encodedKey: name, value: ConfigValue(content, isSecret: false))
     }
+}
 
+/// A settings provider whose values never change once it is made (passkeyd reads its settings
+/// at start): fetching, watching and its snapshot all answer from `value(forKey:type:)`.
+public protocol FixedSettingsProvider: ConfigProvider {}
+
+extension FixedSettingsProvider {
     nonisolated(nonsending) public func fetchValue(forKey key: AbsoluteConfigKey, type: ConfigType) async throws -> LookupResult {
         try value(forKey: key, type: type)
     }
@@ -190,19 +168,20 @@ public struct SettingsFile: ConfigProvider {
         try await watchValueFromValue(forKey: key, type: type, updatesHandler: updatesHandler)
     }
 
-    public func snapshot() -> any ConfigSnapshot { Snapshot(provider: self) }
+    public func snapshot() -> any ConfigSnapshot { FixedSettingsSnapshot(provider: self) }
 
     nonisolated(nonsending) public func watchSnapshot<Return: ~Copyable>(
         updatesHandler: nonisolated(nonsending) (_ updates: ConfigUpdatesAsyncSequence<any ConfigSnapshot, Never>) async throws -> Return
     ) async throws -> Return {
         try await watchSnapshotFromSnapshot(updatesHandler: updatesHandler)
     }
+}
 
-    struct Snapshot: ConfigSnapshot {
-        let provider: SettingsFile
-        var providerName: String { provider.providerName }
-        func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
-            try provider.value(forKey: key, type: type)
-        }
+/// The snapshot of a ``FixedSettingsProvider``: the provider itself.
+struct FixedSettingsSnapshot<Provider: FixedSettingsProvider>: ConfigSnapshot {
+    let provider: Provider
+    var providerName: String { provider.providerName }
+    func value(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
+        try provider.value(forKey: key, type: type)
     }
 }
