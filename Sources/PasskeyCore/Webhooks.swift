@@ -176,7 +176,10 @@ public struct WebhookDispatcher: Service {
         while !Task.isCancelled {
             let pause: Duration
             do {
-                let round = try await deliverDue(to: endpoint, client: client)
+                // A round runs to its end even when the worker is cancelled (the server stopping):
+                // its sends are bounded by the two timeouts, and one cut short would hold its
+                // delivery until the lease runs out. Sleeps between rounds end at once.
+                let round = try await Task { try await deliverDue(to: endpoint, client: client) }.value
                 if round.claimed == 0 {
                     // Nothing due. A failing endpoint's backlog (every account's head in its
                     // back-off) is looked through no more often than the endpoints are listed.

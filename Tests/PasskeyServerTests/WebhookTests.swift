@@ -29,11 +29,16 @@ struct WebhookTests {
         let received = Mutex<[Received]>([])
         /// While true the receiver answers 503 (a dead endpoint).
         let down = Mutex(false)
+        /// How long the receiver takes to answer (a slow endpoint), and the ids it began on.
+        let delay = Mutex<Duration?>(nil)
+        let started = Mutex<[String]>([])
 
         var application: some ApplicationProtocol {
             let router = Router()
             router.post("hook") { request, _ -> Response in
                 let body = try await request.body.collect(upTo: 1 << 20)
+                self.started.withLock { $0.append(request.headers[HTTPField.Name("webhook-id")!] ?? "") }
+                if let delay = self.delay.withLock({ $0 }) { try await Task.sleep(for: delay) }
                 if self.down.withLock({ $0 }) { return Response(status: .serviceUnavailable) }
                 self.received.withLock {
                     $0.append(
@@ -154,8 +159,14 @@ struct WebhookTests {
         try await receiver.application.test(.live) { client in
             let port = try #require(client.port)
             _ = try await Self.admin(harness).addWebhook(url: "http://127.0.0.1:\(port)/hook", events: ["sign_up", "sign_in"])
+            // The application's own dispatcher may try while the activity runs: the receiver is
+            // down then, so what it tried waits its back-off (or its lease, had a send been cut
+            // short), which the clock then passes. Only the two racing dispatchers deliver.
+            receiver.down.withLock { $0 = true }
             try await harness.run { api in try await Self.activity(api) }
+            receiver.down.withLock { $0 = false }
             let first = Self.dispatcher(harness), second = Self.dispatcher(harness)
+            harness.clock.advance(first.lease + 1)
             try await Self.withClient(first) { one in
                 try await Self.withClient(second) { other in
                     for _ in 0..<20 {
@@ -168,6 +179,38 @@ struct WebhookTests {
             let received = receiver.received.withLock { $0 }
             // Two accounts: a sign-up and a sign-in each; the rename was not asked for.
             #expect(received.count == 4 && Set(received.map(\.id)).count == 4, "\(received.map(\.id))")
+        }
+    }
+
+    @Test func sendsInFlightWhenTheServerStopsAreFinishedNotCutShort() async throws {
+        let harness = try await Self.harness()
+        let receiver = Receiver()
+        try await receiver.application.test(.live) { client in
+            let port = try #require(client.port)
+            let added = try await Self.admin(harness).addWebhook(url: "http://127.0.0.1:\(port)/hook", events: ["sign_up"])
+            receiver.down.withLock { $0 = true }
+            try await harness.run { api in try await Self.activity(api) }
+            let dispatcher = Self.dispatcher(harness)
+            harness.clock.advance(dispatcher.lease + 1)
+            receiver.started.withLock { $0 = [] }
+            receiver.down.withLock { $0 = false }
+            receiver.delay.withLock { $0 = .milliseconds(500) }
+            // The endpoint's worker is stopped (as the server's shutdown does) while the receiver
+            // is still answering: the sends finish and are settled as delivered, instead of
+            // holding their deliveries until the lease runs out.
+            try await Self.withClient(dispatcher) { http in
+                let worker = Task { await dispatcher.work(for: added.endpoint, client: http) }
+                for _ in 0..<3000 where receiver.started.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+                worker.cancel()
+                await worker.value
+            }
+            let started = Set(receiver.started.withLock { $0 })
+            #expect(!started.isEmpty)
+            let deliveries = try await harness.store.webhookDeliveries(endpointID: added.endpoint.id, limit: 100)
+            for delivery in deliveries where started.contains("evt_\(delivery.eventID)") {
+                #expect(delivery.deliveredAt != nil, "evt_\(delivery.eventID) was cut short")
+            }
+            #expect(Set(receiver.received.withLock { $0 }.map(\.id)) == started)
         }
     }
 
