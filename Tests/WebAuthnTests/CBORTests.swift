@@ -1,4 +1,5 @@
 import Testing
+import WebAuthnTesting
 
 @testable import WebAuthn
 
@@ -145,18 +146,5 @@ struct CBORTests {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             _ = try? CBORReader.decode(bytes, limits: .init(allowIndefiniteLength: true))
         }
-    }
-}
-
-/// A small deterministic generator for reproducible random tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

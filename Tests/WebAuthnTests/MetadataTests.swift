@@ -128,7 +128,7 @@ struct MetadataTests {
                 try await FIDOMetadata.verify(blob: String(decoding: blob[..<length], as: UTF8.self), roots: [mds.root], at: Self.now)
             }
         }
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64.forTest()
         for _ in 0..<200 {
             var flipped = blob
             flipped[Int.random(in: 0..<flipped.count, using: &generator)] ^= UInt8(1 << Int.random(in: 0..<8, using: &generator))

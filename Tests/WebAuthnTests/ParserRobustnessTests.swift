@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 import X509
 
 @testable import WebAuthn
