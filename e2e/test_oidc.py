@@ -177,6 +177,53 @@ def test_signing_in_through_the_app_first(provider, browser):
     assert "refresh_token" not in token  # no offline_access asked
 
 
+def post_form(browser, app, action, fields):
+    """From the app's page (127.0.0.1: another site than passkeyd's localhost), a form POST."""
+    browser.get(app.base + "/")
+    browser.execute_script("""
+        const form = document.createElement("form");
+        form.method = "post";
+        form.action = arguments[0];
+        for (const [name, value] of Object.entries(arguments[1])) {
+            const input = document.createElement("input");
+            input.type = "hidden"; input.name = name; input.value = value;
+            form.appendChild(input);
+        }
+        document.body.appendChild(form);
+        form.submit();""", action, fields)
+
+
+def test_an_app_on_another_site_posts_its_requests_as_forms(provider, browser):
+    """OpenID Connect Core 3.1.2.1 and RP-Initiated Logout 2: the authorization and logout
+    endpoints take POST too. A form posted from the app's page (another site) reaches the
+    signed-in session: a code comes back, and the logout ends that session."""
+    server, app, client_id, client_secret, _, discovery = provider
+    browser.add_virtual_authenticator(authenticator_options())
+    sign_up(browser, server, "posy")
+    verifier, challenge = pkce()
+    post_form(browser, app, discovery["authorization_endpoint"], {
+        "client_id": client_id, "redirect_uri": app.base + "/callback", "response_type": "code", "scope": "openid",
+        "state": "form state", "nonce": "n", "code_challenge": challenge, "code_challenge_method": "S256"})
+    callback = app.base + "/callback"
+    wait_for(browser, lambda d: d.current_url.startswith(callback) or d.find_element(By.ID, "view-consent").is_displayed())
+    if not browser.current_url.startswith(callback):
+        browser.find_element(By.ID, "consent-allow").click()
+    wait_for(browser, lambda d: d.current_url.startswith(callback))
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(browser.current_url).query)
+    assert query["state"] == ["form state"] and query["iss"] == [server.origin]
+    token = requests.post(discovery["token_endpoint"], data={
+        "grant_type": "authorization_code", "code": query["code"][0], "redirect_uri": callback, "code_verifier": verifier},
+        auth=(client_id, client_secret)).json()
+    assert "id_token" in token, token
+
+    post_form(browser, app, discovery["end_session_endpoint"], {
+        "id_token_hint": token["id_token"], "post_logout_redirect_uri": app.base + "/bye", "state": "bye state"})
+    wait_for(browser, lambda d: d.current_url.startswith(app.base + "/bye"))
+    assert "state=bye+state" in browser.current_url or "state=bye%20state" in browser.current_url
+    browser.get(server.origin + "/api/auth/session")
+    assert "not_signed_in" in browser.find_element(By.TAG_NAME, "body").text
+
+
 def pkce():
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()

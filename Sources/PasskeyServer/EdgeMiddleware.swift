@@ -94,10 +94,14 @@ struct WholeFilesMiddleware: RouterMiddleware {
 struct OriginCheckMiddleware: RouterMiddleware {
     typealias Context = PasskeyRequestContext
     let allowed: Set<String>
+    /// The OpenID endpoints a relying party's page posts a form to (a top-level navigation
+    /// from another site, as their GET is): they write and count nothing but send the form on
+    /// to their GET (`OpenIDProvider.formAsQuery`).
+    static let crossSiteForms: Set<String> = ["/oauth2/authorize", "/oauth2/logout"]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if request.method != .get && request.method != .head && request.method != .options,
-            let origin = request.headers[.origin], !allowed.contains(origin)
+            let origin = request.headers[.origin], !allowed.contains(origin), !Self.crossSiteForms.contains(request.uri.path)
         {
             throw APIError.csrf
         }

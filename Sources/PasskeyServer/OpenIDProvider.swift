@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import PasskeyCore
 import WebAuthn
 
@@ -37,6 +38,8 @@ struct OpenIDProvider: Sendable {
             .add(middleware: OpenIDRateLimitMiddleware(service: service, budget: .authorize, navigation: true))
             .add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
             .get("oauth2/authorize") { request, context in try await authorize(request, context) }
+        // Counted by the GET it is sent on to.
+        collection.post("oauth2/authorize") { request, _ in try await formAsQuery(request, "/oauth2/authorize") }
         let pending = collection.group().add(middleware: OpenIDRateLimitMiddleware(service: service, budget: .authorize, navigation: false))
         pending.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
             .get("oauth2/authorize/requests/:id") { _, context in try await prompt(context) }
@@ -52,6 +55,7 @@ struct OpenIDProvider: Sendable {
         collection.post("oauth2/userinfo") { request, context in try await userinfo(request, context) }
         collection.group().add(middleware: SessionMiddleware(sessions: sessions, mode: .lenient))
             .get("oauth2/logout") { request, context in try await logout(request, context) }
+        collection.post("oauth2/logout") { request, _ in try await formAsQuery(request, "/oauth2/logout") }
         return collection
     }
 
@@ -147,6 +151,62 @@ struct OpenIDProvider: Sendable {
             }
             headers[.location] = redirect
             return Response(status: .found, headers: headers)
+        }
+    }
+
+    // MARK: POST
+
+    /// `POST /oauth2/authorize` and `POST /oauth2/logout`: OpenID Connect Core §3.1.2.1 and
+    /// RP-Initiated Logout 1.0 §2 have the provider take the request's parameters as a form
+    /// (`application/x-www-form-urlencoded`) as well as in the query. The form's fields go on,
+    /// as they were sent, to the same endpoint's GET with a 303: one handler checks them (a
+    /// repeated or oversized parameter is refused there as in a GET), and the browser sends the
+    /// session cookie with that top-level GET, which it does not with another site's POST
+    /// (SameSite=Lax). A form with parameters in the address too, that is not a form, or whose
+    /// text is not a query's (a `#`, a space, a control or non-ASCII byte) gets an error page.
+    func formAsQuery(_ request: Request, _ path: String) async throws -> Response {
+        let invalid = path.hasSuffix("logout") ? "Invalid sign-out request" : "Invalid authorization request"
+        guard request.uri.query?.isEmpty ?? true else {
+            return HTMLPage.response(
+                OpenIDPage(invalid, "The application sent parameters both in the address and in a form."), status: .badRequest)
+        }
+        guard Self.isForm(request.headers[.contentType]) else {
+            return HTMLPage.response(OpenIDPage(invalid, "The application's request is not a form."), status: .badRequest)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: edge.maxBodySize)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.bodyTooLarge
+        } catch is NIOTooManyBytesError {
+            throw APIError.bodyTooLarge
+        }
+        let form = Array(body.readableBytesView)
+        guard form.allSatisfy(Self.isQueryByte) else {
+            return HTMLPage.response(OpenIDPage(invalid, "The application's form is not URL-encoded."), status: .badRequest)
+        }
+        var headers = HTTPFields()
+        headers[.location] = form.isEmpty ? path : path + "?" + String(decoding: form, as: UTF8.self)
+        headers[.cacheControl] = "no-store"
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    /// `application/x-www-form-urlencoded`, with parameters and in any case.
+    static func isForm(_ contentType: String?) -> Bool {
+        guard let type = contentType?.split(separator: ";", maxSplits: 1).first else { return false }
+        return type.trimmingCharacters(in: .whitespaces).lowercased() == "application/x-www-form-urlencoded"
+    }
+
+    /// A byte a query may hold as it is (RFC 3986 §3.4: unreserved, sub-delims, `:`, `@`, `/`,
+    /// `?`, and `%` of an escape).
+    static func isQueryByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"): true
+        case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="): true
+        case UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: "?"): true
+        default: false
         }
     }
 

@@ -151,17 +151,26 @@ extension OpenIDAttackTests {
     /// name is spelled) or `state` gets an error page and no redirect; any other repeated
     /// parameter `invalid_request` on the registered redirect URI. Nothing is stored or issued,
     /// signed in or not.
+    /// A person signed up (their session), a confidential client, a PKCE challenge, and the
+    /// fields of a code request for them (`state=s1`, `scope` as given).
+    static func signedInCodeRequest(_ api: APIClient, _ harness: ServerHarness, _ name: String, scope: String = "openid")
+        async throws -> (session: String, client: OAuthClient, challenge: String, fields: [String])
+    {
+        var authenticator = SoftwareAuthenticator(seed: Array(name.utf8))
+        let (session, _, _) = try await api.signUp(name, authenticator: &authenticator)
+        let (client, _) = try await Flow.client(harness)
+        let (_, challenge) = Flow.pkce()
+        let fields = [
+            "client_id=\(client.id)", "redirect_uri=\(Self.encodedRedirect)", "response_type=code", "scope=\(scope)",
+            "code_challenge=\(challenge)", "code_challenge_method=S256", "state=s1",
+        ]
+        return (session, client, challenge, fields)
+    }
+
     @Test func authorizationRequestsWithARepeatedParameterAreRefused() async throws {
         let harness = try await ServerHarness()
         try await harness.run { api in
-            var authenticator = SoftwareAuthenticator(seed: Array("rita".utf8))
-            let (session, _, _) = try await api.signUp("rita", authenticator: &authenticator)
-            let (client, _) = try await Flow.client(harness)
-            let (_, challenge) = Flow.pkce()
-            let base = [
-                "client_id=\(client.id)", "redirect_uri=\(Self.encodedRedirect)", "response_type=code", "scope=openid",
-                "code_challenge=\(challenge)", "code_challenge_method=S256", "state=s1",
-            ]
+            let (session, client, challenge, base) = try await Self.signedInCodeRequest(api, harness, "rita")
             func authorize(_ parameters: [String], token: String?) async throws -> APIResponse {
                 try await api.request(.get, "/oauth2/authorize?" + parameters.joined(separator: "&"), token: token, origin: nil)
             }
