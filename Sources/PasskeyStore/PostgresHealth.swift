@@ -124,53 +124,81 @@ final class DatabaseHealth: @unchecked Sendable {
 }
 
 /// The connection pools in force, one per event loop; replaced as a whole by ``replace()``.
-/// The pools run on a task of their own; replacing or closing cancels it, which closes their
-/// connections (operations still on the old pools fail and are answered `unavailable`).
+/// The pools run on a task of their own; replacing or closing lets go of the connections the
+/// store keeps (``KeptConnections``) and cancels it, which closes their connections (operations
+/// still on the old pools fail and are answered `unavailable`).
 final class PostgresPools: Sendable {
+    /// One event loop's pool: its executor and the connections the store keeps from it.
+    struct Pool: Sendable {
+        let loop: any EventLoop
+        let client: PostgresClient
+        /// The pool's most connections (its share of the store's).
+        let share: Int
+    }
+
+    /// Where an operation runs: a pool, the connections kept from it, and the executor of its
+    /// loop when the caller runs on that loop (else nil: the caller's own).
+    struct Placement: Sendable {
+        let client: PostgresClient
+        let kept: KeptConnections
+        let executor: EventLoopTaskExecutor?
+    }
+
     /// One set of pools, with the task that runs them.
     final class Generation: Sendable {
-        let clients: [PostgresClient]
-        /// Each loop's pool, and the executor that runs an operation on that loop.
-        let byLoop: [ObjectIdentifier: (client: PostgresClient, executor: EventLoopTaskExecutor)]
+        let placements: [Placement]
+        /// Each loop's placement.
+        let byLoop: [ObjectIdentifier: Placement]
         let turn = Atomic<Int>(0)
         let runner: Task<Void, Never>
 
-        init(_ pools: [(any EventLoop, PostgresClient)]) {
-            let clients = pools.map(\.1)
-            self.clients = clients
-            byLoop = Dictionary(
-                pools.map { loop, client in (ObjectIdentifier(loop), (client, EventLoopTaskExecutor.of(loop))) },
-                uniquingKeysWith: { $1 })
+        init(_ pools: [Pool], idleTimeout: Duration) {
             // Each pool runs on its own event loop's executor (SE-0417), as the queries it serves
-            // do: with no minimum of connections the pool arms an idle timer each time a
-            // connection comes back, and on the global executor each one woke another thread
-            // (PostgreSQL sign-ins cost 42-82% more server CPU that way).
-            let loops = pools.map { EventLoopTaskExecutor.of($0.0) }
+            // do (on the global executor the pool's timers woke another thread each time).
+            let placements = pools.map { pool in
+                let executor = EventLoopTaskExecutor.of(pool.loop)
+                return Placement(
+                    client: pool.client,
+                    kept: KeptConnections(client: pool.client, executor: executor, share: pool.share, idleTimeout: idleTimeout),
+                    executor: executor)
+            }
+            self.placements = placements
+            byLoop = Dictionary(zip(pools.map { ObjectIdentifier($0.loop) }, placements), uniquingKeysWith: { $1 })
             runner = Task {
                 await withDiscardingTaskGroup { group in
-                    for (client, executor) in zip(clients, loops) {
-                        group.addTask(executorPreference: executor) { await client.run() }
+                    for placement in placements {
+                        group.addTask(executorPreference: placement.executor) { await placement.client.run() }
+                        group.addTask(executorPreference: placement.executor) { await placement.kept.trimmer() }
                     }
                 }
             }
         }
 
         /// The pool of the loop this runs on, with its executor; else the next pool in turn.
-        func place() -> (client: PostgresClient, executor: EventLoopTaskExecutor?) {
+        func place() -> Placement {
             if let loop = MultiThreadedEventLoopGroup.currentEventLoop, let local = byLoop[ObjectIdentifier(loop)] {
-                return (local.client, local.executor)
+                return local
             }
             let next = turn.add(1, ordering: .relaxed).oldValue
-            return (clients[Int(UInt(bitPattern: next) % UInt(clients.count))], nil)
+            let placement = placements[Int(UInt(bitPattern: next) % UInt(placements.count))]
+            return Placement(client: placement.client, kept: placement.kept, executor: nil)
+        }
+
+        /// Lets go of the kept connections and stops the pools.
+        func end() {
+            for placement in placements { placement.kept.close() }
+            runner.cancel()
         }
     }
 
-    private let make: @Sendable () -> [(any EventLoop, PostgresClient)]
+    private let make: @Sendable () -> [Pool]
+    private let idleTimeout: Duration
     private let state: Mutex<(generation: Generation, closed: Bool)>
 
-    init(make: @escaping @Sendable () -> [(any EventLoop, PostgresClient)]) {
+    init(idleTimeout: Duration, make: @escaping @Sendable () -> [Pool]) {
         self.make = make
-        state = Mutex((Generation(make()), false))
+        self.idleTimeout = idleTimeout
+        state = Mutex((Generation(make(), idleTimeout: idleTimeout), false))
     }
 
     /// The pools in force.
@@ -178,13 +206,13 @@ final class PostgresPools: Sendable {
 
     /// Fresh pools for new operations; the old ones close.
     func replace() {
-        let fresh = Generation(make())
+        let fresh = Generation(make(), idleTimeout: idleTimeout)
         let old = state.withLock { state -> Generation? in
             if state.closed { return nil }
             defer { state.generation = fresh }
             return state.generation
         }
-        (old ?? fresh).runner.cancel()
+        (old ?? fresh).end()
     }
 
     /// Closes the pools (shutdown).
@@ -192,7 +220,7 @@ final class PostgresPools: Sendable {
         state.withLock { state in
             state.closed = true
             return state.generation
-        }.runner.cancel()
+        }.end()
     }
 }
 

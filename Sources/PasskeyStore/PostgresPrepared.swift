@@ -47,16 +47,11 @@ extension PreparedStoreStatement {
     func makeBindings() throws -> PostgresBindings { bindings }
     func decodeRow(_ row: PostgresRow) throws -> PostgresRandomAccessRow { row.makeRandomAccess() }
 
-    /// Runs `sql` prepared as this statement, on the pool or on one connection.
-    static func rows(_ sql: SQL, on target: PreparedStatements.Target, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+    /// Runs `sql` prepared as this statement on `connection`.
+    static func rows(_ sql: SQL, on connection: PostgresConnection, logger: Logger) async throws -> [PostgresRandomAccessRow] {
         let statement = Self(bindings: PostgresEngine.bindings(sql))
         var rows: [PostgresRandomAccessRow] = []
-        switch target {
-        case .pool(let client):
-            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
-        case .connection(let connection):
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-        }
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
         return rows
     }
 }
@@ -134,21 +129,16 @@ final class PreparedStatements: Sendable {
         return !["23", "40", "08", "57P"].contains { state.hasPrefix($0) }
     }
 
-    /// Runs `sql` prepared as `type`, with its values bound, on the pool or on one connection.
-    func rows(_ sql: SQL, as type: any PreparedStoreStatement.Type, on target: Target, logger: Logger) async throws
+    /// Runs `sql` prepared as `type`, with its values bound, on `connection`.
+    func rows(_ sql: SQL, as type: any PreparedStoreStatement.Type, on connection: PostgresConnection, logger: Logger) async throws
         -> [PostgresRandomAccessRow]
     {
         let name = type.name
         do {
-            return try await type.rows(sql, on: target, logger: logger)
+            return try await type.rows(sql, on: connection, logger: logger)
         } catch {
             if Self.retires(after: error) { retire(type, name: name) }
             throw error
         }
-    }
-
-    enum Target {
-        case pool(PostgresClient)
-        case connection(PostgresConnection)
     }
 }

@@ -13,7 +13,7 @@ import Synchronization
 /// reached the caller gets ``StoreError/Code/unavailable`` promptly instead of waiting, and the
 /// pool reconnects by itself when the database is back.
 public final class PostgresStore: SQLStore, @unchecked Sendable {
-    private let postgres: PostgresEngine
+    let postgres: PostgresEngine
 
     /// Connects lazily to the database a `postgres://user:password@host:port/database` URL names
     /// (`?sslmode=disable|allow|prefer|require|verify-ca|verify-full`, default prefer, with libpq's
@@ -26,11 +26,13 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         let prepares = try options.preparesStatements && Self.preparesStatements(url: url)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let shares = Self.connectionShares(options.maxConnections, loops: loops.count)
-        let pools = PostgresPools {
+        let pools = PostgresPools(idleTimeout: options.idleTimeout) {
             zip(loops, shares).map { loop, share in
                 var configuration = configuration
                 configuration.options.maximumConnections = share
-                return (loop, PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger))
+                return PostgresPools.Pool(
+                    loop: loop, client: PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger),
+                    share: share)
             }
         }
         let engine = PostgresEngine(
@@ -49,8 +51,10 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
     public var databaseIsDown: Bool { postgres.health.isDown }
 }
 
-/// PostgreSQL through postgres-nio: single statements on any pooled connection, transactions on
-/// one. Every operation has a deadline, mapped failures, and binds sent apart from the text.
+/// PostgreSQL through postgres-nio: each operation (a statement, or a transaction) on one
+/// connection the store keeps from a pool (``KeptConnections``), or leased from the pool when
+/// none is idle. Every operation has a deadline, mapped failures, and binds sent apart from the
+/// text.
 ///
 /// An operation called on an event loop (an HTTP handler runs on its connection's loop) runs
 /// there, on that loop's own pool: the query is written, answered and resumed on one thread.
@@ -82,19 +86,46 @@ final class PostgresEngine: SQLEngine {
         deadlines.slowAfter = health.suspectAfter
     }
 
-    /// The pool of the loop this runs on, with its executor; else the next pool in turn.
-    private func place() -> (client: PostgresClient, executor: EventLoopTaskExecutor?) {
-        pools.current.place()
-    }
-
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         let logger = self.logger
-        let (client, executor) = place()
-        return try await run(timeout: timeout, on: executor) {
-            try await client.withTransaction(logger: logger) { connection in
+        return try await onConnection(timeout: timeout) { connection in
+            try await connection.withTransaction(logger: logger) { connection in
                 try await body(OnConnection(engine: self, connection: connection))
             }
         }
+    }
+
+    /// Runs `body` on a connection the store keeps (``KeptConnections``) of the caller's loop's
+    /// pool, with the operation deadline: when it passes, the connection is closed, which ends
+    /// the query on it at once (it fails there, whatever the network does) and the caller is
+    /// answered `unavailable`. With no kept connection idle, `body` runs on one leased from
+    /// the pool, through ``run(timeout:on:_:)``.
+    func onConnection<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
+        if health.isDown { throw StoreError.databaseDown }
+        let placement = pools.current.place()
+        guard let connection = placement.kept.take() else {
+            let client = placement.client
+            return try await run(timeout: timeout, on: placement.executor) { try await client.withConnection { try await body($0) } }
+        }
+        let deadline = deadlines.add(at: .now + (timeout ?? operationTimeout)) { let _: EventLoopFuture<Void> = connection.close() }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(connection))
+        } catch {
+            result = .failure(error)
+        }
+        let inTime = deadlines.remove(deadline)
+        if case .failure(let error as PostgresTransactionError) = result, error.rollbackError != nil {
+            // A transaction that could not be rolled back may still be open on the connection.
+            placement.kept.discard(connection)
+        } else if inTime {
+            placement.kept.giveBack(connection)
+        } else {
+            placement.kept.discard(connection)  // closed by the deadline
+        }
+        return try settle(result, inTime: inTime)
     }
 
     /// Runs `body` with the operation deadline, mapping failures to ``StoreError``.
@@ -106,7 +137,9 @@ final class PostgresEngine: SQLEngine {
     /// at once (the breaker opens), and the pools are replaced by fresh ones when the database
     /// answers again (postgres-nio's pool backs off up to a minute between connection attempts).
     ///
-    /// The operation runs as a task of its own (on `executor`: the caller's event loop) that
+    /// For an operation on a connection leased from the pool (none kept is idle, see
+    /// ``onConnection(timeout:_:)``), or leasing one may wait on the pool. It runs as a task of
+    /// its own (on `executor`: the caller's event loop) that
     /// ``deadlines`` cancels when its time is up (one task per operation; a timer per
     /// operation, as a racing sleep, cost ~6% of a sign-in). The caller is answered when the
     /// deadline passes even if the cancelled operation has not stopped yet (a query on a
@@ -133,7 +166,12 @@ final class PostgresEngine: SQLEngine {
         } onCancel: {
             operation.cancel()
         }
-        let inTime = deadlines.remove(deadline)
+        return try settle(result, inTime: deadlines.remove(deadline))
+    }
+
+    /// An operation's value, or the ``StoreError`` for its failure (`unavailable` when its
+    /// deadline passed first); a failure for want of the database makes ``health`` check it.
+    private func settle<T>(_ result: Result<T, any Error>, inTime: Bool) throws -> T {
         switch result {
         case .success(let value) where inTime:
             return value
@@ -189,19 +227,14 @@ final class PostgresEngine: SQLEngine {
         PostgresQuery(unsafeSQL: sql.text(.postgres), binds: bindings(sql))
     }
 
-    /// Runs `sql` on `target`: prepared when it is marked so and ``preparesStatements`` (see
+    /// Runs `sql` on `connection`: prepared when it is marked so and ``preparesStatements`` (see
     /// ``PreparedStoreStatement``), else as an unnamed statement.
-    func rows(_ sql: SQL, on target: PreparedStatements.Target) async throws -> [any StoreRow] {
+    func rows(_ sql: SQL, on connection: PostgresConnection) async throws -> [any StoreRow] {
         let logger = self.logger
         if let type = sql.preparedAs, preparesStatements, PreparedStatements.shared.claims(sql, as: type) {
-            return try await PreparedStatements.shared.rows(sql, as: type, on: target, logger: logger)
+            return try await PreparedStatements.shared.rows(sql, as: type, on: connection, logger: logger)
         }
-        switch target {
-        case .pool(let client):
-            return try await client.query(Self.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
-        case .connection(let connection):
-            return try await connection.query(Self.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
-        }
+        return try await connection.query(Self.query(sql), logger: logger).collect().map { $0.makeRandomAccess() }
     }
 
     /// A statement on any connection of a pool (the caller's loop's, when it runs on one).
@@ -209,8 +242,7 @@ final class PostgresEngine: SQLEngine {
         let engine: PostgresEngine
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let engine = self.engine
-            let (client, executor) = engine.place()
-            return try await engine.run(on: executor) { try await engine.rows(sql, on: .pool(client)) }
+            return try await engine.onConnection { try await engine.rows(sql, on: $0) }
         }
     }
 
@@ -219,7 +251,7 @@ final class PostgresEngine: SQLEngine {
         let engine: PostgresEngine
         let connection: PostgresConnection
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
-            try await engine.rows(sql, on: .connection(connection))
+            try await engine.rows(sql, on: connection)
         }
     }
 }
