@@ -57,13 +57,28 @@ extension SQLStore {
         // left (leased: not taken), and SQLite has one writer; a row settled since the read
         // (delivered, or failed and waiting its back-off) is not taken either.
         let token = UUID.random().uuidString.lowercased()
-        var update: SQL =
-            "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE delivered_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now)) AND ("
+        var rows: SQL = "("
         for (index, row) in candidates.enumerated() {
             let eventID = try row.integer("event_id"), endpointID = try row.id("endpoint_id")
-            update = update.appending(index == 0 ? "" : " OR ").appending("(event_id = \(eventID) AND endpoint_id = \(endpointID))")
+            rows = rows.appending(index == 0 ? "" : " OR ").appending("(event_id = \(eventID) AND endpoint_id = \(endpointID))")
         }
-        guard try await writer.run(update.appending(") RETURNING 1")) > 0 else { return [] }
+        rows = rows.appending(")")
+        let due: SQL = "delivered_at IS NULL AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))"
+        let update: SQL
+        if dialect == .postgres {
+            // PostgreSQL: the rows are locked in one order and a row another claim holds is
+            // skipped, so racing claims never wait on each other (an UPDATE locking its OR-list in
+            // scan order could deadlock with another claim's: 40P01 in a PostgreSQL race test).
+            update = SQL(
+                "WITH picked AS (SELECT event_id, endpoint_id FROM webhook_deliveries WHERE "
+            ).appending(due).appending(" AND ").appending(rows).appending(
+                " ORDER BY event_id, endpoint_id FOR UPDATE SKIP LOCKED) UPDATE webhook_deliveries d SET lease_until = \(leaseUntil), lease_token = \(token) FROM picked p WHERE d.event_id = p.event_id AND d.endpoint_id = p.endpoint_id RETURNING 1"
+            )
+        } else {
+            update = SQL("UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE ").appending(due)
+                .appending(" AND ").appending(rows).appending(" RETURNING 1")
+        }
+        guard try await writer.run(update) > 0 else { return [] }
         return try await reader.rows(
             """
             SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail, a.metric, a.trace_parent
