@@ -39,6 +39,7 @@ let package = Package(
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "WebAuthnTesting", targets: ["WebAuthnTesting"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
+        .library(name: "PasskeyMail", targets: ["PasskeyMail"]),
         .library(name: "PasskeyCore", targets: ["PasskeyCore"]),
         .library(name: "PasskeyServer", targets: ["PasskeyServer"]),
         .library(name: "PasskeyClient", targets: ["PasskeyClient"]),
@@ -133,10 +134,20 @@ let package = Package(
         // The domain: ceremonies, accounts, sessions, tokens, the OpenID provider's rules, the
         // webhook outbox, limits and metrics. No HTTP framework: it takes and returns values and
         // throws domain errors; the edge (PasskeyServer) maps them to HTTP.
+        // Mail: addresses, RFC 5322 / MIME messages and a small SMTP client on swift-nio and
+        // swift-nio-ssl (no SMTP package is on the mirror; issue 43).
+        .target(
+            name: "PasskeyMail",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .target(
             name: "PasskeyCore",
             dependencies: [
-                "WebAuthn", "PasskeyStore",
+                "WebAuthn", "PasskeyStore", "PasskeyMail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -256,6 +267,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        // The SMTP client against a real SMTP server (scripts/smtp_server.py), messages, addresses.
+        .testTarget(
+            name: "PasskeyMailTests",
+            dependencies: [
+                "PasskeyMail", "WebAuthnTesting",
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(
