@@ -368,17 +368,18 @@ def main():
     logging.getLogger("mail.log").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
 
+    # The key only touches the disk until the TLS context has read it (SIGKILL leaves nothing).
     folder = tempfile.mkdtemp(prefix="passkeyd-smtp-")
     try:
         ca_pem, chain_path, key_path = make_certificates(options.cert_name, options.self_signed, folder)
-        with open(options.output + ".ca.pem", "wb") as ca_file:
-            ca_file.write(ca_pem)
         tls_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls_context.minimum_version = ssl.TLSVersion.TLSv1_2
         tls_context.load_cert_chain(chain_path, key_path)
-        asyncio.run(serve(options, tls_context))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    with open(options.output + ".ca.pem", "wb") as ca_file:
+        ca_file.write(ca_pem)
+    asyncio.run(serve(options, tls_context))
 
 
 if __name__ == "__main__":
