@@ -35,6 +35,14 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension SMTPError {
+    /// A TLS error (handshake, certificate, name) is `tls`; anything else of the connection `protocol`.
+    static func kind(of error: any Error) -> Kind {
+        if let error = error as? SMTPError { return error.kind }
+        return error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError ? .tls : .protocol
+    }
+}
+
 /// One reply (RFC 5321 §4.2): a three-digit code and its lines of text.
 struct SMTPReply: Sendable, CustomStringConvertible {
     let code: Int
@@ -79,7 +87,7 @@ final class SMTPConnection: Sendable {
         } catch let error as SMTPError {
             throw error
         } catch {
-            throw SMTPError(.protocol, "\(error)")
+            throw SMTPError(SMTPError.kind(of: error), "\(error)")
         }
     }
 
@@ -103,7 +111,11 @@ final class SMTPConnection: Sendable {
         do {
             try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
         } catch {
-            throw SMTPError(.protocol, "the connection closed: \(error)")
+            // A failed TLS handshake closes the connection before the write that follows
+            // STARTTLS: the handler kept why.
+            let handler = self.handler
+            if let recorded = try? await channel.eventLoop.submit({ handler.value.failure }).get() { throw recorded }
+            throw SMTPError(SMTPError.kind(of: error), "the connection closed: \(error)")
         }
     }
 
@@ -156,7 +168,7 @@ final class SMTPReplyHandler: ChannelInboundHandler {
     private var code: Int?
     private var ready: [SMTPReply] = []
     private var waiters: [(EventLoopPromise<SMTPReply>, Scheduled<Void>?)] = []
-    private var failure: SMTPError?
+    private(set) var failure: SMTPError?
     private var context: ChannelHandlerContext?
 
     /// Nothing received and not yet read.
@@ -226,8 +238,7 @@ final class SMTPReplyHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let kind: SMTPError.Kind = error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError ? .tls : .protocol
-        fail(SMTPError(kind, "\(error)"))
+        fail(SMTPError(SMTPError.kind(of: error), "\(error)"))
     }
 
     func channelInactive(context: ChannelHandlerContext) {

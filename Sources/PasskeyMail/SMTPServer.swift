@@ -37,6 +37,7 @@ public struct SMTPServer: Sendable, Hashable, CustomStringConvertible {
         self.allowPlaintext = allowPlaintext
         self.trustedCertificatesPEM = trustedCertificatesPEM
         self.heloName = heloName
+        isLoopback = Self.loopback(host)
     }
 
     /// Why an SMTP URL cannot be used.
@@ -77,8 +78,11 @@ public struct SMTPServer: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The host is a loopback address (`localhost`, 127.0.0.0/8, `::1`): plain SMTP to a relay
-    /// on this machine crosses no network.
-    public var isLoopback: Bool {
+    /// on this machine crosses no network. Judged by the name as configured, when the value is
+    /// made (a test may clear it to play a remote server on this machine).
+    public var isLoopback: Bool
+
+    static func loopback(_ host: String) -> Bool {
         let name = host.lowercased()
         if name == "localhost" || name == "::1" { return true }
         let parts = name.split(separator: ".")
