@@ -64,6 +64,7 @@ extension PasskeyService {
             throw PasskeyServiceError.noPasskey
         }
         await audit(auditEvent(.passwordRemoved, accountID: signedIn.account.id, client: client).counted(.passwordOff))
+        await notify(.passwordOff, account: signedIn.account, client: client, subject: nil, undo: UndoDetail(kind: .passwordOff))
     }
 
     /// Changes the password of an account that has one: needs a recent sign-in and the new

@@ -59,7 +59,12 @@ extension PasskeyService {
             throw PasskeyServiceError.invalidRecoveryCode
         }
         await settleSecretAttempt(attempt, succeeded: true)
-        return try await signIn(account, method: "recovery_code", client: client, canUpgrade: true, recovery: true, completion: completion)
+        // A recovery code opens recovery by mail again (closed by "this wasn't me").
+        try await openEmailRecovery(accountID: account.id, client: client, by: "recovery_code")
+        let result = try await signIn(
+            account, method: "recovery_code", client: client, canUpgrade: true, recovery: true, completion: completion)
+        await notify(.recoveryUsed, account: account, client: client, subject: nil, undo: UndoDetail(kind: .recoveryUsed))
+        return result
     }
 
     // MARK: Recovery links

@@ -16,7 +16,7 @@ extension PasskeyService {
     public func registrationOptions(
         username: String?, displayName: String?, signedIn: SignedIn?, profile: Profile = .native,
         conditional: Bool = false, hints: [String]? = nil, registrationToken: String? = nil, client: Client = Client(),
-        extensions: RegistrationExtensionRequest = RegistrationExtensionRequest()
+        extensions: RegistrationExtensionRequest = RegistrationExtensionRequest(), email: String? = nil
     ) async throws
         -> PublicKeyCredentialCreationOptionsJSON
     {
@@ -62,6 +62,7 @@ extension PasskeyService {
         }
         let name = try Self.validUsername(username)
         let display = try Self.validDisplayName(displayName, default: name)
+        let pendingEmail = try signUpAddress(username: name, email: email)
         if try await store.account(username: name) != nil { throw PasskeyServiceError.usernameTaken }
         let user = PublicKeyCredentialUserEntity(id: profile.userHandle ?? RelyingParty.makeUserHandle(), name: name, displayName: display)
         let begin = relyingParty.beginRegistration(
@@ -72,7 +73,7 @@ extension PasskeyService {
                 challenge: challenge, ceremony: .registration, pendingUsername: name, pendingDisplayName: display,
                 pendingUserHandle: user.id, pendingAccountID: profile.accountID, api: profile.api,
                 userVerification: begin.state.userVerification.rawValue, state: Self.encoded(begin.state), createdAt: time,
-                expiresAt: expiry))
+                expiresAt: expiry, pendingEmail: pendingEmail))
         capacity.issued()
         return begin.options
     }
@@ -88,6 +89,14 @@ extension PasskeyService {
             let accountID = try await store.takeRegistrationToken(hash: Array(SHA256.hash(data: bytes)), now: now()),
             let account = try await store.account(id: accountID), !account.disabled
         else { throw PasskeyServiceError.invalidRegistrationToken }
+        return try await enrolmentCeremony(account: account, hints: hints, profile: profile, client: client, extensions: extensions)
+    }
+
+    /// A ceremony that adds a passkey to `account` for someone not signed in (a registration
+    /// token, a recovery step): finishing it signs its person in.
+    func enrolmentCeremony(
+        account: Account, hints: [String]?, profile: Profile, client: Client, extensions: RegistrationExtensionRequest
+    ) async throws -> PublicKeyCredentialCreationOptionsJSON {
         metrics.ceremonyStarted("registration", client: client.kind)
         let time = now()
         let challenge = profile.challenge ?? RelyingParty.makeChallenge()
@@ -187,6 +196,9 @@ extension PasskeyService {
             await audit(
                 auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
                     .counted(metric))
+            await notify(
+                .passkeyAdded, account: account, client: client, subject: passkey.name,
+                undo: UndoDetail(kind: .passkeyAdded, credentialID: Base64URLBytes(passkey.credentialID).base64URL))
             if let replaces, replaces != passkey.credentialID,
                 let old = try await store.passkey(credentialID: replaces), old.accountID == accountID
             {
@@ -204,7 +216,16 @@ extension PasskeyService {
         }
 
         if record.pendingUsername == nil, let enrolled = record.pendingAccountID {
-            return try await finishEnrolment(verified, accountID: enrolled, name: passkeyName, prfSalt: prfSalt, client: client)
+            let recovery = record.api == Self.emailRecoveryAPI
+            let registered = try await finishEnrolment(
+                verified, accountID: enrolled, name: passkeyName, prfSalt: prfSalt, client: client,
+                method: recovery ? "email_recovery" : "registration_token")
+            if !recovery {
+                await notify(
+                    .passkeyAdded, account: registered.account, client: client, subject: registered.passkey.name,
+                    undo: UndoDetail(kind: .passkeyAdded, credentialID: Base64URLBytes(registered.passkey.credentialID).base64URL))
+            }
+            return registered
         }
         guard let username = record.pendingUsername, let handle = record.pendingUserHandle else {
             throw PasskeyServiceError.unknownChallenge
@@ -228,15 +249,15 @@ extension PasskeyService {
             if try await store.account(username: username) != nil { throw PasskeyServiceError.usernameTaken }
             throw PasskeyServiceError.credentialExists
         }
+        if let pendingEmail = record.pendingEmail { await startSignUpVerification(account: account, address: pendingEmail, client: client) }
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
 
     /// A passkey registered with a registration token: stored on its account, and its person
     /// signed in (a session made by that passkey).
-    func finishEnrolment(_ verified: VerifiedRegistration, accountID: UUID, name: String?, prfSalt: [UInt8]?, client: Client)
-        async throws
-        -> Registered
-    {
+    func finishEnrolment(
+        _ verified: VerifiedRegistration, accountID: UUID, name: String?, prfSalt: [UInt8]?, client: Client, method: String
+    ) async throws -> Registered {
         guard let account = try await store.account(id: accountID), !account.disabled else { throw PasskeyServiceError.unknownChallenge }
         let time = now()
         let existing = try await store.passkeys(accountID: accountID)
@@ -248,7 +269,8 @@ extension PasskeyService {
         } catch let error as StoreError where error.code == .conflict {
             throw PasskeyServiceError.credentialExists
         }
-        let (token, session) = makeSession(for: account, client: client, method: "sign_up", credentialID: passkey.credentialID)
+        let (token, session) = makeSession(
+            for: account, client: client, method: method == "email_recovery" ? method : "sign_up", credentialID: passkey.credentialID)
         try await store.recordSignIn(
             accountID: accountID, session: session,
             audit: [
@@ -256,9 +278,11 @@ extension PasskeyService {
                     .counted(
                         AdoptionMetric.newPasskey(
                             existing: existing.count, hasPassword: account.passwordHash != nil, conditional: false, sessionMethod: nil)),
-                auditEvent(.signIn, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: "registration_token"),
+                auditEvent(
+                    method == "email_recovery" ? .recoverySignIn : .signIn, accountID: accountID, credentialID: passkey.credentialID,
+                    client: client, detail: method),
             ], revokeOtherSessions: false)
-        metrics.signedIn(method: "registration_token")
+        metrics.signedIn(method: method)
         return Registered(account: account, passkey: passkey, token: token, session: session)
     }
 

@@ -95,12 +95,16 @@ extension PasskeyService {
         // Every session the passkey made ends, but the one deleting it (its person just proved
         // they are signed in; the sessions of someone who added a passkey of their own end).
         // Read first for the adoption chart: was it the account's last passkey?
-        let existing = try await store.passkeys(accountID: signedIn.account.id).count
+        let all = try await store.passkeys(accountID: signedIn.account.id)
+        let existing = all.count
+        let name = all.first { $0.credentialID == id }?.name
         switch try await store.deletePasskey(accountID: signedIn.account.id, credentialID: id, keepSession: signedIn.session.tokenHash) {
         case .deleted:
             await audit(
                 auditEvent(.passkeyDeleted, accountID: signedIn.account.id, credentialID: id, client: client)
                     .counted(AdoptionMetric.removedPasskey(existing: existing, hasPassword: signedIn.account.passwordHash != nil)))
+            await notify(
+                .passkeyRemoved, account: signedIn.account, client: client, subject: name, undo: UndoDetail(kind: .passkeyRemoved))
         case .notFound: throw PasskeyServiceError.passkeyNotFound
         case .lastPasskey: throw PasskeyServiceError.lastPasskey
         }

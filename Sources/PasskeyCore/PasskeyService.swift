@@ -25,6 +25,10 @@ public struct PasskeyService: Sendable {
     public let tokens: AccessTokens
     /// The FIDO metadata in force, and the relying party registrations are verified with.
     package let metadataState: MetadataState
+    /// Mails asked for per address and per client address, in hour-long windows.
+    package let mailLimiter: RateLimiter
+    /// Recovery requests being looked up after their answer went out (bounded).
+    package let mailRequests: DetachedWork
 
     /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
     ///   PostgreSQL) rather than in this process.
@@ -49,6 +53,8 @@ public struct PasskeyService: Sendable {
         secret = CachedSecret()
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
         metadataState = MetadataState(relyingParty: relyingParty)
+        mailLimiter = RateLimiter(window: .seconds(3600), store: sharedLimits ? store : nil, maxKeys: configuration.rateLimits.maxKeys)
+        mailRequests = DetachedWork(limit: 256)
     }
 
     /// How long an OpenID authorization request waits for its consent (10 minutes).
@@ -61,10 +67,14 @@ public struct PasskeyService: Sendable {
         /// The W3C `traceparent` of the request's span when tracing is on: the audit lines the
         /// request writes keep it, and their webhook deliveries carry it.
         public var traceParent: String?
-        public init(ipAddress: String? = nil, userAgent: String? = nil, traceParent: String? = nil) {
+        /// The request's `Accept-Language` (at most 64 characters): the language of the mails
+        /// it causes.
+        public var language: String?
+        public init(ipAddress: String? = nil, userAgent: String? = nil, traceParent: String? = nil, language: String? = nil) {
             self.ipAddress = ipAddress
             self.userAgent = userAgent
             self.traceParent = traceParent
+            self.language = language.map { String($0.prefix(64)) }
         }
         package var kind: ServerMetrics.ClientKind { .classify(origin: nil, userAgent: userAgent) }
     }

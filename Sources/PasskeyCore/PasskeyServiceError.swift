@@ -128,6 +128,16 @@ extension PasskeyServiceError.Code {
     /// A `largeBlob.write` over the configured `extensions.largeBlobMaxBytes`.
     public static let largeBlobTooLarge = Self(rawValue: "large_blob_too_large")
 
+    /// Mail (issue 43): mail is not set up here; an address that is not one; sign-up needs one;
+    /// a link or code that is unknown, expired, used, another account's or another purpose's;
+    /// an address another account has verified.
+    public static let emailNotEnabled = Self(rawValue: "email_not_enabled")
+    public static let invalidEmail = Self(rawValue: "invalid_email")
+    public static let emailRequired = Self(rawValue: "email_required")
+    public static let invalidEmailLink = Self(rawValue: "invalid_email_link")
+    public static let invalidEmailCode = Self(rawValue: "invalid_email_code")
+    public static let emailTaken = Self(rawValue: "email_taken")
+
     /// The operator's console (`/admin/api`): no console session (every route answers this
     /// alike, whatever else the request carries), a viewer asking for a change, a change
     /// without the session's CSRF token, a bootstrap token that is not live, a typed
@@ -151,7 +161,8 @@ extension PasskeyServiceError.Code {
         .invalidExternalID, .invalidRegistrationToken, .invalidAPIKey, .insufficientScope, .accountNotFound, .invalidAuthorizationRequest,
         .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound, .invalidExtension,
         .largeBlobTooLarge, .adminRequired, .adminRoleRequired, .csrfTokenInvalid, .bootstrapInvalid, .confirmationMismatch,
-        .reasonRequired, .invalidQuery, .lastAdmin,
+        .reasonRequired, .invalidQuery, .lastAdmin, .emailNotEnabled, .invalidEmail, .emailRequired, .invalidEmailLink,
+        .invalidEmailCode, .emailTaken,
     ]
 }
 
@@ -193,6 +204,17 @@ extension PasskeyServiceError {
     package static let lastAdmin = Self(.lastAdmin, "This is the last administrator; grant the role to someone else first.")
     package static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
     package static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")
+    package static let emailNotEnabled = Self(.emailNotEnabled, "This server does not send mail.")
+    package static let emailRequired = Self(.emailRequired, "Give an email address to sign up.")
+    package static let invalidEmailLink = Self(.invalidEmailLink, "This link is unknown, expired or already used. Ask for a new mail.")
+    package static let emailTaken = Self(.emailTaken, "Another account has verified this address.")
+    package static func invalidEmail(_ reason: String) -> Self { Self(.invalidEmail, "That is not an email address: \(reason).") }
+    package static func invalidEmailCode(triesLeft: Int?) -> Self {
+        guard let triesLeft, triesLeft > 0 else {
+            return Self(.invalidEmailCode, "That code is wrong, expired or already used. Ask for a new mail.")
+        }
+        return Self(.invalidEmailCode, "That code is wrong; \(triesLeft) tries left.")
+    }
 
     package static func rateLimited(retryAfter: Int) -> Self {
         Self(.rateLimited, "Too many attempts; try again in \(retryAfter) seconds.", retryAfter: retryAfter)

@@ -123,6 +123,8 @@ public struct ServerConfiguration: Sendable {
 
     /// The operator's console at `/admin` (docs/admin.md).
     public var console = Console()
+    /// Mail: addresses, recovery by mail, security notices (docs/email.md).
+    public var email = Email()
 
     /// The operator's console: its sessions, the step-up window of its changes, the bootstrap
     /// link's life and its rate limit.

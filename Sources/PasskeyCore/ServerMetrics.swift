@@ -133,6 +133,23 @@ public final class ServerMetrics: Sendable {
             .increment()
     }
 
+    /// A mail queued (`kind`: `verify_address`, `recovery`, `notice_…`).
+    package func mailQueued(kind: String) {
+        counter("passkeyd_mail_queued_total", [("kind", kind)]).increment()
+    }
+
+    /// A mail handed to the SMTP server (`result`: `sent`), tried again later (`retry`) or given
+    /// up (`failed`); `reason` is the ``SMTPError`` kind (`refused`, `timeout`, `tls`, `auth`,
+    /// `rejected`, `protocol`, `configuration`).
+    package func mailAttempt(result: String, reason: String?) {
+        counter("passkeyd_mail_attempts_total", [("result", result), ("reason", reason ?? "")]).increment()
+    }
+
+    /// Recovery by mail (`step`: `requested`, `opened`, `completed`, `undone`).
+    package func emailRecovery(_ step: String) {
+        counter("passkeyd_email_recovery_total", [("step", step)]).increment()
+    }
+
     /// A request whose client closed the connection before the answer.
     package func requestAborted() {
         counter("passkeyd_requests_aborted_total").increment()
@@ -183,6 +200,13 @@ public final class ServerMetrics: Sendable {
         for (provider, count) in byProvider {
             Gauge(label: "passkeyd_passkeys", dimensions: [("provider", provider)], factory: factory).record(count)
         }
+        // The mail outbox: what waits, what fails, what went out in the last day.
+        let mail = try await store.mailStatistics(now: now)
+        gauge("passkeyd_mail_queued", mail.queued)
+        gauge("passkeyd_mail_failing", mail.failing)
+        gauge("passkeyd_mail_sent_24h", mail.sentLastDay)
+        gauge("passkeyd_mail_failed_24h", mail.failedLastDay)
+        gauge("passkeyd_mail_oldest_queued_seconds", mail.oldestQueuedSeconds)
         // FIDO metadata (MDS3): when the BLOB in force wants replacing.
         if let metadata {
             gauge("passkeyd_mds_next_update_timestamp_seconds", metadata.nextUpdate.timeIntervalSince1970)

@@ -131,6 +131,8 @@ public struct ChallengeRecord: Sendable, Hashable {
     public var pendingUserHandle: [UInt8]?
     /// Sign-up: the ID the account will get (the compatibility API hands it out as `userId`).
     public var pendingAccountID: UUID?
+    /// Sign-up: the address given with it (unverified until its owner proves it).
+    public var pendingEmail: String?
     /// A username-first sign-in for a username that does not exist: it can never succeed.
     public var unknownUser: Bool
     /// Which API issued it (`native` or `compat`), so the other cannot finish it.
@@ -149,8 +151,9 @@ public struct ChallengeRecord: Sendable, Hashable {
         challenge: [UInt8], ceremony: Ceremony, accountID: UUID? = nil, pendingUsername: String? = nil,
         pendingDisplayName: String? = nil, pendingUserHandle: [UInt8]? = nil, pendingAccountID: UUID? = nil, unknownUser: Bool = false,
         api: String = "native", userVerification: String, conditional: Bool = false, state: [UInt8]? = nil, createdAt: Date,
-        expiresAt: Date
+        expiresAt: Date, pendingEmail: String? = nil
     ) {
+        self.pendingEmail = pendingEmail
         self.challenge = challenge
         self.ceremony = ceremony
         self.accountID = accountID
@@ -265,6 +268,17 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         case signingKeyRotated = "signing_key_rotated"
         /// An account imported with a password hash (`passkeyd import`), one line per account.
         case accountImported = "account_imported"
+        /// Mail (issue 43): a verification mail queued (detail: the address), an address proven,
+        /// removed, a recovery mail asked for (no detail: the answer is the same for unknown
+        /// addresses), "this wasn't me" used (detail: what it undid), recovery by mail closed
+        /// and opened again.
+        case emailVerificationSent = "email_verification_sent"
+        case emailVerified = "email_verified"
+        case emailRemoved = "email_removed"
+        case emailRecoveryRequested = "email_recovery_requested"
+        case emailUndo = "email_undo"
+        case emailRecoveryClosed = "email_recovery_closed"
+        case emailRecoveryOpened = "email_recovery_opened"
     }
 
     /// The line's number (ascending in the order lines were written); nil before it is stored.

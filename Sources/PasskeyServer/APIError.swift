@@ -67,6 +67,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .invalidExtension: .badRequest, .largeBlobTooLarge: .badRequest,
         .adminRequired: .forbidden, .adminRoleRequired: .forbidden, .csrfTokenInvalid: .forbidden, .bootstrapInvalid: .badRequest,
         .confirmationMismatch: .badRequest, .reasonRequired: .badRequest, .invalidQuery: .badRequest, .lastAdmin: .conflict,
+        .emailNotEnabled: .notFound, .invalidEmail: .badRequest, .emailRequired: .badRequest, .invalidEmailLink: .unauthorized,
+        .invalidEmailCode: .unauthorized, .emailTaken: .conflict,
     ]
 
     /// Ceremony codes the authenticator policy refuses with (403).

@@ -71,6 +71,8 @@ struct RegisterOptionsBody: APIRequestBody {
     var registrationToken: String?
     /// `extensions`: `{"prf": true, "largeBlob": "preferred" | "required"}`.
     var extensions: PasskeyService.RegistrationExtensionRequest
+    /// Sign-up: the account's address (`email.signUp`; docs/email.md).
+    var email: String?
 
     init(json: JSONObject) throws {
         let members = try requestedExtensions(in: json, known: ["prf", "largeBlob"])
@@ -82,6 +84,7 @@ struct RegisterOptionsBody: APIRequestBody {
         default: throw PasskeyServiceError(.invalidExtension, "extensions.largeBlob must be \"preferred\" or \"required\"")
         }
         registrationToken = try json.optionalString("registrationToken")
+        email = try json.optionalString("email")
         username = try json.optionalString("username")
         displayName = try json.optionalString("displayName")
         hints = try requestedHints(in: json)

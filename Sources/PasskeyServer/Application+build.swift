@@ -54,6 +54,7 @@ public enum PasskeyServer {
         app.addServices(
             WebhookDispatcher(service: service, logger: logger) { WebhookClient(policy: $0, connectTimeout: $1, requestTimeout: $2) })
         app.addServices(MetadataRefresher(service: service))
+        if let mail = MailDispatcher.make(service: service, logger: logger) { app.addServices(mail) }
         return app
     }
 
@@ -78,6 +79,7 @@ public enum PasskeyServer {
         }
 
         router.addRoutes(NativeAPI(service: service, edge: edge).routes, atPath: "/api/auth")
+        router.addRoutes(EmailAPI(service: service, edge: edge).routes, atPath: "/api/auth")
         if edge.compatibilityRoutes {
             router.addRoutes(CompatibilityAPI(service: service, edge: edge).routes)
         }

@@ -163,7 +163,7 @@ struct NativeAPI: Sendable {
         let options = try await service.registrationOptions(
             username: body.username, displayName: body.displayName, signedIn: context.signedIn, conditional: body.conditional,
             hints: body.hints, registrationToken: body.registrationToken,
-            client: context.client, extensions: body.extensions)
+            client: context.client, extensions: body.extensions, email: body.email)
         // A browser whose client showed it decodes with `window.atob` (see ``AtobForm``) gets the
         // options' binary members in standard base64: its passkeys' IDs, in excludeCredentials,
         // hold `-` and `_` in base64url about half the time, which `atob` refuses.

@@ -100,7 +100,7 @@ struct ClientMiddleware: RouterMiddleware {
         context.client = PasskeyService.Client(
             ipAddress: PasskeyService.clientAddress(
                 peer: context.peerAddress, forwardedFor: request.headers[.forwardedFor], trustedProxies: trustedProxies),
-            userAgent: request.headers[.userAgent], traceParent: Spans.currentTraceParent)
+            userAgent: request.headers[.userAgent], traceParent: Spans.currentTraceParent, language: request.headers[.acceptLanguage])
         return try await next(request, context)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Two implementations share one conformance suite: ``SQLiteStore`` (embedded, the default)
 /// and the PostgreSQL store (several instances behind a load balancer).
-public protocol PasskeyStore: Sendable {
+public protocol PasskeyStore: MailStore {
     /// Applies pending schema migrations; returns the versions applied.
     @discardableResult func migrate() async throws -> [Int]
     /// The schema version in the database (0 when empty).

@@ -419,5 +419,6 @@ enum PostgresSchema {
                 """,
             ]),
         migration14,
+        migration15,
     ]
 }

@@ -11,11 +11,11 @@ extension SQLStore {
                 """
                 INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
                                         pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
-                                        created_at, expires_at)
+                                        created_at, expires_at, pending_email)
                 VALUES (\(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
                         \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle), \(record.pendingAccountID),
                         \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional), \(record.state),
-                        \(record.createdAt), \(record.expiresAt))
+                        \(record.createdAt), \(record.expiresAt), \(record.pendingEmail))
                 """))
     }
 

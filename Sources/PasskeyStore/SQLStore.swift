@@ -142,7 +142,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             removed += try await Self.sweepConsole(db, now: now)
             return removed
         }
-        return removed + (try await sweepDeliveredWebhooks(now: now))
+        return removed + (try await sweepDeliveredWebhooks(now: now)) + (try await sweepMail(now: now))
     }
 
     /// Deletes webhook deliveries delivered more than ``deliveredWebhookRetention`` ago

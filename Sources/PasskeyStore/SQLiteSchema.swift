@@ -466,5 +466,6 @@ enum SQLiteSchema {
                 """,
             ]),
         migration14,
+        migration15,
     ]
 }

@@ -157,6 +157,7 @@ extension ChallengeRecord {
     static let columns = [
         "challenge_hash", "challenge", "ceremony", "account_id", "pending_username", "pending_display_name", "pending_user_handle",
         "unknown_user", "api", "user_verification", "created_at", "expires_at", "pending_account_id", "conditional", "state",
+        "pending_email",
     ]
 
     init(row: some StoreRow) throws {
@@ -167,7 +168,8 @@ extension ChallengeRecord {
             pendingUserHandle: try row.optionalBytes("pending_user_handle"),
             pendingAccountID: try row.optionalID("pending_account_id"), unknownUser: try row.flag("unknown_user"), api: try row.text("api"),
             userVerification: try row.text("user_verification"), conditional: try row.optionalFlag("conditional") ?? false,
-            state: try row.optionalBytes("state"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"))
+            state: try row.optionalBytes("state"), createdAt: try row.date("created_at"), expiresAt: try row.date("expires_at"),
+            pendingEmail: try row.optionalText("pending_email"))
     }
 }
 

@@ -413,7 +413,7 @@ struct WebhookClaimRaceTests {
         }
         // Events 1…7; ada's first (1) was delivered before the upgrade.
         try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0) WHERE event_id = \(Int64(1))")
-        #expect(try await store.migrate() == [14])
+        #expect(try await store.migrate(through: 14) == [14])
         let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
         #expect(claimed.map(\.0.eventID).sorted() == [2, 3, 4], "\(claimed.map(\.0.eventID))")
     }

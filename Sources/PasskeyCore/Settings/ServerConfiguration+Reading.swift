@@ -54,6 +54,7 @@ extension ServerConfiguration {
         extensions = try Extensions(reader: reader)
         console = try Console(reader: reader)
         tokens = try Tokens(reader: reader)
+        email = try Email(reader: reader, readFile: readFile)
         webhooks = try reader.decoded("webhooks", env: nil, secret: true, as: [Webhook].self) ?? []
         webhookAllowPrivateAddresses = try reader.flag("webhookAllowPrivateAddresses", env: "PASSKEYD_WEBHOOK_ALLOW_PRIVATE") ?? false
         apiKeyRequestsPerWindow =
