@@ -230,7 +230,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyServerTests",
             dependencies: [
-                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyCore", "PasskeyServer",
+                "WebAuthn", "WebAuthnTesting", "PasskeyStore", "PasskeyStoreTesting", "PasskeyCore", "PasskeyServer", "PasskeyMail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
