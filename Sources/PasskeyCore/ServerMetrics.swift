@@ -207,6 +207,11 @@ public final class ServerMetrics: Sendable {
         gauge("passkeyd_mail_sent_24h", mail.sentLastDay)
         gauge("passkeyd_mail_failed_24h", mail.failedLastDay)
         gauge("passkeyd_mail_oldest_queued_seconds", mail.oldestQueuedSeconds)
+        // Recovery by mail over 7 days, database-wide (the console's overview shows the same).
+        let recovery = try await store.emailRecoveryFigures(since: now.addingTimeInterval(-7 * 86_400))
+        for (step, count) in [("requested", recovery.requested), ("completed", recovery.completed), ("undone", recovery.undone)] {
+            Gauge(label: "passkeyd_email_recoveries_7d", dimensions: [("step", step)], factory: factory).record(count)
+        }
         // FIDO metadata (MDS3): when the BLOB in force wants replacing.
         if let metadata {
             gauge("passkeyd_mds_next_update_timestamp_seconds", metadata.nextUpdate.timeIntervalSince1970)

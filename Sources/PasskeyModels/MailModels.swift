@@ -129,3 +129,15 @@ public struct MailStatistics: Sendable, Hashable, Codable {
     public var oldestQueuedSeconds = 0
     public init() {}
 }
+
+/// Recovery by mail over a period (console, /metrics).
+public struct EmailRecoveryFigures: Sendable, Hashable, Codable {
+    /// Recovery mails sent to a verified address (requests that found no account send none and
+    /// are not counted: they leave no trace by design).
+    public var requested = 0
+    /// Recoveries that ended in a new passkey.
+    public var completed = 0
+    /// "This wasn't me" links used.
+    public var undone = 0
+    public init() {}
+}

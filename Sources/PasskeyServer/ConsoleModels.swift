@@ -63,8 +63,14 @@ struct OverviewJSON: Encodable {
     let activeSessions: Int
     let webhookBacklog: Int
     let signInsToday: SignInsJSON
+    /// The mail outbox (queued, failing, sentLastDay, failedLastDay, oldestQueuedSeconds).
+    let mail: MailStatistics
+    /// Recovery by mail in the last 7 days (requested, completed, undone).
+    let emailRecovery: EmailRecoveryFigures
     let generatedAt: Date
     init(_ overview: ConsoleService.Overview) {
+        mail = overview.mail
+        emailRecovery = overview.recovery
         accounts = overview.accounts
         accountsWithPasskey = overview.today.accountsWithPasskey
         passwordOnly = overview.today.passwordOnly

@@ -97,6 +97,12 @@ struct ServerAPI: Sendable {
                 for: account, lifetime: Double(service.configuration.tokens.registrationTokenSeconds), by: caller(context))
             return try HTTP.json(RegistrationTokenJSON(registrationToken: issued.token, expiresAt: issued.expiresAt), status: .created)
         }
+        // Opens recovery by mail again after "this wasn't me" closed it (docs/email.md).
+        write.post("users/:id/email-recovery") { _, context in
+            let account = try await account(context)
+            try await service.openEmailRecovery(accountID: account.id, client: context.client, by: caller(context))
+            return HTTP.noContent()
+        }
         write.post("users/:id/recovery-link") { _, context in
             let account = try await account(context)
             let lifetime: TimeInterval = 24 * 3600

@@ -45,6 +45,9 @@ public protocol MailStore: Sendable {
     /// A failed attempt: tried again at `retryAt`, or given up (`retryAt` nil).
     func markMailFailed(id: Int64, leaseToken: [UInt8], error: String, retryAt: Date?, at time: Date) async throws -> Bool
     func mailStatistics(now: Date) async throws -> MailStatistics
+    /// Recovery by mail since `since`, from the audit log: requests that found an account,
+    /// recoveries completed, and "this wasn't me" used.
+    func emailRecoveryFigures(since: Date) async throws -> EmailRecoveryFigures
     /// Deletes sent mails after 7 days, given-up mails after 30 and tokens a day past their end.
     func sweepMail(now: Date) async throws -> Int
 }

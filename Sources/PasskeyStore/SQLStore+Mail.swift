@@ -203,6 +203,26 @@ extension SQLStore {
         return stats
     }
 
+    public func emailRecoveryFigures(since: Date) async throws -> EmailRecoveryFigures {
+        var figures = EmailRecoveryFigures()
+        for row in try await reader.rows(
+            """
+            SELECT kind, COUNT(*) AS n FROM audit_events
+            WHERE time >= \(since) AND (kind IN ('email_recovery_requested', 'email_undo')
+                                        OR (kind = 'recovery_sign_in' AND detail = 'email_recovery'))
+            GROUP BY kind
+            """)
+        {
+            let count = Int(try row.integer("n"))
+            switch try row.text("kind") {
+            case "email_recovery_requested": figures.requested = count
+            case "email_undo": figures.undone = count
+            default: figures.completed = count
+            }
+        }
+        return figures
+    }
+
     public func sweepMail(now: Date) async throws -> Int {
         let week = now.addingTimeInterval(-7 * 86_400)
         let month = now.addingTimeInterval(-30 * 86_400)

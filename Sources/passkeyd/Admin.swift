@@ -14,6 +14,7 @@ struct Admin: AsyncParsableCommand {
             "Look after accounts (list, show, disable, revoke passkeys or sessions, delete, audit log, export, adoption), console roles, signing keys, API keys and webhooks.",
         subcommands: [
             Accounts.self, Show.self, Disable.self, Enable.self, RevokePasskey.self, RevokeSessions.self, RecoveryLink.self,
+            OpenEmailRecovery.self,
             DeleteAccount.self, Audit.self, Export.self, Adoption.self, Grant.self, RevokeRole.self, Roles.self, BootstrapLink.self,
             Keys.self, APIKeys.self, Webhooks.self, RegistrationToken.self, Clients.self,
         ])
@@ -291,6 +292,23 @@ extension Admin {
                 // The token travels in the fragment: browsers never send it to servers or proxies' logs.
                 print("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/#recover=\(token)")
                 FileHandle.standardError.write(Data("one-time link for \(account.username), valid \(hours) h\n".utf8))
+            }
+        }
+    }
+
+    struct OpenEmailRecovery: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "open-email-recovery",
+            abstract: "Open recovery by email again for an account where \"this wasn't me\" closed it (docs/email.md).")
+        @OptionGroup var options: ServerOptions
+        @Argument(help: "Username or account ID.") var user: String
+
+        func run() async throws {
+            try await AdminContext.with(options) { context in
+                let account = try await context.account(user)
+                let service = try PasskeyService(configuration: context.loaded.domain, store: context.store)
+                try await service.openEmailRecovery(accountID: account.id, client: PasskeyService.Client(), by: context.operatorName)
+                print("recovery by email is open for \(account.username)")
             }
         }
     }

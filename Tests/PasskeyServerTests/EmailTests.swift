@@ -171,7 +171,7 @@ import WebAuthnTesting
             let asked = try await api.post("/api/auth/recovery/email", ["identifier": "BEA@example.com"])
             #expect(asked.status == .accepted && asked.json["sent"] == .bool(true))
             let recovery = try #require(try await mail.mails(to: "bea@example.com", count: 2).last)
-            let link = try #require(recovery.token("recover"))
+            let link = try #require(recovery.token("email-recover"))
             // Another purpose's route never takes it.
             #expect(try await api.post("/api/auth/email/verify", ["token": link]).errorCode == "invalid_email_link")
             #expect(try await api.post("/api/auth/email/undo", ["token": link]).errorCode == "invalid_email_link")
@@ -233,7 +233,7 @@ import WebAuthnTesting
         try await mail.harness.run { api in
             #expect(try await api.post("/api/auth/recovery/email", ["identifier": "stranger@example.com"]).status == .accepted)
             let tried = try #require(try await mail.mails(to: "stranger@example.com").first)
-            #expect(tried.token("recover") == nil && tried.code == nil)
+            #expect(tried.token("email-recover") == nil && tried.code == nil)
             #expect(tried.text.contains("no account has verified it"))
         }
     }
@@ -285,7 +285,7 @@ import WebAuthnTesting
             // Ten minutes on, Fay's link is dead.
             mail.harness.clock.advance(601)
             #expect(
-                try await Self.recover(api, ["token": try #require(fayMail.token("recover"))], authenticator: &device).errorCode
+                try await Self.recover(api, ["token": try #require(fayMail.token("email-recover"))], authenticator: &device).errorCode
                     == "invalid_email_link")
             #expect(
                 try await Self.recover(api, ["identifier": "eve", "code": eveCode], authenticator: &device).errorCode

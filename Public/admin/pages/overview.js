@@ -28,6 +28,19 @@ export default async function overview({ params }) {
 
   const today = h('dl', { class: 'stats small' }, METHODS.map((method) => stat(t('method.' + method), signIns[method] ?? 0)));
 
+  // Mail health and recovery by mail (issue 43): what waits, fails and went out; recoveries.
+  const mail = counts.mail || {};
+  const recovery = counts.emailRecovery || {};
+  const mailStats = h('dl', { class: 'stats small' },
+    stat(t('overview.mail_queued'), mail.queued ?? 0,
+      mail.oldestQueuedSeconds > 0 ? t('overview.mail_oldest', { minutes: Math.ceil(mail.oldestQueuedSeconds / 60) }) : null),
+    stat(t('overview.mail_failing'), mail.failing ?? 0),
+    stat(t('overview.mail_sent'), mail.sentLastDay ?? 0),
+    stat(t('overview.mail_failed'), mail.failedLastDay ?? 0),
+    stat(t('overview.recovery_requested'), recovery.requested ?? 0),
+    stat(t('overview.recovery_completed'), recovery.completed ?? 0),
+    stat(t('overview.recovery_undone'), recovery.undone ?? 0));
+
   // The range: links, so each range has its own address.
   const ranges = h('nav', { class: 'segmented', 'aria-label': t('overview.range') },
     h('ul', {}, RANGES.map((n) => h('li', {}, h('a', { href: `#/overview?days=${n}`, 'aria-current': n === days ? 'true' : null }, t('overview.days', { count: n }))))));
@@ -75,6 +88,7 @@ export default async function overview({ params }) {
       h('p', { class: 'hint' }, t('overview.generated', { time: when(counts.generatedAt, '—') }))),
     section(t('overview.now'), stats),
     section(t('overview.sign_ins_today'), today),
+    section(t('overview.mail'), mailStats),
     section(t('overview.adoption'),
       h('div', { class: 'toolbar' }, ranges,
         h('a', { class: 'button-link', href: '/admin/api/adoption.csv' + query({ days }), download: `passkeyd-adoption-${days}d.csv` }, t('overview.download_csv'))),

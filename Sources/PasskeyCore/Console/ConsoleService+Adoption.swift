@@ -38,6 +38,10 @@ extension ConsoleService {
         public var today: AdoptionDay
         public var activeSessions: Int
         public var webhookBacklog: Int
+        /// The mail outbox: queued, failing, sent and given up in the last day.
+        public var mail: MailStatistics
+        /// Recovery by mail in the last 7 days.
+        public var recovery: EmailRecoveryFigures
         public var generatedAt: Date
         public var accounts: Int { today.accountsWithPasskey + today.passwordOnly + today.noWayIn }
     }
@@ -50,8 +54,8 @@ extension ConsoleService {
         let today = try await adoption(days: 1)[0]
         return Overview(
             today: today, activeSessions: try await store.liveSessionCount(now: time),
-            webhookBacklog: try await store.webhookBacklog(now: time),
-            generatedAt: time)
+            webhookBacklog: try await store.webhookBacklog(now: time), mail: try await store.mailStatistics(now: time),
+            recovery: try await store.emailRecoveryFigures(since: time.addingTimeInterval(-7 * 86_400)), generatedAt: time)
     }
 
     /// The last `days` UTC days, oldest first, today last.

@@ -276,7 +276,7 @@ extension PasskeyService {
             expiresAt: time.addingTimeInterval(lifetime))
         let values = MailValues(
             rpName: configuration.rpName, username: account.username,
-            link: link(purpose == .verify ? "verify-email" : "recover", token: Base64URLBytes(tokenBytes).base64URL), code: code,
+            link: link(purpose == .verify ? "verify-email" : "email-recover", token: Base64URLBytes(tokenBytes).base64URL), code: code,
             minutes: Int(lifetime / 60), undoHours: configuration.email.undoSeconds / 3600)
         try await queue(kind, to: address, accountID: account.id, language: language, values: values, token: token, audit: audit)
     }
