@@ -29,6 +29,9 @@ extension PasskeyService {
         metrics.emailRecovery("requested")
         let service = self
         await mailRequests.run {
+            // After the answer is on its way: the lookup and the mail of a known address must
+            // not slow the answer (measured: scripts/bench_email.py, docs/PERFORMANCE.md).
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...60)))
             do {
                 try await service.sendRecoveryMail(identifier: text, address: address, client: client)
             } catch {
