@@ -3,7 +3,7 @@
 import { Passkeyd, PasskeydError } from './passkeyd.js';
 
 const $ = (id) => document.getElementById(id);
-const views = ['loading', 'signin', 'signup', 'password', 'recover', 'consent', 'account'];
+const views = ['loading', 'signin', 'signup', 'password', 'recover', 'recover-email', 'recover-step', 'verify-email', 'undo', 'consent', 'account'];
 
 const client = new Passkeyd({
   lang: new URLSearchParams(location.search).get('lang') || undefined,
@@ -16,6 +16,14 @@ let autofill = null;    // AbortController of the AutoFill request in flight
 let current = null;     // the signed-in user, when there is one
 let recovering = false; // signed in through recovery: lead to a new passkey
 let automaticCreate = null; // AbortController of a conditional create in flight
+// Mail (docs/email.md): what this server offers (GET /api/auth/email/policy).
+let policy = { mailEnabled: false, signUp: 'off', undoHours: 72 };
+let pendingAddress = null;      // an address waiting for its code on the account page
+let recoveryIdentifier = null;  // the username or address a recovery mail was asked for
+let recoveryStep = null;        // {options, claim}: a recovery step's options (its token is spent), kept for "Try again"
+let claimToken = null;          // a verification's recovery token: "remove them all and create my own passkey"
+let undoToken = null;           // a "this wasn't me" link's token, until the person confirms
+let othersAfterRecovery = 0;    // other passkeys on the account after a recovery by mail
 
 // MARK: language
 
@@ -57,9 +65,27 @@ function show(name) {
   if (heading) { heading.setAttribute('tabindex', '-1'); heading.focus({ preventScroll: true }); }
 }
 
+// The fragment route() last handled, or the page itself set: a fragment navigation fires both
+// popstate and hashchange, and is routed once (a link's token is read once).
+let routedHash = null;
+
 /** Changes the address without a hashchange event (that event is for the person's own navigation). */
 function go(hash) {
   if (location.hash !== hash) history.pushState(null, '', hash);
+  routedHash = location.hash;
+}
+
+/** Replaces the address (a link's token leaves it and the history). */
+function replaceHash(hash) {
+  history.replaceState(null, '', hash);
+  routedHash = location.hash;
+}
+
+/** The person's own navigation (Back, a link, an address typed or opened). */
+function navigated() {
+  if (location.hash === routedHash) return;
+  say('');
+  route();
 }
 
 // MARK: sign-in for another application (OpenID Connect)
@@ -121,23 +147,35 @@ async function decideAuthorization(approve) {
 }
 
 async function route() {
+  routedHash = location.hash;
   const hash = location.hash || '#signin';
   if (hash.startsWith('#authorize=')) {
     authorizing = hash.slice('#authorize='.length);
     sessionStorage.setItem('authorize', authorizing);
-    history.replaceState(null, '', '#signin');
+    replaceHash('#signin');
     try { current = (await client.session())?.user ?? null; } catch { current = null; }
     if (await resumeAuthorization()) return;
   }
-  if (hash === '#signup' || hash === '#password' || hash === '#recover') {
+  // Links from mails: the token leaves the address bar (and history) before anything else (a
+  // reload of what is left shows the sign-in or the account).
+  for (const [prefix, open] of [['#verify-email=', verifyEmailLink], ['#email-recover=', recoveryMailLink], ['#undo=', undoLink]]) {
+    if (hash.startsWith(prefix)) {
+      replaceHash(prefix.slice(0, -1));
+      stopAutoFill();
+      await open(hash.slice(prefix.length));
+      return;
+    }
+  }
+  if (hash === '#signup' || hash === '#password' || hash === '#recover' || hash === '#recover-email') {
     // Signed in already (Back after signing up, a bookmark): those pages would act on another
     // account, so the account shows instead.
     if (!current) { try { current = (await client.session())?.user ?? null; } catch { current = null; } }
-    if (current && await loadAccount()) { history.replaceState(null, '', '#account'); return; }
+    if (current && await loadAccount()) { replaceHash('#account'); return; }
   }
   if (hash === '#signup') { stopAutoFill(); show('signup'); $('signup-username').focus(); return; }
   if (hash === '#password') { stopAutoFill(); show('password'); $('password-username').focus(); return; }
   if (hash === '#recover') { stopAutoFill(); show('recover'); $('recover-username').focus(); return; }
+  if (hash === '#recover-email' && policy.mailEnabled) { stopAutoFill(); openRecoveryMailForm(); return; }
   if (hash.startsWith('#recover=')) { stopAutoFill(); await recoveryLink(hash.slice('#recover='.length)); return; }
   if (current || hash === '#account') {
     if (await loadAccount()) return;
@@ -252,7 +290,7 @@ async function recoverySignIn(event) {
 
 async function recoveryLink(token) {
   // The token leaves the address bar (and history) before anything else happens.
-  history.replaceState(null, '', '#signin');
+  replaceHash('#signin');
   show('loading');
   try {
     await afterRecovery(await client.recoverWithLink(token), t('status.recovered_link'));
@@ -267,6 +305,303 @@ async function afterRecovery(answer, notice) {
   current = answer.user;
   go('#account');
   await loadAccount(notice);
+}
+
+// MARK: recovery by mail
+
+function openRecoveryMailForm() {
+  $('recover-email-code-form').hidden = !recoveryIdentifier;
+  show('recover-email');
+  $('recover-email-identifier').focus();
+}
+
+/** "Lost your passkey?": the same answer whether or not the account exists. */
+async function requestRecoveryMail(event) {
+  event.preventDefault();
+  say('');
+  const identifier = $('recover-email-identifier').value.trim();
+  if (!identifier) { say(t('status.give_identifier'), 'error'); $('recover-email-identifier').focus(); return; }
+  const button = $('recover-email-button');
+  button.disabled = true;
+  try {
+    await client.requestEmailRecovery(identifier);
+    recoveryIdentifier = identifier;
+    $('recover-email-code-form').hidden = false;
+    say(t('status.recovery_mail_sent'), 'success');
+    $('recover-email-code').focus();
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** The code of a recovery mail: opens the recovery step (the click starts its passkey sheet). */
+async function enterRecoveryCode(event) {
+  event.preventDefault();
+  say('');
+  const button = $('recover-email-code-button');
+  button.disabled = true;
+  try {
+    const options = await client.emailRecoveryOptions({ identifier: recoveryIdentifier, code: $('recover-email-code').value });
+    $('recover-email-code').value = '';
+    recoveryIdentifier = null;
+    await startRecoveryStep(options);
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** A recovery mail's link (#email-recover=; #recover= is an administrator's recovery link): its recovery step. */
+async function recoveryMailLink(token) {
+  show('loading');
+  try {
+    await startRecoveryStep(await client.emailRecoveryOptions({ token }));
+  } catch (error) {
+    show('signin');
+    fail(error);
+  }
+}
+
+/** Shows a recovery step and starts its passkey sheet; `claim`: then remove every other passkey. */
+async function startRecoveryStep(options, { claim = false } = {}) {
+  recoveryStep = { options, claim };
+  $('recover-step-text').textContent = t(claim ? 'recover_step.claim_text' : 'recover_step.text');
+  $('recover-step-button').textContent = t('recover_step.button');
+  $('recover-step-button').hidden = false;
+  show('recover-step');
+  await createRecoveryPasskey();
+}
+
+async function createRecoveryPasskey() {
+  if (!recoveryStep) return;
+  say('');
+  const button = $('recover-step-button');
+  button.disabled = true;
+  try {
+    const answer = await client.recoverWithEmail(recoveryStep.options);
+    const { claim } = recoveryStep;
+    recoveryStep = null;
+    recovering = false;
+    current = answer.user;
+    go('#account');
+    if (claim) {
+      const removed = await client.removeOtherPasskeys();
+      othersAfterRecovery = 0;
+      await loadAccount(t('status.claimed', { count: removed.passkeysRemoved }));
+      return;
+    }
+    othersAfterRecovery = answer.otherPasskeys;
+    await loadAccount(t('status.recovered_email', { name: answer.passkey.name }));
+  } catch (error) {
+    // Dismissed (or no passkey made): the same options can be tried again until they expire.
+    if (error.code === 'cancelled' || error.code === 'timeout' || error.code === 'credential_already_registered') {
+      button.textContent = t('recover_step.try_again');
+    } else {
+      recoveryStep = null;
+      button.hidden = true;
+    }
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function removeOthers() {
+  const button = $('remove-others-button');
+  button.disabled = true;
+  try {
+    const { passkeysRemoved, sessionsEnded } = await client.removeOtherPasskeys();
+    othersAfterRecovery = 0;
+    await loadAccount(t('status.removed_others', { count: passkeysRemoved }) + ' ' + t('status.revoked', { count: sessionsEnded }));
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// MARK: the account's address
+
+/** A verification mail's link (#verify-email=). */
+async function verifyEmailLink(token) {
+  show('loading');
+  claimToken = null;
+  let answer;
+  try {
+    answer = await client.verifyEmail({ token });
+  } catch (error) {
+    $('verify-email-result').textContent = t('verify_email.failed');
+    $('verify-email-before').hidden = true;
+    await showVerifyResult();
+    fail(error);
+    return;
+  }
+  if (!current) { try { current = (await client.session())?.user ?? null; } catch { current = null; } }
+  const before = answer.passkeysBefore || [];
+  const claim = !!answer.recoveryToken && (before.length > 0 || answer.removed);
+  if (pendingAddress && pendingAddress.toLowerCase() === answer.address.toLowerCase()) pendingAddress = null;
+  if (!claim && current && current.username === answer.username) {
+    go('#account');
+    await loadAccount(t('status.email_verified', { address: answer.address }));
+    return;
+  }
+  $('verify-email-result').textContent = t('verify_email.done', { address: answer.address, username: answer.username });
+  $('verify-email-before').hidden = !claim;
+  if (claim) {
+    claimToken = answer.recoveryToken;
+    $('verify-email-passkeys').replaceChildren(...before.map((passkey) => {
+      const item = document.createElement('li');
+      item.textContent = t('verify_email.passkey_line', { name: passkey.name, created: when(passkey.createdAt) });
+      return item;
+    }));
+    $('verify-email-passkeys').hidden = before.length === 0;
+    $('verify-email-before').querySelector('strong').textContent = t(answer.removed ? 'verify_email.removed_lead' : 'verify_email.before_lead');
+    $('verify-email-before').querySelector('span').textContent = t(answer.removed ? 'verify_email.removed_text' : 'verify_email.before_text');
+    $('verify-email-claim').textContent = t(answer.removed ? 'verify_email.create_own' : 'verify_email.claim');
+  }
+  await showVerifyResult();
+  say(t('status.email_verified', { address: answer.address }), 'success');
+}
+
+async function showVerifyResult() {
+  const signedIn = !!current;
+  $('verify-email-continue').setAttribute('href', signedIn ? '#account' : '#signin');
+  $('verify-email-continue').textContent = t(signedIn ? 'verify_email.continue' : 'verify_email.sign_in');
+  show('verify-email');
+}
+
+/** "Remove them all and create my own passkey": the verification's recovery step, then the
+ *  passkeys and sessions made before the address was verified are removed. */
+async function claimAccount() {
+  if (!claimToken) return;
+  say('');
+  const button = $('verify-email-claim');
+  button.disabled = true;
+  try {
+    const options = await client.emailRecoveryOptions({ token: claimToken });
+    claimToken = null;
+    await startRecoveryStep(options, { claim: true });
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function loadEmail() {
+  const section = $('email-section');
+  let email = null;
+  if (policy.mailEnabled) {
+    try { email = await client.email(); } catch { email = null; }
+  }
+  section.hidden = !email || !email.mailEnabled;
+  if (section.hidden) return;
+  const has = !!email.address;
+  if (pendingAddress && email.verified && email.address && email.address.toLowerCase() === pendingAddress.toLowerCase()) pendingAddress = null;
+  $('email-state').hidden = !has;
+  $('email-none').hidden = has;
+  $('email-address').textContent = email.address || '';
+  $('email-verified').textContent = t(email.verified ? 'email.verified' : 'email.not_verified');
+  $('email-verified').classList.toggle('ok', email.verified);
+  $('email-recovery').textContent = !has ? '' : !email.verified ? t('email.recovery_unverified') : t(email.recoveryOpen ? 'email.recovery_open' : 'email.recovery_closed');
+  $('email-recovery').hidden = !has;
+  const waiting = pendingAddress || (has && !email.verified ? email.address : null);
+  $('email-code-form').hidden = !waiting;
+  $('email-sent').textContent = waiting ? t('email.sent', { address: waiting }) : '';
+  $('email-input-label').textContent = t(has ? 'email.change_address' : 'email.new_address');
+  $('email-save-button').textContent = t(has ? 'email.change' : 'email.save');
+  $('email-remove-button').hidden = !has;
+}
+
+async function saveEmail(event) {
+  event.preventDefault();
+  say('');
+  const address = $('email-input').value.trim();
+  if (!address) { say(t('status.give_email'), 'error'); $('email-input').focus(); return; }
+  const button = $('email-save-button');
+  button.disabled = true;
+  try {
+    const state = await client.setEmail(address);
+    pendingAddress = state.pendingAddress || (state.verified ? null : state.address);
+    $('email-input').value = '';
+    await loadAccount(pendingAddress ? t('status.email_sent', { address: pendingAddress }) : t('status.email_verified', { address }));
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function confirmEmailCode(event) {
+  event.preventDefault();
+  say('');
+  const button = $('email-code-button');
+  button.disabled = true;
+  try {
+    const answer = await client.verifyEmail({ code: $('email-code').value });
+    $('email-code').value = '';
+    pendingAddress = null;
+    await loadAccount(t('status.email_verified', { address: answer.address }));
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function removeEmail() {
+  try {
+    await client.removeEmail();
+    pendingAddress = null;
+    await loadAccount(t('status.email_removed'));
+  } catch (error) {
+    fail(error);
+  }
+}
+
+// MARK: "this wasn't me"
+
+/** A notice's undo link (#undo=): nothing happens before the person confirms. */
+function undoLink(token) {
+  undoToken = token;
+  $('undo-confirm').hidden = false;
+  $('undo-done').hidden = true;
+  show('undo');
+}
+
+async function undoChange() {
+  if (!undoToken) return;
+  say('');
+  const button = $('undo-button');
+  button.disabled = true;
+  try {
+    const answer = await client.undoEmailChange(undoToken);
+    undoToken = null;
+    const lines = [];
+    if (answer.passkeyRemoved) lines.push(t('undo.passkey_removed'));
+    if (answer.addressRestored) lines.push(t('undo.address_restored', { address: answer.addressRestored }));
+    // (The sessions of a removed passkey end with it: the count can be 0 with this one ended too.)
+    lines.push(answer.sessionsEnded > 0 ? t('undo.sessions_ended', { count: answer.sessionsEnded }) : t('undo.signed_out_everywhere'));
+    lines.push(t('undo.recovery_closed'));
+    $('undo-list').replaceChildren(...lines.map((line) => { const item = document.createElement('li'); item.textContent = line; return item; }));
+    $('undo-confirm').hidden = true;
+    $('undo-done').hidden = false;
+    // Every session of the account ended: this browser's too, when it was signed in to it.
+    if (current && current.username === answer.username) {
+      current = null;
+      recovering = false;
+      othersAfterRecovery = 0;
+      pendingAddress = null;
+    }
+    say(t('status.undone', { username: answer.username }), 'success');
+  } catch (error) {
+    fail(error);
+  } finally {
+    button.disabled = false;
+  }
 }
 
 async function createRecoveryCodes(notice) {
@@ -292,20 +627,42 @@ async function removePassword() {
 
 // MARK: sign-up and adding passkeys
 
+/** What sign-up asks for: off, optional, required or username (the username is the address). */
+const signUpMode = () => (policy.mailEnabled ? policy.signUp : 'off');
+
+function applyEmailPolicy() {
+  const mode = signUpMode();
+  const username = $('signup-username');
+  username.type = mode === 'username' ? 'email' : 'text';
+  username.setAttribute('autocomplete', mode === 'username' ? 'email' : 'username');
+  $('signup-username-label').textContent = t(mode === 'username' ? 'field.email' : 'field.username');
+  $('signup-username-hint').textContent = t(mode === 'username' ? 'signup.username_is_email' : 'signup.username_hint');
+  $('signup-email-field').hidden = mode !== 'optional' && mode !== 'required';
+  $('signup-email-optional').hidden = mode !== 'optional';
+  $('signup-email').required = mode === 'required';
+  $('to-recover-email-item').hidden = !policy.mailEnabled;
+}
+
 async function signUp(event) {
   event.preventDefault();
   say('');
   const button = $('signup-button');
   const username = $('signup-username').value.trim();
-  if (!username) { say(t('status.choose_username'), 'error'); $('signup-username').focus(); return; }
+  const mode = signUpMode();
+  if (!username) { say(t(mode === 'username' ? 'status.give_email' : 'status.choose_username'), 'error'); $('signup-username').focus(); return; }
+  const email = mode === 'username' ? username : mode === 'optional' || mode === 'required' ? $('signup-email').value.trim() : '';
+  if (mode === 'required' && !email) { say(t('status.give_email'), 'error'); $('signup-email').focus(); return; }
   button.disabled = true;
   try {
-    const answer = await client.signUp({ username, displayName: $('signup-display-name').value.trim() });
+    const answer = await client.signUp({ username, displayName: $('signup-display-name').value.trim(), email: email || undefined });
     current = answer.user;
+    if (email) pendingAddress = email;
     if (await resumeAuthorization()) return;
     go('#account');
     await loadAccount(t('status.welcome', { name: answer.user.displayName }));
-    await createRecoveryCodes(t('status.welcome_codes', { name: answer.user.displayName }));
+    await createRecoveryCodes(email
+      ? t('status.welcome_codes_email', { name: answer.user.displayName, address: email })
+      : t('status.welcome_codes', { name: answer.user.displayName }));
   } catch (error) {
     fail(error);
   } finally {
@@ -345,7 +702,7 @@ async function loadAccount(notice) {
   }
   if (!session) {
     current = null;
-    if (location.hash === '#account') history.replaceState(null, '', '#signin');
+    if (location.hash === '#account') replaceHash('#signin');
     return false;
   }
   current = session.user;
@@ -353,9 +710,14 @@ async function loadAccount(notice) {
   renderPasskeys(passkeys, session.hasPassword);
   $('upgrade-banner').hidden = passkeys.length > 0 || recovering;
   $('recovery-banner').hidden = !recovering;
+  // After a recovery by mail: the other passkeys may be the lost ones, or an attacker's.
+  if (passkeys.length < 2) othersAfterRecovery = 0;
+  $('remove-others-banner').hidden = othersAfterRecovery === 0;
+  $('remove-others-text').textContent = t('remove_others.text', { count: passkeys.length - 1 });
   $('password-section').hidden = !session.hasPassword;
   $('password-remove-button').disabled = passkeys.length === 0;
   await loadSessions();
+  await loadEmail();
   $('recovery-codes-status').textContent = session.recoveryCodesLeft > 0 ? t('codes.unused', { count: session.recoveryCodesLeft }) : t('codes.none');
   $('account-greeting').textContent = t('account.greeting', { displayName: session.user.displayName, username: session.user.username });
   show('account');
@@ -480,6 +842,8 @@ async function signOut() {
   try { await client.signOut(); } catch { /* signed out either way */ }
   current = null;
   recovering = false;
+  othersAfterRecovery = 0;
+  pendingAddress = null;
   stopAutomaticCreate();
   $('recovery-codes').hidden = true;
   $('recovery-codes-list').replaceChildren();
@@ -503,13 +867,24 @@ $('recovery-codes-button').addEventListener('click', () => createRecoveryCodes(t
 $('password-remove-button').addEventListener('click', removePassword);
 $('signout-button').addEventListener('click', signOut);
 $('revoke-others-button').addEventListener('click', revokeOthers);
+$('recover-email-form').addEventListener('submit', requestRecoveryMail);
+$('recover-email-code-form').addEventListener('submit', enterRecoveryCode);
+$('recover-step-button').addEventListener('click', createRecoveryPasskey);
+$('remove-others-button').addEventListener('click', removeOthers);
+$('verify-email-claim').addEventListener('click', claimAccount);
+$('email-form').addEventListener('submit', saveEmail);
+$('email-code-form').addEventListener('submit', confirmEmailCode);
+$('email-remove-button').addEventListener('click', removeEmail);
+$('undo-button').addEventListener('click', undoChange);
 $('consent-allow').addEventListener('click', () => decideAuthorization(true));
 $('consent-deny').addEventListener('click', () => decideAuthorization(false));
-window.addEventListener('hashchange', () => { say(''); route(); });
-window.addEventListener('popstate', () => { say(''); route(); });
+window.addEventListener('hashchange', navigated);
+window.addEventListener('popstate', navigated);
 
 await client.ready;
 document.documentElement.lang = client.language;
 translate(document);
 if (!Passkeyd.isSupported()) say(t('app.no_webauthn'), 'error');
+try { policy = await client.emailPolicy(); } catch { /* a server without mail routes: no mail */ }
+applyEmailPolicy();
 route();

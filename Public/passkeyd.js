@@ -705,8 +705,9 @@ export class Passkeyd {
 
   /**
    * Creates an account and its first passkey (the browser's create-passkey sheet), and signs in.
-   * @param {{username: string, displayName?: string, name?: string, hints?: string[],
+   * @param {{username: string, displayName?: string, email?: string, name?: string, hints?: string[],
    *   prf?: boolean|{context: string}, largeBlob?: 'preferred'|'required'}} details
+   *   `email`: the account's address, as `emailPolicy().signUp` asks (a verification mail goes to it).
    *   `name`: the passkey's name (default: its provider's name).
    *   `prf`: also derive the passkey's encryption key for `context` (`true`: "default"). The
    *   answer's `prf` is `{key, context}` or `{key: null, reason}` (see docs/extensions.md). A
@@ -715,10 +716,10 @@ export class Passkeyd {
    *   `largeBlob`: ask for a passkey that can store data (`required`: refuse one that cannot).
    * @returns {Promise<{verified: true, user: object, passkey: object, token: string, accessToken: string, accessTokenExpiresAt: string, prf?: object}>}
    */
-  async signUp({ username, displayName, name, hints, prf, largeBlob } = {}) {
+  async signUp({ username, displayName, email, name, hints, prf, largeBlob } = {}) {
     const context = prfContext(prf);
     return this.#modal(true, async () => {
-      const body = compact({ username, displayName, hints });
+      const body = compact({ username, displayName, email: email && email.trim(), hints });
       const extensions = compact({ prf: context ? true : undefined, largeBlob });
       if (Object.keys(extensions).length) body.extensions = extensions;
       const options = await this.#request('POST', '/api/auth/register/options', body);
@@ -1075,6 +1076,92 @@ export class Passkeyd {
   async newRecoveryCodes() {
     const { codes } = await this.#request('POST', '/api/auth/recovery-codes', {});
     return codes;
+  }
+
+  // MARK: Email (docs/email.md): the account's address, recovery by mail, "this wasn't me"
+
+  /** What sign-up and the account page offer: `{mailEnabled, signUp, undoHours}`; `signUp` is
+   *  `off`, `optional`, `required` or `username` (the username is the address). */
+  async emailPolicy() {
+    return this.#request('GET', '/api/auth/email/policy');
+  }
+
+  /** The account's address: `{address, verified, verifiedAt, recoveryOpen, pendingAddress, mailEnabled}`. */
+  async email() {
+    return this.#request('GET', '/api/auth/email');
+  }
+
+  /** Sets or changes the address (needs a recent sign-in): a mail with a link and a code goes to
+   *  it; a verified address stays until the new one is verified. Resolves with the state, the new
+   *  address in `pendingAddress`. */
+  async setEmail(address) {
+    return this.#request('PUT', '/api/auth/email', { address: (address ?? '').trim() });
+  }
+
+  /** Removes the address (a verified one is told, and its "this wasn't me" puts it back). */
+  async removeEmail() {
+    return this.#request('DELETE', '/api/auth/email');
+  }
+
+  /**
+   * Verifies the address with a mail's link `token`, or its 6-digit `code` (signed in).
+   * @returns {Promise<{verified: true, address: string, username: string, passkeysBefore: object[],
+   *   sessionsBefore: number, removed: boolean, recoveryToken: string|null}>} `recoveryToken`: the
+   *   verifier is not signed in to the account; with it, `emailRecoveryOptions({token})` opens a
+   *   recovery step (one new passkey), after which `removeOtherPasskeys()` removes `passkeysBefore`.
+   */
+  async verifyEmail({ token, code } = {}) {
+    return this.#request('POST', '/api/auth/email/verify', compact({ token, code: code && code.trim() }));
+  }
+
+  /** "Lost your passkey?": asks for a recovery mail to the verified address of `identifier` (a
+   *  username or an address). The same answer whether or not such an account exists. */
+  async requestEmailRecovery(identifier) {
+    await this.#request('POST', '/api/auth/recovery/email', { identifier: (identifier ?? '').trim() });
+  }
+
+  /** The recovery step's creation options (W3C JSON), for the mail's link `token` or its `code`
+   *  with the `identifier` it was asked for. The token or code is spent here: keep the options
+   *  and pass them to recoverWithEmail() again when the person cancels the sheet. */
+  async emailRecoveryOptions({ token, identifier, code } = {}) {
+    return this.#request('POST', '/api/auth/recovery/email/options',
+      compact({ token, identifier: identifier && identifier.trim(), code: code && code.trim() }));
+  }
+
+  /**
+   * Creates the new passkey of a recovery step (the create-passkey sheet) with the options of
+   * emailRecoveryOptions(), and signs in. Can run again with the same options after `cancelled`,
+   * until the ceremony expires (`challenge_expired`).
+   * @returns {Promise<{verified: true, recovery: true, user: object, passkey: object, token: string|null,
+   *   otherPasskeys: number}>} `otherPasskeys`: the account's other passkeys (removeOtherPasskeys())
+   */
+  async recoverWithEmail(options, { name } = {}) {
+    return this.#modal(true, async () => {
+      const publicKey = await this.#parse(creationOptionsFromJSON, options);
+      const credential = await this.#ceremony('create', options, { publicKey });
+      return this.#signedIn(
+        await this.#request('POST', '/api/auth/recovery/email/verify', compact({ credential: withoutSecrets(credentialToJSON(credential)), name })),
+        options.rp && options.rp.id);
+    });
+  }
+
+  /** Removes every passkey of the account but the one this session signed in with, and ends
+   *  every other session (needs a recent sign-in): `{passkeysRemoved, sessionsEnded}`. */
+  async removeOtherPasskeys() {
+    const answer = await this.#request('POST', '/api/auth/passkeys/remove-others', {});
+    try { await this.passkeys(); } catch { /* the signal only */ }
+    return answer;
+  }
+
+  /** "This wasn't me" with a notice's link `token`: undoes the change, ends every session of the
+   *  account and closes recovery by mail. `{undone, username, passkeyRemoved, addressRestored, sessionsEnded}`. */
+  async undoEmailChange(token) {
+    const answer = await this.#request('POST', '/api/auth/email/undo', { token });
+    if (this.#user && this.#user.username === answer.username) {
+      this.#user = null;
+      this.#token = null;
+    }
+    return answer;
   }
 
   // MARK: Sessions
