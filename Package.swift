@@ -165,7 +165,7 @@ let package = Package(
         .target(
             name: "PasskeyServer",
             dependencies: [
-                "WebAuthn", "PasskeyModels", "PasskeyRuntime", "PasskeyCore",
+                "WebAuthn", "PasskeyModels", "PasskeyRuntime", "PasskeyCore", "PasskeyMail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

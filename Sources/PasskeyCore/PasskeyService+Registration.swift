@@ -217,6 +217,10 @@ extension PasskeyService {
 
         if record.pendingUsername == nil, let enrolled = record.pendingAccountID {
             let recovery = record.api == Self.emailRecoveryAPI
+            // "This wasn't me" closes recovery by mail: a recovery step opened before it ends too.
+            if recovery, try await store.accountEmail(accountID: enrolled)?.recoveryClosed != false {
+                throw PasskeyServiceError.invalidEmailLink
+            }
             let registered = try await finishEnrolment(
                 verified, accountID: enrolled, name: passkeyName, prfSalt: prfSalt, client: client,
                 method: recovery ? "email_recovery" : "registration_token")
@@ -277,10 +281,12 @@ extension PasskeyService {
                 auditEvent(.passkeyAdded, accountID: accountID, credentialID: passkey.credentialID, client: client, detail: passkey.name)
                     .counted(
                         AdoptionMetric.newPasskey(
-                            existing: existing.count, hasPassword: account.passwordHash != nil, conditional: false, sessionMethod: nil)),
+                            existing: existing.count, hasPassword: account.passwordHash != nil, conditional: false,
+                            sessionMethod: method == "email_recovery" ? method : nil)),
                 auditEvent(
                     method == "email_recovery" ? .recoverySignIn : .signIn, accountID: accountID, credentialID: passkey.credentialID,
-                    client: client, detail: method),
+                    client: client, detail: method
+                ).counted(AdoptionMetric.signIn(method: method)),
             ], revokeOtherSessions: false)
         metrics.signedIn(method: method)
         return Registered(account: account, passkey: passkey, token: token, session: session)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import PasskeyCore
+import PasskeyMail
 import PasskeyModels
 import WebAuthn
 
@@ -66,9 +67,10 @@ struct EmailAPI: Sendable {
             throw PasskeyServiceError.invalidEmail("it is empty (DELETE /api/auth/email removes the address)")
         }
         let state = try await service.setEmail(try NativeAPI.signedIn(context), address: address, client: context.client)
-        return try HTTP.json(
-            EmailJSON(state, service: service, pending: state.address?.lowercased() != body.address?.lowercased() ? body.address : nil),
-            status: .accepted)
+        // A verified address stays until the new one is verified: the new one is pending.
+        let asked = try? MailAddress(address)
+        let pending = state.verified && state.address?.lowercased() != asked?.key ? asked?.description : nil
+        return try HTTP.json(EmailJSON(state, service: service, pending: pending), status: .accepted)
     }
 
     func removeEmail(_ context: PasskeyRequestContext) async throws -> Response {

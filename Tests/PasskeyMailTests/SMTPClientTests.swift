@@ -103,7 +103,14 @@ import WebAuthnTesting
         for secret in [password, plain, Data(password.utf8).base64EncodedString()] {
             #expect(!text.contains(secret))
         }
-        #expect(!(try SMTPServer(url: "smtp://mailer:\(password)@localhost:25")).description.contains(password))
+        // Nor does any description of the settings or the client (service lifecycle logs them).
+        let settings = try SMTPServer(url: "smtp://mailer:\(password)@localhost:25")
+        for shown in [
+            "\(settings)", String(reflecting: settings), "\(SMTPClient(server: settings))",
+            String(reflecting: SMTPClient(server: settings)),
+        ] {
+            #expect(!shown.contains(password), "\(shown)")
+        }
     }
 
     @Test func refusalsSayWhetherTryingAgainCanHelp() async throws {

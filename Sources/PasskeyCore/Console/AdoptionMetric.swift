@@ -74,7 +74,7 @@ public enum AdoptionMetric: String, Sendable, CaseIterable {
         switch method {
         case "passkey": autofill ? .signInAutofill : .signInPasskey
         case "password": .signInPassword
-        case "recovery_code", "recovery_link": .signInRecovery
+        case "recovery_code", "recovery_link", "email_recovery": .signInRecovery
         default: nil
         }
     }
@@ -86,7 +86,9 @@ public enum AdoptionMetric: String, Sendable, CaseIterable {
         guard existing == 0 else { return .passkeyAdded }
         guard hasPassword else { return .firstPasskey }
         if conditional { return .upgradeConditional }
-        if sessionMethod == "recovery_code" || sessionMethod == "recovery_link" { return .upgradeRecovery }
+        if sessionMethod == "recovery_code" || sessionMethod == "recovery_link" || sessionMethod == "email_recovery" {
+            return .upgradeRecovery
+        }
         return .upgradeButton
     }
 

@@ -62,7 +62,9 @@ public enum MailTemplates {
     public static func language(_ tag: String?) -> String {
         guard let tag else { return "en" }
         for part in tag.lowercased().split(separator: ",") {
-            let code = part.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).prefix(2)
+            // `;q=…` dropped; a part that is only semicolons has no tag (and must not trap).
+            guard let tag = part.split(separator: ";").first else { continue }
+            let code = tag.trimmingCharacters(in: .whitespaces).prefix(2)
             if languages.contains(String(code)) { return String(code) }
         }
         return "en"

@@ -47,6 +47,8 @@ extension PasskeyService {
             // Removed: a verified address is told (its undo puts it back).
             if current.verified, let old = current.address {
                 try await store.restoreEmail(accountID: account.id, address: nil, key: nil, verifiedAt: nil)
+                // A change waiting for its verification ends with it.
+                try await store.endEmailTokens(accountID: account.id, purpose: .verify, now: now())
                 await audit(.emailRemoved, accountID: account.id, client: client)
                 await notify(
                     .addressChanged, account: account, client: client, subject: nil,
@@ -124,20 +126,14 @@ extension PasskeyService {
         var removed = false
         var recoveryToken: String?
         let byOther = signedIn?.account.id != account.id
-        if !previous.verified || previous.address?.lowercased() != address.key {
+        if !previous.verified {
             // Issue 43 item 4: the first proof of this address. Whatever was made before it may
             // be the work of someone who created the account with another person's address.
             before = try await store.passkeys(accountID: account.id).filter { $0.createdAt <= time }
             sessions = try await store.sessions(accountID: account.id, now: time).count
             if byOther && configuration.email.beforeVerification == .remove {
                 for passkey in before {
-                    _ = try await store.revokePasskey(
-                        credentialID: passkey.credentialID,
-                        audit: [
-                            auditEvent(
-                                .passkeyDeleted, accountID: account.id, credentialID: passkey.credentialID, client: client,
-                                detail: "before_verification")
-                        ])
+                    _ = try await removePasskey(passkey.credentialID, of: account, client: client, detail: "before_verification")
                 }
                 try await store.revokeSessions(accountID: account.id)
                 removed = true
@@ -187,9 +183,11 @@ extension PasskeyService {
         do {
             let address = try MailAddress(text)
             let language = MailTemplates.language(client.language)
-            try await limitMail(to: address, client: client)
+            // Stored first: past the hourly mail limit the address stays, unverified, and its mail
+            // can be asked for again from the account page.
             _ = try await store.setUnverifiedEmail(
                 accountID: account.id, address: address.description, key: address.key, language: language)
+            try await limitMail(to: address, client: client)
             try await sendTokenMail(
                 .verifyAddress, purpose: .verify, account: account, to: address, language: language, detail: address.description,
                 audit: [auditEvent(.emailVerificationSent, accountID: account.id, client: client, detail: address.description)])
@@ -239,7 +237,10 @@ extension PasskeyService {
 
     /// A code attempt on the account's token of `purpose`: counted per account and address like
     /// recovery codes, at most five per token.
-    func takeCode(_ code: String?, account: Account, purpose: EmailToken.Purpose, client: Client) async throws -> EmailToken {
+    /// `revealTries`: the refusal says how many tries are left (to the signed-in account only).
+    func takeCode(_ code: String?, account: Account, purpose: EmailToken.Purpose, client: Client, revealTries: Bool = true) async throws
+        -> EmailToken
+    {
         let digits = (code ?? "").filter { !$0.isWhitespace && $0 != "-" }
         let attempt = try await reserveSecretAttempt(accountKey: "email:" + Account.key(for: account.username), client: client)
         guard digits.count == 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
@@ -252,7 +253,7 @@ extension PasskeyService {
             return token
         case .wrong(let left):
             await audit(.recoveryFailed, accountID: account.id, client: client, detail: "invalid_email_code")
-            throw PasskeyServiceError.invalidEmailCode(triesLeft: left)
+            throw PasskeyServiceError.invalidEmailCode(triesLeft: revealTries ? left : nil)
         case .none:
             await audit(.recoveryFailed, accountID: account.id, client: client, detail: "invalid_email_code")
             throw PasskeyServiceError.invalidEmailCode(triesLeft: nil)

@@ -51,6 +51,14 @@ extension PasskeyService {
         if let account, !account.disabled, let email = try await store.accountEmail(accountID: account.id), email.verified,
             !email.recoveryClosed, let text = email.address, let to = try? MailAddress(text)
         {
+            // The hourly limit per mailbox, whichever identifier asked (a username and an
+            // address of one account are one mailbox): past it, nothing is sent.
+            if configuration.rateLimits.enabled,
+                case .limited = try await mailLimiter.hit("sent:\(to.key)", limit: configuration.email.mailsPerAddressPerHour, now: now())
+            {
+                metrics.rateLimited(scope: "mail_mailbox")
+                return
+            }
             try await sendTokenMail(
                 .recovery, purpose: .recover, account: account, to: to,
                 language: email.language ?? MailTemplates.language(client.language), detail: nil,
@@ -89,11 +97,16 @@ extension PasskeyService {
                 account = text.isEmpty || text.utf8.count > 320 ? nil : try await store.account(username: text)
             }
             guard let account else {
-                // The same refusal as a wrong code, counted the same way.
+                // The same refusal as a wrong code, counted and costing the same (the attempt's
+                // UPDATE runs, on an account that does not exist): no way to tell it apart.
                 _ = try await reserveSecretAttempt(accountKey: "email:" + Account.key(for: text), client: client)
+                _ = try await store.attemptEmailCode(
+                    accountID: UUID.random(), purpose: .recover, codeHash: RelyingParty.randomBytes(32), now: now())
                 throw PasskeyServiceError.invalidEmailCode(triesLeft: nil)
             }
-            taken = try await takeCode(code, account: account, purpose: .recover, client: client)
+            // Nobody is signed in: the refusal never says how many tries are left (that would
+            // tell a live recovery, and so an account, exists).
+            taken = try await takeCode(code, account: account, purpose: .recover, client: client, revealTries: false)
         }
         guard let account = try await store.account(id: taken.accountID), !account.disabled,
             let email = try await store.accountEmail(accountID: account.id), email.verified, !email.recoveryClosed,
@@ -128,16 +141,7 @@ extension PasskeyService {
         guard let keep = signedIn.session.credentialID else { throw PasskeyServiceError.noPasskey }
         var removed = 0
         for passkey in try await store.passkeys(accountID: signedIn.account.id) where passkey.credentialID != keep {
-            if try await store.revokePasskey(
-                credentialID: passkey.credentialID,
-                audit: [
-                    auditEvent(
-                        .passkeyDeleted, accountID: signedIn.account.id, credentialID: passkey.credentialID, client: client,
-                        detail: "others")
-                ])
-            {
-                removed += 1
-            }
+            if try await removePasskey(passkey.credentialID, of: signedIn.account, client: client, detail: "others") { removed += 1 }
         }
         let sessions = try await store.revokeSessions(accountID: signedIn.account.id, except: signedIn.session.tokenHash)
         return (removed, sessions)
@@ -205,13 +209,13 @@ extension PasskeyService {
             await audit(.recoveryFailed, client: client, detail: "invalid_undo_link")
             throw PasskeyServiceError.invalidEmailLink
         }
+        // Counted first: removing the passkey ends the sessions it made.
+        let live = try await store.sessions(accountID: account.id, now: now()).count
         var removed = false
         if let text = detail.credentialID, let id = Base64URLBytes(encoded: text)?.bytes,
             try await store.passkey(credentialID: id)?.accountID == account.id
         {
-            removed = try await store.revokePasskey(
-                credentialID: id,
-                audit: [auditEvent(.passkeyDeleted, accountID: account.id, credentialID: id, client: client, detail: "undo")])
+            removed = try await removePasskey(id, of: account, client: client, detail: "undo")
         }
         var restored: String?
         if detail.kind == .addressChanged, let previous = detail.previousAddress, let address = try? MailAddress(previous) {
@@ -224,13 +228,25 @@ extension PasskeyService {
                 logger.notice("undo: the old address is another account's now", metadata: ["account": "\(account.id)"])
             }
         }
-        let ended = try await store.revokeSessions(accountID: account.id)
+        try await store.revokeSessions(accountID: account.id)
         try await store.setEmailRecoveryClosed(accountID: account.id, closed: true)
         try await store.endEmailTokens(accountID: account.id, purpose: .recover, now: now())
         await audit(.emailUndo, accountID: account.id, client: client, detail: detail.kind.rawValue)
         await audit(.emailRecoveryClosed, accountID: account.id, client: client, detail: "undo")
         metrics.emailRecovery("undone")
-        return Undone(account: account, removedPasskey: removed, restoredAddress: restored, sessionsEnded: ended)
+        return Undone(account: account, removedPasskey: removed, restoredAddress: restored, sessionsEnded: live)
+    }
+
+    /// Removes one of `account`'s passkeys (and the sessions it made), its audit line counted in
+    /// the adoption figures like any removal (the last passkey of an account moves its totals).
+    func removePasskey(_ credentialID: [UInt8], of account: Account, client: Client, detail: String) async throws -> Bool {
+        let existing = try await store.passkeys(accountID: account.id).count
+        return try await store.revokePasskey(
+            credentialID: credentialID,
+            audit: [
+                auditEvent(.passkeyDeleted, accountID: account.id, credentialID: credentialID, client: client, detail: detail)
+                    .counted(AdoptionMetric.removedPasskey(existing: existing, hasPassword: account.passwordHash != nil))
+            ])
     }
 
     /// Opens recovery by mail again (a recovery code sign-in, or an administrator).
