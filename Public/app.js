@@ -22,6 +22,10 @@ let pendingAddress = null;      // an address waiting for its code on the accoun
 let recoveryIdentifier = null;  // the username or address a recovery mail was asked for
 let recoveryStep = null;        // {options, claim}: a recovery step's options (its token is spent), kept for "Try again"
 let claimToken = null;          // a verification's recovery token: "remove them all and create my own passkey"
+// A mail link's token waits here (in memory only) for the person's click: opening a link posts
+// nothing, so a mail scanner that runs the page spends no token and changes nothing.
+let verifyToken = null;         // a verification link's token, until "Confirm my address"
+let recoveryLinkToken = null;   // a recovery link's token, until "Create a new passkey"
 let undoToken = null;           // a "this wasn't me" link's token, until the person confirms
 let othersAfterRecovery = 0;    // other passkeys on the account after a recovery by mail
 
@@ -148,6 +152,10 @@ async function decideAuthorization(approve) {
 
 async function route() {
   routedHash = location.hash;
+  // Any navigation drops a mail link's token that was not acted on (a link sets its own again).
+  verifyToken = null;
+  recoveryLinkToken = null;
+  undoToken = null;
   const hash = location.hash || '#signin';
   if (hash.startsWith('#authorize=')) {
     authorizing = hash.slice('#authorize='.length);
@@ -354,21 +362,65 @@ async function enterRecoveryCode(event) {
   }
 }
 
-/** A recovery mail's link (#email-recover=; #recover= is an administrator's recovery link): its recovery step. */
-async function recoveryMailLink(token) {
-  show('loading');
+/** A recovery mail's link (#email-recover=; #recover= is an administrator's recovery link): what it
+ *  does, and a button. The token is spent only when the person presses it. */
+function recoveryMailLink(token) {
+  recoveryLinkToken = token;
+  recoveryStep = null;
+  $('recover-step-text').textContent = t('recover_step.link_text');
+  $('recover-step-account').hidden = true;
+  $('recover-step-button').textContent = t('recover_step.button');
+  $('recover-step-button').hidden = false;
+  show('recover-step');
+}
+
+/** "Create a new passkey" on a recovery link's screen: the step's options (the token is spent
+ *  here), then its passkey sheet, under the name of the account it is for. */
+async function openRecoveryLink() {
+  const token = recoveryLinkToken;
+  if (!token) return;
+  say('');
+  const button = $('recover-step-button');
+  button.disabled = true;
   try {
-    await startRecoveryStep(await client.emailRecoveryOptions({ token }));
+    const options = await client.emailRecoveryOptions({ token });
+    if (recoveryLinkToken !== token) return; // cancelled meanwhile
+    recoveryLinkToken = null;
+    await startRecoveryStep(options);
   } catch (error) {
-    show('signin');
+    if (recoveryLinkToken !== token) return;
+    await leaveMailLink();
     fail(error);
+  } finally {
+    button.disabled = false;
   }
 }
 
-/** Shows a recovery step and starts its passkey sheet; `claim`: then remove every other passkey. */
+/** Cancel on a mail link's screen: its token (or step) is dropped, and the sign-in or the account shows. */
+async function leaveMailLink() {
+  verifyToken = null;
+  recoveryLinkToken = null;
+  recoveryStep = null;
+  // The account when this browser is signed in (route() falls back to the sign-in otherwise).
+  go('#account');
+  await route();
+}
+
+/** Shows a recovery step and starts its passkey sheet; `claim`: then remove every other passkey.
+ *  The account's name shows first: a link someone else sent would sign in to their account (login
+ *  CSRF), and the person who sees a name not theirs cancels. */
 async function startRecoveryStep(options, { claim = false } = {}) {
   recoveryStep = { options, claim };
   $('recover-step-text').textContent = t(claim ? 'recover_step.claim_text' : 'recover_step.text');
+  const account = options && options.user && typeof options.user.name === 'string' ? options.user.name : '';
+  const line = $('recover-step-account');
+  line.hidden = !account;
+  if (account) {
+    const name = document.createElement('strong');
+    name.id = 'recover-step-username';
+    name.textContent = account;
+    fillWithNodes(line, 'recover_step.account', { username: name });
+  }
   $('recover-step-button').textContent = t('recover_step.button');
   $('recover-step-button').hidden = false;
   show('recover-step');
@@ -425,10 +477,24 @@ async function removeOthers() {
 
 // MARK: the account's address
 
-/** A verification mail's link (#verify-email=). */
-async function verifyEmailLink(token) {
-  show('loading');
+/** A verification mail's link (#verify-email=): what it does, and a button. Nothing is posted
+ *  before the person presses it (under beforeVerification: remove, a verification by someone not
+ *  signed in removes the account's passkeys). */
+function verifyEmailLink(token) {
+  verifyToken = token;
   claimToken = null;
+  $('verify-email-confirm').hidden = false;
+  $('verify-email-done').hidden = true;
+  show('verify-email');
+}
+
+/** "Confirm my address": the link's token is posted. */
+async function confirmAddress() {
+  const token = verifyToken;
+  if (!token) return;
+  verifyToken = null;
+  say('');
+  show('loading');
   let answer;
   try {
     answer = await client.verifyEmail({ token });
@@ -468,6 +534,8 @@ async function verifyEmailLink(token) {
 
 async function showVerifyResult() {
   const signedIn = !!current;
+  $('verify-email-confirm').hidden = true;
+  $('verify-email-done').hidden = false;
   $('verify-email-continue').setAttribute('href', signedIn ? '#account' : '#signin');
   $('verify-email-continue').textContent = t(signedIn ? 'verify_email.continue' : 'verify_email.sign_in');
   show('verify-email');
@@ -869,8 +937,11 @@ $('signout-button').addEventListener('click', signOut);
 $('revoke-others-button').addEventListener('click', revokeOthers);
 $('recover-email-form').addEventListener('submit', requestRecoveryMail);
 $('recover-email-code-form').addEventListener('submit', enterRecoveryCode);
-$('recover-step-button').addEventListener('click', createRecoveryPasskey);
+$('recover-step-button').addEventListener('click', () => (recoveryStep ? createRecoveryPasskey() : openRecoveryLink()));
+$('recover-step-cancel').addEventListener('click', () => { say(''); leaveMailLink(); });
 $('remove-others-button').addEventListener('click', removeOthers);
+$('verify-email-confirm-button').addEventListener('click', confirmAddress);
+$('verify-email-cancel').addEventListener('click', () => { say(''); leaveMailLink(); });
 $('verify-email-claim').addEventListener('click', claimAccount);
 $('email-form').addEventListener('submit', saveEmail);
 $('email-code-form').addEventListener('submit', confirmEmailCode);

@@ -187,11 +187,18 @@ def test_a_lost_passkey_comes_back_by_mail_and_this_wasnt_me_undoes_it(mail_serv
     assert browser.find_element(By.ID, "email-verified").text == "not verified"
     visible(browser, "email-code-form")
 
-    # The verification mail; its link, opened in this browser, verifies the address.
+    # The verification mail; its link, opened in this browser, asks first (nothing is posted yet),
+    # and "Confirm my address" verifies the address.
     seen, verification = new_mail(mailbox, address, start)
     _, (action, token), code = read_mail(verification, server)
     assert action == "verify-email" and code is not None
     browser.get(f"{server.origin}/#verify-email={token}")
+    visible(browser, "verify-email-confirm")
+    assert "#verify-email=" not in browser.current_url
+    assert not browser.find_element(By.ID, "verify-email-done").is_displayed()
+    status, state = api(browser, "GET", "/api/auth/email")
+    assert status == 200 and state["verified"] is False
+    browser.find_element(By.ID, "verify-email-confirm-button").click()
     wait(browser).until(lambda d: f"Your address {address} is verified" in d.find_element(By.ID, "message").text)
     visible(browser, "view-account")
     assert "#verify-email=" not in browser.current_url
@@ -211,14 +218,20 @@ def test_a_lost_passkey_comes_back_by_mail_and_this_wasnt_me_undoes_it(mail_serv
     _, (action, token), code = read_mail(recovery, server)
     assert action == "email-recover" and code is not None
 
-    # A new device, whose person first dismisses the passkey sheet (the link opens in this page:
-    # only its fragment changes): "Try again" runs the same step, whose token is spent already.
+    # A new device, whose person presses "Create a new passkey" (the link alone does nothing), sees
+    # the account's name, and first dismisses the passkey sheet (the link opens in this page: only
+    # its fragment changes): "Try again" runs the same step, whose token is spent already.
     browser.add_virtual_authenticator(authenticator_options())
     browser.execute_script(DISMISS_FIRST_CREATE)
     browser.get(f"{server.origin}/#email-recover={token}")
     visible(browser, "view-recover-step")
     assert "#email-recover=" not in browser.current_url
+    assert not browser.find_element(By.ID, "recover-step-account").is_displayed()
+    assert browser.execute_script("return window.__dismissed") == 0
+    browser.find_element(By.ID, "recover-step-button").click()
     wait(browser).until(lambda d: d.find_element(By.ID, "recover-step-button").text == "Try again")
+    assert browser.find_element(By.ID, "recover-step-account").text == "Creating a passkey for account ada. If this is not your account, cancel."
+    assert browser.find_element(By.ID, "recover-step-username").text == "ada"
     assert "cancelled" in message(browser)
     assert browser.execute_script("return window.__dismissed") == 1
     assert browser.get_credentials() == []
@@ -331,6 +344,8 @@ def test_the_owner_of_an_address_removes_the_passkeys_made_before_it_was_verifie
     browser.get(f"{server.origin}/#verify-email={token}")
     visible(browser, "view-verify-email")
     assert "#verify-email=" not in browser.current_url
+    browser.find_element(By.ID, "verify-email-confirm-button").click()
+    visible(browser, "verify-email-done")
     assert f"The address {address} of the account cy is confirmed." == browser.find_element(By.ID, "verify-email-result").text
     visible(browser, "verify-email-before")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#verify-email-passkeys li")) == 1
@@ -342,6 +357,64 @@ def test_the_owner_of_an_address_removes_the_passkeys_made_before_it_was_verifie
     account = export(server, "cy")
     assert [passkey["id"] for passkey in account["passkeys"]] == [browser.get_credentials()[0].id.rstrip("=")]
     assert len(account["sessions"]) == 1
+
+
+def test_a_mail_link_opened_without_a_click_spends_nothing(mail_server, mailbox, browser):
+    """A mail scanner that runs the page opens each link and clicks nothing: the verification and
+    the recovery links still work afterwards, and Cancel drops the token without spending it."""
+    server = mail_server
+    address = "fay@example.com"
+    start = len(mailbox.messages())
+    browser.add_virtual_authenticator(authenticator_options())
+    browser.get(server.origin + "/#signup")
+    visible(browser, "signup-email-field")
+    browser.find_element(By.ID, "signup-username").send_keys("fay")
+    browser.find_element(By.ID, "signup-email").send_keys(address)
+    browser.find_element(By.ID, "signup-button").click()
+    visible(browser, "view-account")
+    sign_out(browser)
+    seen, verification = new_mail(mailbox, address, start)
+    _, (action, token), _ = read_mail(verification, server)
+    assert action == "verify-email"
+
+    # The verification link, opened in a fresh page, then left with Cancel: nothing verified.
+    browser.get("about:blank")
+    browser.get(f"{server.origin}/#verify-email={token}")
+    visible(browser, "verify-email-confirm")
+    time.sleep(2)
+    browser.find_element(By.ID, "verify-email-cancel").click()
+    visible(browser, "view-signin")
+    assert "#verify-email" not in browser.current_url
+
+    # Opened again: the same token confirms the address.
+    browser.get("about:blank")
+    browser.get(f"{server.origin}/#verify-email={token}")
+    visible(browser, "verify-email-confirm-button").click()
+    visible(browser, "verify-email-done")
+    assert browser.find_element(By.ID, "verify-email-result").text == f"The address {address} of the account fay is confirmed."
+
+    # A recovery mail; its link opened in a fresh page and left alone for 2 s, then cancelled.
+    assert api(browser, "POST", "/api/auth/recovery/email", {"identifier": address}) == [202, {"sent": True}]
+    _, recovery = new_mail(mailbox, address, seen + 1)
+    _, (action, token), _ = read_mail(recovery, server)
+    assert action == "email-recover"
+    browser.get("about:blank")
+    browser.get(f"{server.origin}/#email-recover={token}")
+    visible(browser, "view-recover-step")
+    time.sleep(2)
+    assert not browser.find_element(By.ID, "recover-step-account").is_displayed()
+    browser.find_element(By.ID, "recover-step-cancel").click()
+    visible(browser, "view-signin")
+
+    # The same link in a fresh page on a new device (sign_out detached the first): the recovery completes.
+    browser.add_virtual_authenticator(authenticator_options())
+    browser.get("about:blank")
+    browser.get(f"{server.origin}/#email-recover={token}")
+    visible(browser, "recover-step-button").click()
+    visible(browser, "view-account")
+    assert "signed in with your new passkey" in message(browser)
+    assert browser.find_element(By.ID, "recover-step-username").get_attribute("textContent") == "fay"
+    assert len(export(server, "fay")["passkeys"]) == 2
 
 
 def test_where_the_username_is_the_address_the_sign_up_form_asks_for_it_once(mailbox, browser):
