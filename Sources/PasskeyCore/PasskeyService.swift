@@ -27,6 +27,8 @@ public struct PasskeyService: Sendable {
     package let metadataState: MetadataState
     /// Mails asked for per address and per client address, in hour-long windows.
     package let mailLimiter: RateLimiter
+    /// Mailed codes tried per account, in day-long windows.
+    package let codeLimiter: RateLimiter
     /// Recovery requests being looked up after their answer went out (bounded).
     package let mailRequests: DetachedWork
 
@@ -54,6 +56,7 @@ public struct PasskeyService: Sendable {
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
         metadataState = MetadataState(relyingParty: relyingParty)
         mailLimiter = RateLimiter(window: .seconds(3600), store: sharedLimits ? store : nil, maxKeys: configuration.rateLimits.maxKeys)
+        codeLimiter = RateLimiter(window: .seconds(86_400), store: sharedLimits ? store : nil, maxKeys: configuration.rateLimits.maxKeys)
         mailRequests = DetachedWork(limit: 256)
     }
 

@@ -108,7 +108,9 @@ public struct MailMessage: Sendable, Hashable {
                 words.append("=?utf-8?b?" + Data(chunk).base64EncodedString() + "?=")
                 chunk = []
             }
-            chunk += bytes.prefix(45)
+            // A character longer than a word's 45 bytes (a long run of combining marks) is left
+            // out rather than cut: a word holds only whole characters.
+            if bytes.count <= 45 { chunk += bytes }
         }
         if !chunk.isEmpty || words.isEmpty { words.append("=?utf-8?b?" + Data(chunk).base64EncodedString() + "?=") }
         return words.joined(separator: " ")

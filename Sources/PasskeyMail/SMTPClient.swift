@@ -146,12 +146,13 @@ public struct SMTPClient: Sendable {
         return extensions
     }
 
-    /// AUTH PLAIN (RFC 4616) when offered, else LOGIN; only under TLS unless plain SMTP is
-    /// allowed for this server (the password would cross the network in the clear).
+    /// AUTH PLAIN (RFC 4616) when offered, else LOGIN; only under TLS or to a loopback relay.
     private func authenticate(_ connection: SMTPConnection, user: String, password: String, mechanisms: [String])
         async throws(SMTPError)
     {
-        guard connection.underTLS || server.plaintextAllowed else {
+        // Plain AUTH only to a loopback relay: `allowPlaintext` lets mail go in the clear, never
+        // a password (a STARTTLS stripped on the way would hand it over).
+        guard connection.underTLS || server.isLoopback else {
             throw SMTPError(.tls, "no TLS: the password is not sent")
         }
         if mechanisms.contains("PLAIN") {

@@ -108,6 +108,13 @@ final class SMTPConnection: Sendable {
     }
 
     private func write(_ bytes: [UInt8]) async throws(SMTPError) {
+        // A server that stops reading holds a write forever: past the step's deadline the
+        // connection is closed (and the write fails).
+        let channel = self.channel
+        let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(bytes.count > 4096 ? timeouts.dataEnd : timeouts.command)) {
+            channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
         do {
             try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
         } catch {

@@ -63,7 +63,7 @@ struct EmailAPI: Sendable {
 
     func setEmail(_ request: Request, _ context: PasskeyRequestContext) async throws -> Response {
         let body = try await request.decode(EmailBody.self, limit: limit)
-        guard let address = body.address, !address.isEmpty else {
+        guard let address = body.address, !address.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw PasskeyServiceError.invalidEmail("it is empty (DELETE /api/auth/email removes the address)")
         }
         let state = try await service.setEmail(try NativeAPI.signedIn(context), address: address, client: context.client)

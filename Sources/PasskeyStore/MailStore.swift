@@ -8,6 +8,8 @@ public protocol MailStore: Sendable {
     /// The account whose *verified* address has this comparison key (at most one: a verified
     /// address belongs to one account).
     func account(verifiedEmailKey key: String) async throws -> Account?
+    /// Accounts whose address (not verified) has this comparison key, at most `limit`.
+    func accounts(unverifiedEmailKey key: String, limit: Int) async throws -> [Account]
     /// Sets an address that is not verified yet, with the mails' language; the account's live
     /// verification tokens end. Refused (false) when the account's address is verified: a
     /// verified address is only replaced by verifying the new one.

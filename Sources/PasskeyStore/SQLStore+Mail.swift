@@ -22,6 +22,15 @@ extension SQLStore {
         ).map { try Account(row: $0) }
     }
 
+    public func accounts(unverifiedEmailKey key: String, limit: Int) async throws -> [Account] {
+        try await reader.rows(
+            """
+            SELECT \(sql: Self.accountColumns) FROM accounts WHERE email_key = \(key) AND email_verified_at IS NULL
+            ORDER BY created_at LIMIT \(limit)
+            """
+        ).map { try Account(row: $0) }
+    }
+
     public func setUnverifiedEmail(accountID: UUID, address: String?, key: String?, language: String?) async throws -> Bool {
         try await transaction { db in
             let changed = try await db.run(

@@ -12,6 +12,8 @@ extension SQLiteSchema {
             // A verified address belongs to one account; an unverified one proves nothing and
             // keeps nobody out (issue 43 item 4: no pre-account takeover).
             "CREATE UNIQUE INDEX accounts_verified_email ON accounts(email_key) WHERE email_verified_at IS NOT NULL",
+            // Recovery requests look up accounts by an address nobody verified (a claim mail).
+            "CREATE INDEX accounts_email ON accounts(email_key) WHERE email_key IS NOT NULL AND email_verified_at IS NULL",
             "ALTER TABLE challenges ADD COLUMN pending_email TEXT",
             """
             CREATE TABLE email_tokens (

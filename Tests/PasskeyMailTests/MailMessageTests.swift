@@ -95,4 +95,15 @@ struct MailMessageTests {
         let stuffed = SMTPClient.dotStuffed(Array(".\r\n..x\r\nline\nbare\rcr\r\nlast".utf8))
         #expect(String(decoding: stuffed, as: UTF8.self) == "..\r\n...x\r\nline\r\nbare\r\ncr\r\nlast\r\n.\r\n")
     }
+
+    /// A character longer than an encoded word's 45 bytes is left out, never cut in two.
+    @Test func encodedWordsHoldOnlyWholeCharacters() throws {
+        let monster = "e" + String(repeating: "\u{0301}", count: 30)  // one character, 61 bytes
+        let words = MailMessage.encodedWords("Bonjour \(monster) à vous")
+        for word in words.split(separator: " ") {
+            let base64 = word.dropFirst(10).dropLast(2)
+            let bytes = try #require(Data(base64Encoded: String(base64)))
+            #expect(String(bytes: bytes, encoding: .utf8) != nil, "\(word) is not whole UTF-8")
+        }
+    }
 }

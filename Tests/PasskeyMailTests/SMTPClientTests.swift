@@ -69,6 +69,13 @@ import WebAuthnTesting
         var allowed = try SMTPServer(url: "smtp://localhost:\(server.smtpPort)", allowPlaintext: true)
         allowed.isLoopback = false
         try await SMTPClient(server: allowed).send(bytes, from: mail.from, to: mail.to)
+        // …but never a password in the clear to a server off this machine.
+        var withPassword = try SMTPServer(url: "smtp://mailer:pw@localhost:\(server.smtpPort)", allowPlaintext: true)
+        withPassword.isLoopback = false
+        let refused = await #expect(throws: SMTPError.self) {
+            try await SMTPClient(server: withPassword).send(bytes, from: mail.from, to: mail.to)
+        }
+        #expect(refused?.kind == .tls)
         #expect(try await server.waitFor { $0.count == 2 }.allSatisfy { !$0.tls })
     }
 

@@ -91,4 +91,99 @@ extension EmailTests {
             #expect(try await api.request(.get, "/api/auth/session", token: token).status == .ok)
         }
     }
+
+    /// Each notice says what its undo does, and only that.
+    @Test func noticesSayWhatTheirUndoDoes() {
+        let values = MailValues(rpName: "Example", username: "ann", link: "https://example.com/#undo=x", subject: "Phone")
+        let added = MailTemplates.render(.passkeyAdded, language: "en", values: values).text
+        let removed = MailTemplates.render(.passkeyRemoved, language: "en", values: values).text
+        let password = MailTemplates.render(.passwordOff, language: "fr", values: values).text
+        #expect(added.contains("It removes that passkey"))
+        #expect(!removed.contains("removes that passkey") && removed.contains("It signs you out everywhere"))
+        #expect(password.contains("Il vous déconnecte partout") && !password.contains("retire"))
+    }
+
+    /// A blank address is not a removal (DELETE is): refused, and the verified one stays.
+    @Test func aBlankAddressIsRefusedNotTakenAsARemoval() async throws {
+        guard let mail = try await Self.setup() else { return }
+        defer { mail.smtp.close() }
+        try await mail.harness.run { api in
+            var device = SoftwareAuthenticator()
+            let token = try await Self.verifiedAccount(api, mail, "rae", device: &device)
+            let put = try await api.request(.put, "/api/auth/email", body: Array(#"{"address":"   "}"#.utf8), token: token)
+            #expect(put.status == .badRequest && put.errorCode == "invalid_email")
+            #expect(try await api.request(.get, "/api/auth/email", token: token).json["verified"] == .bool(true))
+        }
+    }
+
+    /// Past 20 code attempts in a day an account's codes are refused, the right one too (its
+    /// link still works): 5 tries a token and 5 mails an hour would otherwise allow 600 a day.
+    @Test func anAccountTakesTwentyCodeAttemptsADay() async throws {
+        // The per-address limits of secrets out of the way: the day's count is what is tested.
+        guard let mail = try await Self.setup(limits: .init(perAccount: 1000, perAccountTotal: 1000), { $0.mailsPerAddressPerHour = 100 })
+        else { return }
+        defer { mail.smtp.close() }
+        try await mail.harness.run { api in
+            var device = SoftwareAuthenticator()
+            _ = try await Self.verifiedAccount(api, mail, "sol", device: &device)
+            var sent = 1
+            for round in 0..<5 {
+                #expect(try await api.post("/api/auth/recovery/email", ["identifier": "sol"]).status == .accepted)
+                sent += 1
+                let code = try #require(try await mail.mails(to: "sol@example.com", count: sent).last?.code)
+                let wrong = code == "000000" ? "111111" : "000000"
+                for _ in 0..<(round < 4 ? 5 : 0) {
+                    #expect(
+                        try await api.post("/api/auth/recovery/email/options", ["identifier": "sol", "code": wrong]).status == .unauthorized
+                    )
+                }
+                if round == 4 {
+                    // 20 attempts made: the right code of a live token is refused now.
+                    let refused = try await api.post("/api/auth/recovery/email/options", ["identifier": "sol", "code": code])
+                    #expect(refused.errorCode == "invalid_email_code", "\(refused.json)")
+                }
+            }
+        }
+    }
+
+    /// A username and an address of one account are one mailbox: its hourly limit holds after
+    /// the lookup, whichever identifier asked.
+    @Test func oneMailboxGetsItsHourlyMailsWhicheverIdentifierAsks() async throws {
+        guard let mail = try await Self.setup({ $0.mailsPerAddressPerHour = 2 }) else { return }
+        defer { mail.smtp.close() }
+        try await mail.harness.run { api in
+            var device = SoftwareAuthenticator()
+            _ = try await Self.verifiedAccount(api, mail, "tia", device: &device)
+            // Two names and two addresses of the sign-up's mail count: three requests pass the
+            // limits on what they name; the mailbox's own limit sends two.
+            for identifier in ["tia", "tia@example.com", "TIA"] {
+                #expect(try await api.post("/api/auth/recovery/email", ["identifier": identifier]).status == .accepted)
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let recoveries = await mail.allMails().filter { $0.token("email-recover") != nil }
+            #expect(recoveries.count == 2, "\(recoveries.count) recovery mails")
+        }
+    }
+
+    /// Issue 43 item 4 for OpenID Connect: `email` is the verified address with
+    /// `email_verified: true`; a username that looks like an address is marked unverified in the
+    /// ID token too (a relying party merging accounts on it would be pre-hijacked).
+    @Test func openIDsEmailClaimIsVerifiedOnlyWhenTheAddressIs() async throws {
+        let harness = try await ServerHarness()
+        try await harness.run { api in
+            let (_, _, _, tokens) = try await OpenIDAttackTests.tokens(api, harness, "uma@example.com", scope: "openid email")
+            func payload(_ jwt: String) throws -> [String: Any] {
+                let part = String(jwt.split(separator: ".")[1])
+                let bytes = try #require(Base64URLBytes(encoded: part)?.bytes)
+                return try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+            }
+            let idToken = try payload(try #require(tokens.string("id_token")))
+            #expect(idToken["email"] as? String == "uma@example.com" && idToken["email_verified"] as? Bool == false, "\(idToken)")
+            let account = try #require(try await harness.store.account(username: "uma@example.com"))
+            try await harness.store.verifyEmail(
+                accountID: account.id, address: "uma.real@example.com", key: "uma.real@example.com", at: Date(), audit: [])
+            let info = try await api.request(.get, "/oauth2/userinfo", token: try #require(tokens.string("access_token")), origin: nil)
+            #expect(info.json["email"] == .string("uma.real@example.com") && info.json["email_verified"] == .bool(true), "\(info.json)")
+        }
+    }
 }

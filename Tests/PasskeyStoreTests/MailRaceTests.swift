@@ -133,4 +133,36 @@ struct MailRaceTests {
         #expect(!later.contains { $0.id == mail.id })
         #expect(later.count == 39)
     }
+
+    /// Sent mails go after 7 days (their message at once), given-up ones after 30, tokens a day
+    /// after their end; what waits stays however old.
+    @Test(arguments: TestDatabase.kinds)
+    func sentMailsAndDeadTokensAreSweptAndWaitingMailIsKept(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        let ada = try await Self.account(store, "ada")
+        for index in 0..<3 {
+            try await store.queueMail(
+                QueuedMail(
+                    accountID: ada.id, kind: "recovery", recipient: "ada@example.com", sender: "no-reply@example.com",
+                    message: Array("mail \(index)".utf8), createdAt: Self.t0, nextAttemptAt: Self.t0),
+                token: index == 0 ? Self.token(ada, .recover, link: [UInt8](repeating: 1, count: 32)) : nil, audit: [])
+        }
+        let lease: [UInt8] = [7]
+        let claimed = try await store.claimMail(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), leaseToken: lease, limit: 10)
+        #expect(claimed.count == 3)
+        #expect(try await store.markMailSent(id: claimed[0].id, leaseToken: lease, at: Self.t0))
+        #expect(try await store.markMailFailed(id: claimed[1].id, leaseToken: lease, error: "550", retryAt: nil, at: Self.t0))
+        #expect(try await store.markMailFailed(id: claimed[2].id, leaseToken: lease, error: "451", retryAt: Self.t0, at: Self.t0))
+        // The sent and given-up messages are erased at once (a link lives only until sent).
+        let messages = try await #require(store as? SQLStore).reader.rows("SELECT message FROM mail_outbox ORDER BY id").map {
+            try $0.optionalBytes("message")
+        }
+        #expect(messages.map { $0 == nil } == [true, true, false])
+        #expect(try await store.sweepMail(now: Self.t0.addingTimeInterval(6 * 86_400)) == 1)  // the dead token
+        #expect(try await store.sweepMail(now: Self.t0.addingTimeInterval(8 * 86_400)) == 1)  // the sent mail
+        #expect(try await store.sweepMail(now: Self.t0.addingTimeInterval(31 * 86_400)) == 1)  // the given-up mail
+        let stats = try await store.mailStatistics(now: Self.t0.addingTimeInterval(31 * 86_400))
+        #expect(stats.failing == 1 && stats.queued == 0)
+    }
 }

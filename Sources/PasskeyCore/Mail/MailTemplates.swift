@@ -138,9 +138,17 @@ public enum MailTemplates {
     }
 
     static func english(_ kind: MailKind, _ v: MailValues) -> (String, [Block]) {
+        // What the undo does, by what the notice is about.
+        let undoes =
+            switch kind {
+            case .passkeyAdded: "It removes that passkey, signs you out everywhere"
+            case .recoveryUsed where v.subject != nil: "It removes that passkey, signs you out everywhere"
+            case .addressChanged: "It puts this address back (to be verified again), signs you out everywhere"
+            default: "It signs you out everywhere"
+            }
         let undo: [Block] = [
             .paragraph(
-                "If this wasn't you, open this link within \(v.undoHours) hours. It undoes this change, signs you out everywhere and closes recovery by email until you use a recovery code or an administrator opens it again."
+                "If this wasn't you, open this link within \(v.undoHours) hours. \(undoes) and closes recovery by email until you use a recovery code or an administrator opens it again."
             ),
             .link(label: "This wasn't me", url: v.link ?? ""),
         ]
@@ -219,9 +227,16 @@ public enum MailTemplates {
     }
 
     static func french(_ kind: MailKind, _ v: MailValues) -> (String, [Block]) {
+        let undoes =
+            switch kind {
+            case .passkeyAdded: "Il retire cette clé d'accès, vous déconnecte partout"
+            case .recoveryUsed where v.subject != nil: "Il retire cette clé d'accès, vous déconnecte partout"
+            case .addressChanged: "Il rétablit cette adresse (à vérifier de nouveau), vous déconnecte partout"
+            default: "Il vous déconnecte partout"
+            }
         let undo: [Block] = [
             .paragraph(
-                "Si ce n'était pas vous, ouvrez ce lien dans les \(v.undoHours) heures. Il annule ce changement, vous déconnecte partout et ferme la récupération par e-mail jusqu'à ce que vous utilisiez un code de récupération ou qu'un administrateur la rouvre."
+                "Si ce n'était pas vous, ouvrez ce lien dans les \(v.undoHours) heures. \(undoes) et ferme la récupération par e-mail jusqu'à ce que vous utilisiez un code de récupération ou qu'un administrateur la rouvre."
             ),
             .link(label: "Ce n'était pas moi", url: v.link ?? ""),
         ]

@@ -43,8 +43,8 @@ extension PasskeyService {
         let account = signedIn.account
         let current = try await store.accountEmail(accountID: account.id) ?? AccountEmail()
         let language = MailTemplates.language(client.language)
-        guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            // Removed: a verified address is told (its undo puts it back).
+        guard let text else {
+            // Removed: a verified address is told.
             if current.verified, let old = current.address {
                 try await store.restoreEmail(accountID: account.id, address: nil, key: nil, verifiedAt: nil)
                 // A change waiting for its verification ends with it.
@@ -235,15 +235,31 @@ extension PasskeyService {
             linkHash: Self.emailLinkHash(bytes, secret: try await serverSecret()), purpose: purpose, now: now())
     }
 
-    /// A code attempt on the account's token of `purpose`: counted per account and address like
-    /// recovery codes, at most five per token.
-    /// `revealTries`: the refusal says how many tries are left (to the signed-in account only).
-    func takeCode(_ code: String?, account: Account, purpose: EmailToken.Purpose, client: Client, revealTries: Bool = true) async throws
-        -> EmailToken
-    {
+    /// A code in the mail's form: six ASCII digits (spaces and dashes dropped); nil otherwise.
+    static func emailCodeDigits(_ code: String?) -> String? {
         let digits = (code ?? "").filter { !$0.isWhitespace && $0 != "-" }
-        let attempt = try await reserveSecretAttempt(accountKey: "email:" + Account.key(for: account.username), client: client)
-        guard digits.count == 6, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        return digits.count == 6 && digits.allSatisfy({ $0.isASCII && $0.isNumber }) ? digits : nil
+    }
+
+    /// Code attempts one account may make in a day, across all its tokens: past it only links
+    /// work (5 tries a token and 5 mails an hour would otherwise allow 600 guesses a day).
+    static let emailCodeAttemptsPerDay = 20
+
+    /// A code attempt on the account's token of `purpose`: counted per `attemptKey` (the
+    /// identifier as given) and address like recovery codes, at most five per token and
+    /// ``emailCodeAttemptsPerDay`` a day per account.
+    /// `revealTries`: the refusal says how many tries are left (to the signed-in account only).
+    func takeCode(
+        _ code: String?, account: Account, purpose: EmailToken.Purpose, client: Client, revealTries: Bool = true, attemptKey: String? = nil
+    ) async throws -> EmailToken {
+        let attempt = try await reserveSecretAttempt(
+            accountKey: attemptKey ?? "email:" + Account.key(for: account.username), client: client)
+        guard let digits = Self.emailCodeDigits(code) else { throw PasskeyServiceError.invalidEmailCode(triesLeft: nil) }
+        if configuration.rateLimits.enabled,
+            case .limited = try await codeLimiter.hit("codes:\(account.id)", limit: Self.emailCodeAttemptsPerDay, now: now())
+        {
+            metrics.rateLimited(scope: "email_code_day")
+            await audit(.recoveryFailed, accountID: account.id, client: client, detail: "invalid_email_code")
             throw PasskeyServiceError.invalidEmailCode(triesLeft: nil)
         }
         let hash = Self.emailCodeHash(digits, accountID: account.id, purpose: purpose, secret: try await serverSecret())

@@ -65,6 +65,33 @@ extension PasskeyService {
                 audit: [auditEvent(.emailRecoveryRequested, accountID: account.id, client: client)])
             return
         }
+        // An account whose address is not verified (one made with someone's address, or in
+        // `username` mode): its address gets a fresh verification mail, whose link lets its
+        // owner claim the account (issue 43 item 4); nothing goes to the requester.
+        var unverified: [Account] = []
+        if let address, account == nil {
+            unverified = try await store.accounts(unverifiedEmailKey: address.key, limit: 3)
+        } else if let account, !account.disabled, let email = try await store.accountEmail(accountID: account.id), !email.verified,
+            email.address != nil
+        {
+            unverified = [account]
+        }
+        for candidate in unverified where !candidate.disabled {
+            guard let email = try await store.accountEmail(accountID: candidate.id), !email.verified, let text = email.address,
+                let to = try? MailAddress(text)
+            else { continue }
+            if configuration.rateLimits.enabled,
+                case .limited = try await mailLimiter.hit("sent:\(to.key)", limit: configuration.email.mailsPerAddressPerHour, now: now())
+            {
+                metrics.rateLimited(scope: "mail_mailbox")
+                return
+            }
+            try await sendTokenMail(
+                .verifyAddress, purpose: .verify, account: candidate, to: to,
+                language: email.language ?? MailTemplates.language(client.language), detail: to.description,
+                audit: [auditEvent(.emailVerificationSent, accountID: candidate.id, client: client, detail: to.description)])
+        }
+        if !unverified.isEmpty { return }
         // An address nobody verified: a "someone tried" mail when the operator wants it.
         if let address, account == nil, configuration.email.notifyUnknownAddresses {
             try await queue(
@@ -90,6 +117,9 @@ extension PasskeyService {
             taken = found
         } else {
             let text = (identifier ?? "").trimmingCharacters(in: .whitespaces)
+            // Counted per identifier as given, whatever it names: a count per account would
+            // tell a username's address from the 429 of the other.
+            let attemptKey = "email:" + Account.key(for: text)
             let account: Account?
             if let address = try? MailAddress(text) {
                 account = try await store.account(verifiedEmailKey: address.key)
@@ -97,16 +127,22 @@ extension PasskeyService {
                 account = text.isEmpty || text.utf8.count > 320 ? nil : try await store.account(username: text)
             }
             guard let account else {
-                // The same refusal as a wrong code, counted and costing the same (the attempt's
-                // UPDATE runs, on an account that does not exist): no way to tell it apart.
-                _ = try await reserveSecretAttempt(accountKey: "email:" + Account.key(for: text), client: client)
+                // The same refusal as a wrong code, after the same work (the attempt counted,
+                // its UPDATE run on an account that does not exist, its audit line written).
+                _ = try await reserveSecretAttempt(accountKey: attemptKey, client: client)
+                guard Self.emailCodeDigits(code) != nil else { throw PasskeyServiceError.invalidEmailCode(triesLeft: nil) }
+                if configuration.rateLimits.enabled {
+                    _ = try await codeLimiter.hit("codes:" + attemptKey, limit: Self.emailCodeAttemptsPerDay, now: now())
+                }
                 _ = try await store.attemptEmailCode(
                     accountID: UUID.random(), purpose: .recover, codeHash: RelyingParty.randomBytes(32), now: now())
+                await audit(.recoveryFailed, client: client, detail: "invalid_email_code")
                 throw PasskeyServiceError.invalidEmailCode(triesLeft: nil)
             }
             // Nobody is signed in: the refusal never says how many tries are left (that would
             // tell a live recovery, and so an account, exists).
-            taken = try await takeCode(code, account: account, purpose: .recover, client: client, revealTries: false)
+            taken = try await takeCode(
+                code, account: account, purpose: .recover, client: client, revealTries: false, attemptKey: attemptKey)
         }
         guard let account = try await store.account(id: taken.accountID), !account.disabled,
             let email = try await store.accountEmail(accountID: account.id), email.verified, !email.recoveryClosed,
@@ -139,12 +175,19 @@ extension PasskeyService {
     public func removeOtherPasskeys(_ signedIn: SignedIn, client: Client) async throws -> (passkeys: Int, sessions: Int) {
         try requireRecentSignIn(signedIn)
         guard let keep = signedIn.session.credentialID else { throw PasskeyServiceError.noPasskey }
-        var removed = 0
+        var removed: [String] = []
         for passkey in try await store.passkeys(accountID: signedIn.account.id) where passkey.credentialID != keep {
-            if try await removePasskey(passkey.credentialID, of: signedIn.account, client: client, detail: "others") { removed += 1 }
+            if try await removePasskey(passkey.credentialID, of: signedIn.account, client: client, detail: "others") {
+                removed.append(passkey.name)
+            }
+        }
+        if !removed.isEmpty {
+            await notify(
+                .passkeyRemoved, account: signedIn.account, client: client, subject: removed.joined(separator: ", "),
+                undo: UndoDetail(kind: .passkeyRemoved))
         }
         let sessions = try await store.revokeSessions(accountID: signedIn.account.id, except: signedIn.session.tokenHash)
-        return (removed, sessions)
+        return (removed.count, sessions)
     }
 
     // MARK: Notices and "this wasn't me"
@@ -220,8 +263,11 @@ extension PasskeyService {
         var restored: String?
         if detail.kind == .addressChanged, let previous = detail.previousAddress, let address = try? MailAddress(previous) {
             do {
-                try await store.restoreEmail(
-                    accountID: account.id, address: address.description, key: address.key, verifiedAt: detail.previousVerifiedAt)
+                // Unverified: the old address's holder may be the one who lost it (it was removed
+                // for that), so it comes back proving nothing until its owner verifies it again
+                // from the account page; a change waiting for verification ends.
+                try await store.restoreEmail(accountID: account.id, address: address.description, key: address.key, verifiedAt: nil)
+                try await store.endEmailTokens(accountID: account.id, purpose: .verify, now: now())
                 restored = address.description
             } catch let error as StoreError where error.code == .conflict {
                 // Another account verified it since: it stays theirs.

@@ -172,6 +172,7 @@ extension OpenIDService {
         var preferred_username: String?
         var name: String?
         var email: String?
+        var email_verified: Bool?
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
@@ -195,6 +196,7 @@ extension OpenIDService {
         access.externalId = nil
         let accessToken = try await service.tokens.sign(access, type: "at+jwt")
         let issued = Date(timeIntervalSince1970: time.timeIntervalSince1970.rounded(.down))
+        let emailClaim = grant.scope.contains("email") ? try await emailClaim(account) : nil
         let idClaims = IDTokenClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: account.id.uuidString.lowercased()),
             aud: AudienceClaim(value: [client.id]),
@@ -203,7 +205,7 @@ extension OpenIDService {
             acr: ["passkey", "sign_up"].contains(grant.method) ? "phr" : "0", sid: AccessTokens.sessionID(session), azp: client.id,
             preferred_username: grant.scope.contains("profile") ? account.username : nil,
             name: grant.scope.contains("profile") ? account.displayName : nil,
-            email: grant.scope.contains("email") && account.username.contains("@") ? account.username : nil)
+            email: emailClaim?.0, email_verified: emailClaim?.1)
         let idToken = try await service.tokens.sign(idClaims, algorithm: client.idTokenAlgorithm)
         var refreshToken: String?
         if grant.scope.contains("offline_access") {
@@ -246,11 +248,21 @@ extension OpenIDService {
             info["preferred_username"] = .string(account.username)
             info["name"] = .string(account.displayName)
         }
-        if scope.contains("email"), account.username.contains("@") {
-            info["email"] = .string(account.username)
-            info["email_verified"] = .bool(false)
+        if scope.contains("email"), let (email, verified) = try await emailClaim(account) {
+            info["email"] = .string(email)
+            info["email_verified"] = .bool(verified)
         }
         return info
+    }
+
+    /// The `email` claim and its `email_verified` (OpenID Connect Core §5.1), the same in the ID
+    /// token and at userinfo: the account's verified address, else a username that looks like
+    /// one, marked unverified (a relying party must never merge accounts on it: issue 43 item 4).
+    func emailClaim(_ account: Account) async throws -> (String, Bool)? {
+        if let email = try await store.accountEmail(accountID: account.id), email.verified, let address = email.address {
+            return (address, true)
+        }
+        return account.username.contains("@") ? (account.username, false) : nil
     }
 
     /// `POST /oauth2/revoke` (RFC 7009). A refresh token ends its whole grant, and so does an
