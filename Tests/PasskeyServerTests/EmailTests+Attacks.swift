@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
 import PasskeyCore
-import PasskeyStore
 import Testing
 import WebAuthn
 import WebAuthnTesting
+
+@testable import PasskeyStore
 
 /// What an attacker tries against the mail routes (found by review, each failing before its fix).
 extension EmailTests {
@@ -184,6 +185,32 @@ extension EmailTests {
                 accountID: account.id, address: "uma.real@example.com", key: "uma.real@example.com", at: Date(), audit: [])
             let info = try await api.request(.get, "/oauth2/userinfo", token: try #require(tokens.string("access_token")), origin: nil)
             #expect(info.json["email"] == .string("uma.real@example.com") && info.json["email_verified"] == .bool(true), "\(info.json)")
+        }
+    }
+
+    /// A queued mail holds its link and code until sent: sealed (AES-GCM under a key from the
+    /// server secret), so the outbox is not a place to read them from.
+    @Test func aQueuedMailHoldsNoLinkOrCodeInTheClear() async throws {
+        guard let mail = try await Self.setup() else { return }
+        defer { mail.smtp.close() }
+        try await mail.harness.run { api in
+            var device = SoftwareAuthenticator()
+            _ = try await Self.verifiedAccount(api, mail, "val", device: &device)
+            mail.smtp.stop()
+            #expect(try await api.post("/api/auth/recovery/email", ["identifier": "val"]).status == .accepted)
+            let store = try #require(mail.harness.store as? SQLStore)
+            var rows: [[UInt8]] = []
+            for _ in 0..<50 where rows.isEmpty {
+                rows = try await store.reader.rows("SELECT message FROM mail_outbox WHERE sent_at IS NULL AND message IS NOT NULL")
+                    .map { try $0.bytes("message") }
+                if rows.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let sealed = try #require(rows.first)
+            let text = String(decoding: sealed, as: UTF8.self)
+            #expect(!text.contains("email-recover") && !text.contains("Subject") && !text.contains("val@example.com"))
+            // It opens with the secret, and holds the link.
+            let opened = try OutboxSeal.open(sealed, secret: try await mail.harness.store.serverSecret())
+            #expect(String(decoding: opened, as: UTF8.self).contains("email-recover="))
         }
     }
 }

@@ -79,26 +79,35 @@ public struct MailDispatcher: Service {
             return 0
         }
         guard !claimed.isEmpty else { return 0 }
+        let secret: [UInt8]
+        do {
+            secret = try await store.serverSecret()
+        } catch {
+            logger.warning("mail outbox could not be read", metadata: ["error": "\(error)"])
+            return 0
+        }
         await withTaskGroup(of: Void.self) { group in
             var next = claimed.makeIterator()
             for _ in 0..<concurrency {
                 guard let mail = next.next() else { break }
-                group.addTask { await send(mail, leaseToken: token) }
+                group.addTask { await send(mail, leaseToken: token, secret: secret) }
             }
             while await group.next() != nil {
-                if let mail = next.next() { group.addTask { await send(mail, leaseToken: token) } }
+                if let mail = next.next() { group.addTask { await send(mail, leaseToken: token, secret: secret) } }
             }
         }
         return claimed.count
     }
 
     /// Sends one leased mail and settles its row.
-    package func send(_ mail: QueuedMail, leaseToken: [UInt8]) async {
+    package func send(_ mail: QueuedMail, leaseToken: [UInt8], secret: [UInt8]) async {
         var failure: SMTPError?
         do {
             let from = try MailAddress(mail.sender)
             let to = try MailAddress(mail.recipient)
-            try await sender.send(mail.message, from: from, to: to)
+            // A message that does not open (another server secret) can never be sent: given up.
+            let message = try OutboxSeal.open(mail.message, secret: secret)
+            try await sender.send(message, from: from, to: to)
         } catch let error as SMTPError {
             failure = error
         } catch {

@@ -322,7 +322,10 @@ extension PasskeyService {
             fromName: configuration.email.fromName, from: from, to: address, subject: rendered.subject, text: rendered.text,
             html: rendered.html, language: language)
         let time = now()
-        let bytes = message.rendered(messageID: UUID.random().uuidString.lowercased(), date: time)
+        // Sealed: a queued mail holds its link and code until it is sent, and the outbox must not
+        // be a second place they can be read from (only their HMACs are kept elsewhere).
+        let bytes = try OutboxSeal.seal(
+            message.rendered(messageID: UUID.random().uuidString.lowercased(), date: time), secret: try await serverSecret())
         try await store.queueMail(
             QueuedMail(
                 accountID: accountID, kind: kind.rawValue, recipient: address.description, sender: from.description, message: bytes,
@@ -376,4 +379,22 @@ package final class DetachedWork: Sendable {
 
     /// Work started and not yet ended.
     package var inFlight: Int { running.withLock { $0 } }
+}
+
+/// The outbox's messages at rest: AES-256-GCM under a key derived (HKDF-SHA256) from the server
+/// secret, so a copy of `mail_outbox` alone reads no link or code.
+package enum OutboxSeal {
+    static func key(_ secret: [UInt8]) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: secret), info: Array("passkeyd mail outbox v1".utf8), outputByteCount: 32)
+    }
+
+    package static func seal(_ message: [UInt8], secret: [UInt8]) throws -> [UInt8] {
+        guard let combined = try AES.GCM.seal(message, using: key(secret)).combined else { throw CryptoKitError.incorrectParameterSize }
+        return Array(combined)
+    }
+
+    package static func open(_ sealed: [UInt8], secret: [UInt8]) throws -> [UInt8] {
+        Array(try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key(secret)))
+    }
 }
