@@ -31,7 +31,7 @@ export default async function overview({ params }) {
   // Mail health and recovery by mail (issue 43): what waits, fails and went out; recoveries.
   const mail = counts.mail || {};
   const recovery = counts.emailRecovery || {};
-  const mailStats = h('dl', { class: 'stats small' },
+  const mailStats = h('dl', { class: 'stats mail' },
     stat(t('overview.mail_queued'), mail.queued ?? 0,
       mail.oldestQueuedSeconds > 0 ? t('overview.mail_oldest', { minutes: Math.ceil(mail.oldestQueuedSeconds / 60) }) : null),
     stat(t('overview.mail_failing'), mail.failing ?? 0),
