@@ -76,6 +76,9 @@ public struct SMTPClient: Sendable {
     private func connect(tls: NIOSSLContext) async throws(SMTPError) -> SMTPConnection {
         let implicit = server.security == .implicitTLS
         let hostname = serverHostname
+        // Why the connection ended, should it end before the handler can be asked (an implicit
+        // TLS handshake refused at once closes the channel, handlers and all).
+        let early = EarlyFailure()
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(TimeAmount(timeouts.connect))
             .channelInitializer { channel in
@@ -83,7 +86,7 @@ public struct SMTPClient: Sendable {
                     if implicit {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: hostname))
                     }
-                    try channel.pipeline.syncOperations.addHandler(SMTPReplyHandler())
+                    try channel.pipeline.syncOperations.addHandler(SMTPReplyHandler(early: early))
                 }
             }
         do {
@@ -92,6 +95,7 @@ public struct SMTPClient: Sendable {
         } catch ChannelError.connectTimeout {
             throw SMTPError(.timeout, "no connection to \(server.host):\(server.port) within the connect timeout")
         } catch {
+            if let recorded = early.value.withLock({ $0 }) { throw recorded }
             throw SMTPError(.refused, "cannot connect to \(server.host):\(server.port): \(error)")
         }
     }

@@ -178,6 +178,11 @@ final class SMTPReplyHandler: ChannelInboundHandler {
     private(set) var failure: SMTPError?
     private var context: ChannelHandlerContext?
 
+    /// Shared with the client that connects: the first failure, readable once the handler is gone.
+    private let early: EarlyFailure?
+
+    init(early: EarlyFailure? = nil) { self.early = early }
+
     /// Nothing received and not yet read.
     var isIdle: Bool { ready.isEmpty && buffer.readableBytes == 0 && lines.isEmpty }
 
@@ -255,6 +260,7 @@ final class SMTPReplyHandler: ChannelInboundHandler {
 
     private func fail(_ error: SMTPError) {
         if failure == nil { failure = error }
+        early?.value.withLock { $0 = $0 ?? error }
         let waiting = waiters
         waiters = []
         for (promise, deadline) in waiting {
@@ -263,6 +269,12 @@ final class SMTPReplyHandler: ChannelInboundHandler {
         }
         context?.close(promise: nil)
     }
+}
+
+/// The first failure of a connection, kept where the client can read it after the channel (and
+/// its handlers) went away.
+final class EarlyFailure: Sendable {
+    let value = Mutex<SMTPError?>(nil)
 }
 
 extension TimeAmount {
