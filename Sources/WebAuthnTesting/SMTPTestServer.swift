@@ -26,6 +26,33 @@ public final class SMTPTestServer: @unchecked Sendable {  // the process is only
         public let authUser: String?
         public let mailOptions: [String]
         public var text: String { String(decoding: data, as: UTF8.self) }
+        /// The `text/plain` part, decoded from quoted-printable, its line breaks LF.
+        public var plainText: String {
+            let parts = text.components(
+                separatedBy: "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
+            guard parts.count > 1 else { return "" }
+            return SMTPTestServer.decodeQuotedPrintable(parts[1].components(separatedBy: "\r\n--=_passkeyd_")[0])
+                .replacingOccurrences(of: "\r\n", with: "\n")
+        }
+    }
+
+    /// Quoted-printable (RFC 2045 §6.7) decoded: soft line breaks joined, `=XX` bytes read.
+    public static func decodeQuotedPrintable(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        let input = Array(text.replacingOccurrences(of: "=\r\n", with: "").utf8)
+        var index = 0
+        while index < input.count {
+            if input[index] == 0x3D, index + 2 < input.count,
+                let value = UInt8(String(decoding: input[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                index += 3
+            } else {
+                bytes.append(input[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The Python of `PASSKEYD_PYTHON`, else the package's `.venv`.

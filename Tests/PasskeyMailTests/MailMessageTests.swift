@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebAuthnTesting
 
 @testable import PasskeyMail
 
@@ -70,25 +71,7 @@ struct MailMessageTests {
         let plain = try #require(
             String(decoding: bytes, as: UTF8.self).components(separatedBy: "quoted-printable\r\n\r\n").dropFirst().first)
         let body = plain.components(separatedBy: "\r\n--=_passkeyd_")[0]
-        #expect(Self.decodeQuotedPrintable(body) == text.replacingOccurrences(of: "\n", with: "\r\n"))
-    }
-
-    static func decodeQuotedPrintable(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        let input = Array(text.replacingOccurrences(of: "=\r\n", with: "").utf8)
-        var index = 0
-        while index < input.count {
-            if input[index] == 0x3D, index + 2 < input.count,
-                let value = UInt8(String(decoding: input[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-                index += 3
-            } else {
-                bytes.append(input[index])
-                index += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        #expect(SMTPTestServer.decodeQuotedPrintable(body) == text.replacingOccurrences(of: "\n", with: "\r\n"))
     }
 
     @Test func dotStuffingDoublesLeadingDotsAndEndsTheData() {

@@ -213,4 +213,46 @@ extension EmailTests {
             #expect(String(decoding: opened, as: UTF8.self).contains("email-recover="))
         }
     }
+
+    /// The mail routes' refusals: mail not set up (404 on each, the policy says off), a
+    /// cross-site browser request (403), a body that is not JSON (415), no session (401).
+    @Test func theMailRoutesRefuseWhatTheyMust() async throws {
+        let plain = try await ServerHarness()
+        try await plain.run { api in
+            let policy = try await api.request(.get, "/api/auth/email/policy")
+            #expect(policy.json["mailEnabled"] == .bool(false) && policy.json["signUp"] == .string("off"))
+            for (path, body) in [
+                ("/api/auth/recovery/email", #"{"identifier":"a@example.com"}"#), ("/api/auth/email/verify", #"{"token":"x"}"#),
+                ("/api/auth/email/undo", #"{"token":"x"}"#), ("/api/auth/recovery/email/options", #"{"token":"x"}"#),
+            ] {
+                let answer = try await api.request(.post, path, body: Array(body.utf8))
+                #expect(answer.status == .notFound && answer.errorCode == "email_not_enabled", "\(path)")
+            }
+            let signUp = try await api.post("/api/auth/register/options", SignUpBody(username: "wes", email: "wes@example.com"))
+            #expect(signUp.errorCode == "email_not_enabled")
+        }
+        guard let mail = try await Self.setup() else { return }
+        defer { mail.smtp.close() }
+        try await mail.harness.run { api in
+            let crossSite = try await api.request(
+                .post, "/api/auth/recovery/email", body: Array(#"{"identifier":"a@example.com"}"#.utf8), origin: "https://evil.example",
+                headers: [.init("Sec-Fetch-Site")!: "cross-site"])
+            #expect(crossSite.status == .forbidden, "\(crossSite.json)")
+            let form = try await api.request(
+                .post, "/api/auth/recovery/email", body: Array("identifier=a%40example.com".utf8),
+                headers: [.contentType: "application/x-www-form-urlencoded"])
+            #expect(form.status == .unsupportedMediaType)
+            for (method, path) in [(HTTPRequest.Method.get, "/api/auth/email"), (.delete, "/api/auth/email"), (.put, "/api/auth/email")] {
+                let answer = try await api.request(method, path, body: method == .put ? Array(#"{"address":"a@example.com"}"#.utf8) : nil)
+                #expect(answer.status == .unauthorized && answer.errorCode == "not_signed_in", "\(method) \(path)")
+            }
+            let removeOthers = try await api.request(.post, "/api/auth/passkeys/remove-others", body: Array("{}".utf8))
+            #expect(removeOthers.errorCode == "not_signed_in")
+            // A bad token's shape and a code without a session.
+            #expect(
+                try await api.post("/api/auth/email/verify", ["token": String(repeating: "A", count: 500)]).errorCode
+                    == "invalid_email_link")
+            #expect(try await api.post("/api/auth/email/verify", [String: String]()).errorCode == "invalid_email_link")
+        }
+    }
 }

@@ -45,10 +45,7 @@ import WebAuthnTesting
         let text: String
         init(_ raw: SMTPTestServer.Received) {
             self.raw = raw
-            let parts = raw.text.components(
-                separatedBy: "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
-            let body = parts.count > 1 ? parts[1].components(separatedBy: "\r\n--=_passkeyd_")[0] : ""
-            text = Self.decodeQuotedPrintable(body)
+            text = raw.plainText
         }
         func token(_ action: String) -> String? {
             guard let range = text.range(of: "#\(action)=") else { return nil }
@@ -59,23 +56,6 @@ import WebAuthnTesting
                 .first { $0.count == 6 && $0.allSatisfy(\.isNumber) }
         }
         var subject: String { raw.text.components(separatedBy: "\r\n").first { $0.hasPrefix("Subject: ") } ?? "" }
-        static func decodeQuotedPrintable(_ text: String) -> String {
-            var bytes: [UInt8] = []
-            let input = Array(text.replacingOccurrences(of: "=\r\n", with: "").utf8)
-            var index = 0
-            while index < input.count {
-                if input[index] == 0x3D, index + 2 < input.count,
-                    let value = UInt8(String(decoding: input[(index + 1)...(index + 2)], as: UTF8.self), radix: 16)
-                {
-                    bytes.append(value)
-                    index += 3
-                } else {
-                    bytes.append(input[index])
-                    index += 1
-                }
-            }
-            return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
-        }
     }
 
     static let required = ProcessInfo.processInfo.environment["PASSKEYD_REQUIRE_ORACLE"] == "1"

@@ -93,11 +93,7 @@ extension PasskeyService {
         try requireMail()
         let taken: EmailToken
         if let token {
-            guard let found = try await takeLinkToken(token, purpose: .verify) else {
-                await audit(.recoveryFailed, client: client, detail: "invalid_email_link")
-                throw PasskeyServiceError.invalidEmailLink
-            }
-            taken = found
+            taken = try await requireLinkToken(token, purpose: .verify, client: client)
         } else {
             guard let signedIn else { throw PasskeyServiceError.notSignedIn }
             taken = try await takeCode(code, account: signedIn.account, purpose: .verify, client: client)
@@ -233,6 +229,23 @@ extension PasskeyService {
         guard token.utf8.count <= 64, let bytes = Base64URLBytes(encoded: token)?.bytes, bytes.count == 32 else { return nil }
         return try await store.takeEmailToken(
             linkHash: Self.emailLinkHash(bytes, secret: try await serverSecret()), purpose: purpose, now: now())
+    }
+
+    /// ``takeLinkToken(_:purpose:)``, or `invalid_email_link` (audited) when there is none.
+    func requireLinkToken(_ token: String, purpose: EmailToken.Purpose, client: Client) async throws -> EmailToken {
+        guard let found = try await takeLinkToken(token, purpose: purpose) else {
+            await audit(.recoveryFailed, client: client, detail: "invalid_email_link")
+            throw PasskeyServiceError.invalidEmailLink
+        }
+        return found
+    }
+
+    /// The account a recovery request names: by an address among *verified* addresses, else by
+    /// username (nil for an empty or over-long identifier).
+    func account(identifiedBy text: String, address: MailAddress?) async throws -> Account? {
+        if let address { return try await store.account(verifiedEmailKey: address.key) }
+        guard !text.isEmpty, text.utf8.count <= 320 else { return nil }
+        return try await store.account(username: text)
     }
 
     /// A code in the mail's form: six ASCII digits (spaces and dashes dropped); nil otherwise.

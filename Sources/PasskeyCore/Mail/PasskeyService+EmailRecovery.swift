@@ -42,12 +42,7 @@ extension PasskeyService {
 
     /// The lookup and mail behind ``requestEmailRecovery(identifier:client:)``.
     func sendRecoveryMail(identifier: String, address: MailAddress?, client: Client) async throws {
-        let account: Account?
-        if let address {
-            account = try await store.account(verifiedEmailKey: address.key)
-        } else {
-            account = try await store.account(username: identifier)
-        }
+        let account = try await account(identifiedBy: identifier, address: address)
         if let account, !account.disabled, let email = try await store.accountEmail(accountID: account.id), email.verified,
             !email.recoveryClosed, let text = email.address, let to = try? MailAddress(text)
         {
@@ -110,23 +105,13 @@ extension PasskeyService {
         try await checkCeremonyCapacity()
         let taken: EmailToken
         if let token {
-            guard let found = try await takeLinkToken(token, purpose: .recover) else {
-                await audit(.recoveryFailed, client: client, detail: "invalid_email_link")
-                throw PasskeyServiceError.invalidEmailLink
-            }
-            taken = found
+            taken = try await requireLinkToken(token, purpose: .recover, client: client)
         } else {
             let text = (identifier ?? "").trimmingCharacters(in: .whitespaces)
             // Counted per identifier as given, whatever it names: a count per account would
             // tell a username's address from the 429 of the other.
             let attemptKey = "email:" + Account.key(for: text)
-            let account: Account?
-            if let address = try? MailAddress(text) {
-                account = try await store.account(verifiedEmailKey: address.key)
-            } else {
-                account = text.isEmpty || text.utf8.count > 320 ? nil : try await store.account(username: text)
-            }
-            guard let account else {
+            guard let account = try await account(identifiedBy: text, address: try? MailAddress(text)) else {
                 // The same refusal as a wrong code, after the same work (the attempt counted,
                 // its UPDATE run on an account that does not exist, its audit line written).
                 _ = try await reserveSecretAttempt(accountKey: attemptKey, client: client)
