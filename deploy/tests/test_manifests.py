@@ -331,7 +331,8 @@ def test_migrate_builds_from_the_repository_dockerfile_the_image_the_instances_r
 
 
 def test_instances_and_migrate_use_the_same_database(compose):
-    urls = {name: service["environment"]["PASSKEYD_DATABASE_URL"] for name, service in compose["services"].items() if name == "migrate" or name in passkeyd_services(compose)}
+    users = ["migrate", *passkeyd_services(compose)]
+    urls = {name: compose["services"][name]["environment"]["PASSKEYD_DATABASE_URL"] for name in users}
     assert len(set(urls.values())) == 1, urls
     assert urlsplit(next(iter(urls.values()))).hostname == "postgres"
 
