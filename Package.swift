@@ -197,6 +197,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // SQLite's process-wide settings (sqlite3_config is variadic: Swift cannot call it).
         .target(name: "CSQLiteSettings", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // `passkeyd --version`: the version in VERSION and the commit, written before each build.
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         .executableTarget(
             name: "passkeyd",
             dependencies: [
@@ -207,7 +209,20 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "OTel", package: "swift-otel"),
-            ]
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            // The Swift runtime and Foundation linked in, in every build: the binary runs without a
+            // Swift toolchain (issue 45; `ldd` in deploy/tests). Compiled with -static-stdlib too:
+            // the module's objects then name the static libraries Foundation needs (CoreFoundation,
+            // ICU), in the order the linker wants them. SwiftPM does not recompile a target when
+            // only these flags change: after editing them, touch Sources/passkeyd. SQLite, zlib and
+            // libstdc++ come from the static archives scripts/prebuild links into
+            // .build/static-libs, which the linker searches before the system's folders.
+            swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))],
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib", "-L\(Context.packageDirectory)/.build/static-libs"], .when(platforms: [.linux]))
+            ],
+            plugins: ["BuildInfo"]
         ),
         // A passkey in the terminal: a software passkey provider speaking the native API.
         .executableTarget(
