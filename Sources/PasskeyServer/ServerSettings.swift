@@ -17,6 +17,15 @@ public struct ServerSettings: Sendable {
         case json, text
     }
 
+    /// What `serve` does with pending database migrations.
+    public enum Migrations: String, Sendable, CaseIterable {
+        /// Applies them before it listens (the default; one instance migrates, the others wait).
+        case apply
+        /// Refuses to start while any is pending: `passkeyd migrate` runs them first, as a job
+        /// (a database role without DDL rights serves).
+        case check
+    }
+
     public var domain: ServerConfiguration
     public var edge: EdgeConfiguration
     /// `sqlite://PATH` or `postgres://…` (secret: its password never reaches a log line).
@@ -25,6 +34,8 @@ public struct ServerSettings: Sendable {
     public var port: Int
     /// nil: text on a terminal, JSON lines otherwise.
     public var logFormat: LogFormat?
+    /// `apply` unless set.
+    public var migrations: Migrations
     /// Every setting read and the value in force (secrets redacted).
     public let ledger: SettingsLedger
 
@@ -82,11 +93,31 @@ public struct ServerSettings: Sendable {
         edge = try EdgeConfiguration(reader: reader, webOrigins: domain.webOrigins, defaultPublicDirectory: Self.defaultPublicDirectory())
         databaseURL = try reader.text("databaseURL", env: "PASSKEYD_DATABASE_URL", secret: true) ?? "sqlite://passkeyd.sqlite"
         logFormat = try reader.choice("logFormat", env: "PASSKEYD_LOG_FORMAT", as: LogFormat.self)
+        migrations = try reader.choice("migrations", env: "PASSKEYD_MIGRATIONS", as: Migrations.self) ?? .apply
     }
 
-    /// `Public/` in the working directory (a source checkout), when present.
-    static func defaultPublicDirectory() -> String? {
+    /// Where the web UI's files are when `publicDirectory` is not set: `Public/` in the working
+    /// directory (a source checkout), else `share/passkeyd/public` beside the executable's folder
+    /// (`/usr/bin/passkeyd` → `/usr/share/passkeyd/public`: the Debian package and the image;
+    /// `bin/passkeyd` → `share/passkeyd/public` in the release archive). Nil when neither exists.
+    static func defaultPublicDirectory(executable: String? = runningExecutable()) -> String? {
+        if isDirectory("Public") { return "Public" }
+        guard let executable else { return nil }
+        let installed = URL(fileURLWithPath: executable).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("share/passkeyd/public").path
+        return isDirectory(installed) ? installed : nil
+    }
+
+    /// The running executable's own path, symbolic links resolved (Linux: /proc/self/exe).
+    static func runningExecutable() -> String? {
+        #if os(Linux)
+            if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        #endif
+        return Bundle.main.executableURL?.resolvingSymlinksInPath().path
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
         var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: "Public", isDirectory: &isDirectory) && isDirectory.boolValue ? "Public" : nil
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 }

@@ -10,6 +10,10 @@ public protocol PasskeyStore: MailStore {
     @discardableResult func migrate() async throws -> [Int]
     /// The schema version in the database (0 when empty).
     func schemaVersion() async throws -> Int
+    /// The migrations this release knows that the database has not had (empty: up to date).
+    func pendingMigrations() async throws -> [Int]
+    /// The newest schema version this release knows.
+    var knownSchemaVersion: Int { get }
     /// Fails when the database cannot be reached.
     func ping() async throws
 

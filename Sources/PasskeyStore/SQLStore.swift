@@ -57,6 +57,14 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         return try await reader.count("SELECT COALESCE(MAX(version), 0) AS n FROM schema_migrations")
     }
 
+    public func pendingMigrations() async throws -> [Int] {
+        guard try await reader.count(dialect.migrationsTableExists) > 0 else { return dialect.migrations.map(\.version) }
+        let applied = Set(try await reader.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
+        return dialect.migrations.map(\.version).filter { !applied.contains($0) }
+    }
+
+    public var knownSchemaVersion: Int { dialect.migrations.map(\.version).max() ?? 0 }
+
     public func ping() async throws {
         try await reader.run("SELECT 1")
     }

@@ -34,11 +34,30 @@ enum Database {
 
     /// Checks the database answers (5 s), migrates it (minutes allowed) and re-keys usernames
     /// after migration 5; a clear message when the database cannot be used.
-    static func prepare(_ store: any PasskeyStore, url: String, logger: Logger) async throws -> [Int] {
+    /// With `migrations` `check` nothing is applied: pending migrations stop the start (a job
+    /// runs `passkeyd migrate` first). A schema newer than this release knows (a newer release's
+    /// job ran) is served, with a warning: migrations only add (docs/deploy.md).
+    static func prepare(
+        _ store: any PasskeyStore, url: String, logger: Logger, migrations: ServerSettings.Migrations = .apply
+    ) async throws -> [Int] {
         do {
             // Reachability first, with the ordinary deadline: migrations get minutes, an
             // unreachable database should not.
             try await store.ping()
+            let version = try await store.schemaVersion()
+            if version > store.knownSchemaVersion {
+                logger.warning(
+                    "the database schema is newer than this release knows: a newer release migrated it; serving on (its migrations only add)",
+                    metadata: ["schema": "\(version)", "known": "\(store.knownSchemaVersion)"])
+            }
+            if migrations == .check {
+                let pending = try await store.pendingMigrations()
+                guard pending.isEmpty else {
+                    (store as? PostgresStore)?.close()
+                    throw MigrationsPending(versions: pending)
+                }
+                return []
+            }
             let applied = try await store.migrate()
             // Migration 5 brought the PRECIS username keys: bring stored keys to them, and report
             // accounts whose names now collide (never merged; an operator decides).
@@ -58,6 +77,13 @@ enum Database {
             (store as? PostgresStore)?.close()
             throw DatabaseUnavailable(url: PostgresStore.redacted(url), reason: error.reason)
         }
+    }
+}
+
+struct MigrationsPending: Error, CustomStringConvertible {
+    let versions: [Int]
+    var description: String {
+        "the database needs migrations \(versions.map(String.init).joined(separator: ", ")) (migrations: check): run `passkeyd migrate` first"
     }
 }
 

@@ -61,17 +61,19 @@ struct Serve: AsyncParsableCommand {
         let store = try Database.open(loaded.databaseURL, logger: databaseLogger)
         let url = PostgresStore.redacted(loaded.databaseURL)
         let databaseURL = loaded.databaseURL
+        let migrations = loaded.migrations
         let service = try PasskeyService(
             configuration: loaded.domain, store: store, logger: logger,
             sharedLimits: Database.isShared(loaded.databaseURL))
         let summary: Logger.Metadata = [
             "rpID": "\(loaded.domain.rpID)", "origins": "\(loaded.domain.webOrigins)", "database": "\(url)",
-            "tracing": "\(tracing ? "on" : "off")",
+            "tracing": "\(tracing ? "on" : "off")", "version": "\(BuildInfo.version)", "commit": "\(BuildInfo.commit)",
+            "webUI": "\(loaded.edge.publicDirectory ?? "none")",
         ]
         let app = PasskeyServer.application(
             service: service, edge: loaded.edge, host: loaded.host, port: loaded.port, logger: logger, services: traces,
             beforeServerStarts: {
-                let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger)
+                let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger, migrations: migrations)
                 if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
             },
             onServerRunning: { host, port in
@@ -89,6 +91,11 @@ struct Serve: AsyncParsableCommand {
             logger.warning(
                 "rateLimits.maxKeys is at most 2 × perIP + 1: one address can make enough keys to evict the counters meant to stop it",
                 metadata: ["maxKeys": "\(server.rateLimits.maxKeys)", "perIP": "\(server.rateLimits.perIP)"])
+        }
+        if loaded.edge.publicDirectory == nil {
+            logger.warning(
+                "no web UI files: neither Public/ in the working directory nor share/passkeyd/public beside the executable's folder; set publicDirectory to serve them (the API works without)"
+            )
         }
         if loaded.edge.metricsToken == nil && !loaded.edge.metricsPublic {
             logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
