@@ -140,10 +140,6 @@ def test_every_passkeyd_setting_the_deploy_files_name_is_one_the_server_reads():
     known = known_settings()
     # Guards the scan itself: a moved Sources folder must not make every name unknown unnoticed.
     assert "PASSKEYD_DATABASE_URL" in known and "PASSKEYD_TRUSTED_PROXIES" in known
-    # PASSKEYD_MIGRATIONS (apply | check) is being added to the server alongside these files:
-    # until its `env:` read lands in Sources it is accepted by name here, and only it.
-    if "PASSKEYD_MIGRATIONS" not in known:
-        known.add("PASSKEYD_MIGRATIONS")
     named = {}
     for path in deploy_files():
         for name in re.findall(r"PASSKEYD_[A-Z0-9_]+", path.read_text()):
