@@ -3,7 +3,7 @@
 # user 65532, SQLite in the /data volume by default. Every setting comes from the environment
 # (PASSKEYD_*; README's configuration table). docs/deploy.md shows docker run, compose and Kubernetes.
 #
-#   docker build -t passkeyd:0.9.0 .
+#   docker build --build-arg PASSKEYD_COMMIT=$(git rev-parse HEAD) -t passkeyd:0.9.0 .
 #   docker run -p 8080:8080 -v passkeyd-data:/data passkeyd:0.9.0
 #
 # The final stage copies exactly the paths in deploy/image.files (deploy/tests/test_image.py checks),
@@ -18,11 +18,13 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# The .git folder comes along (.dockerignore keeps it): `passkeyd --version` names the commit.
-# Building from a tree without it: --build-arg PASSKEYD_COMMIT=<commit>.
-ARG PASSKEYD_COMMIT=""
+# The commit `passkeyd --version` names (.dockerignore keeps .git out of the context).
+ARG PASSKEYD_COMMIT=unknown
 COPY . .
-RUN scripts/package build /src/dist/passkeyd \
+# The build folder is a cache kept between builds; scripts/package fails the build if the binary
+# would need more than the C library (a static archive missing).
+RUN --mount=type=cache,target=/src/.build \
+    scripts/package build /src/dist/passkeyd \
     && scripts/package stage /stage /src/dist/passkeyd
 
 FROM ${BASE_IMAGE}
@@ -32,7 +34,8 @@ COPY --from=build --chown=65532:65532 /stage/data /data
 ENV PASSKEYD_LISTEN=0.0.0.0:8080 \
     PASSKEYD_DATABASE_URL=sqlite:///data/passkeyd.sqlite
 USER 65532:65532
-WORKDIR /data
+# Not /data: nothing the service can write is read as settings or web UI files.
+WORKDIR /
 VOLUME ["/data"]
 EXPOSE 8080
 # distroless has no shell or curl: the binary asks its own /readyz.

@@ -15,7 +15,9 @@ struct BuildInfo: BuildToolPlugin {
                 displayName: "Version and commit for \(target.name)",
                 executable: URL(fileURLWithPath: "/bin/sh"),
                 arguments: [package.appending(path: "scripts/prebuild").path, package.path, output.path],
-                environment: ProcessInfo.processInfo.environment.filter { $0.key == "PASSKEYD_COMMIT" || $0.key == "PATH" },
+                // HOME: git reads the user's configuration (safe.directory for a checkout owned by
+                // another user, as in CI containers).
+                environment: ProcessInfo.processInfo.environment.filter { ["PASSKEYD_COMMIT", "PATH", "HOME"].contains($0.key) },
                 outputFilesDirectory: output
             )
         ]

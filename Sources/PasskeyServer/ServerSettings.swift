@@ -96,20 +96,24 @@ public struct ServerSettings: Sendable {
         migrations = try reader.choice("migrations", env: "PASSKEYD_MIGRATIONS", as: Migrations.self) ?? .apply
     }
 
-    /// Where the web UI's files are when `publicDirectory` is not set: `Public/` in the working
-    /// directory (a source checkout), else `share/passkeyd/public` beside the executable's folder
-    /// (`/usr/bin/passkeyd` → `/usr/share/passkeyd/public`: the Debian package and the image;
-    /// `bin/passkeyd` → `share/passkeyd/public` in the release archive). Nil when neither exists.
-    static func defaultPublicDirectory(executable: String? = runningExecutable()) -> String? {
-        if isDirectory("Public") { return "Public" }
-        guard let executable else { return nil }
-        let installed = URL(fileURLWithPath: executable).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("share/passkeyd/public").path
-        return isDirectory(installed) ? installed : nil
+    /// Where the web UI's files are when `publicDirectory` is not set: `share/passkeyd/public`
+    /// beside the executable's folder (`/usr/bin/passkeyd` → `/usr/share/passkeyd/public`: the
+    /// Debian package and the image; `bin/passkeyd` → `share/passkeyd/public` in the release
+    /// archive), else `Public/` in the working directory (a source checkout, whose build folder
+    /// has no `share/`). An installed server never serves a `Public/` that someone put in its
+    /// working directory (the image's /data, the package's /var/lib/passkeyd are writable by the
+    /// service). Nil when neither exists.
+    public static func defaultPublicDirectory(executable: String? = runningExecutable()) -> String? {
+        if let executable {
+            let installed = URL(fileURLWithPath: executable).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("share/passkeyd/public").path
+            if isDirectory(installed) { return installed }
+        }
+        return isDirectory("Public") ? "Public" : nil
     }
 
     /// The running executable's own path, symbolic links resolved (Linux: /proc/self/exe).
-    static func runningExecutable() -> String? {
+    public static func runningExecutable() -> String? {
         #if os(Linux)
             if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
         #endif

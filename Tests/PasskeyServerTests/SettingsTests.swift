@@ -167,4 +167,20 @@ import WebAuthn
         #expect(domain.rpID == "tenant.example" && domain.rateLimits.perIP == 9)
         #expect(edge.cookieSecure && edge.sessionCookieName == "__Host-passkeyd_session")
     }
+
+    /// The web UI installed beside the binary wins over a `Public/` in the working directory
+    /// (which is writable by the service in the image and the package); a checkout, whose build
+    /// folder has no `share/`, serves its `Public/`. The tests run in the checkout: `Public/` is
+    /// in their working directory.
+    @Test func theInstalledWebUIWinsOverAPublicFolderInTheWorkingDirectory() throws {
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-prefix-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: prefix) }
+        let installed = prefix.appendingPathComponent("share/passkeyd/public")
+        let executable = prefix.appendingPathComponent("bin/passkeyd").path
+        #expect(FileManager.default.fileExists(atPath: "Public/index.html"), "the tests run in the checkout")
+        #expect(ServerSettings.defaultPublicDirectory(executable: executable) == "Public")
+        try FileManager.default.createDirectory(at: installed, withIntermediateDirectories: true)
+        #expect(ServerSettings.defaultPublicDirectory(executable: executable) == installed.path)
+        #expect(ServerSettings.defaultPublicDirectory(executable: nil) == "Public")
+    }
 }

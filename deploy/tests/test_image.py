@@ -61,6 +61,8 @@ def test_the_final_stage_copies_exactly_the_image_files_with_their_owners():
 
 def test_the_image_runs_as_nonroot_with_its_data_volume_owned_by_that_user():
     assert instructions("USER") == [IMAGE_USER]
+    # The working directory is not the volume: nothing the service writes is read as settings.
+    assert instructions("WORKDIR") == ["/"]
     volumes = [path for value in instructions("VOLUME") for path in exec_form(value)]
     assert volumes == [path_of("empty-directory")]
     owner = next(owner for path, _, _, owner in image_files() if path == volumes[0])
@@ -134,7 +136,15 @@ def test_the_image_root_holds_only_the_listed_files_and_the_base(image_root):
 
 
 def test_passkeyd_serves_a_sign_up_and_a_sign_in_from_the_image_root_as_its_unprivileged_user(image_root, tmp_path):
-    server = Server(in_image(image_root, path_of("binary"), "serve"), env=image_environment(PASSKEYD_LISTEN="127.0.0.1:0"))
+    # A Public/ in the working directory (chroot starts in /, the image's WORKDIR) is never served
+    # instead of the installed web UI.
+    planted = image_root / "Public"
+    planted.mkdir()
+    (planted / "index.html").write_text("<script>planted</script>")
+    try:
+        server = Server(in_image(image_root, path_of("binary"), "serve"), env=image_environment(PASSKEYD_LISTEN="127.0.0.1:0"))
+    finally:
+        shutil.rmtree(planted)
     try:
         # The web UI's files are found beside the binary, with no setting naming them.
         assert server.address["webUI"] == path_of("web-ui")
