@@ -48,12 +48,7 @@ extension PasskeyService {
         {
             // The hourly limit per mailbox, whichever identifier asked (a username and an
             // address of one account are one mailbox): past it, nothing is sent.
-            if configuration.rateLimits.enabled,
-                case .limited = try await mailLimiter.hit("sent:\(to.key)", limit: configuration.email.mailsPerAddressPerHour, now: now())
-            {
-                metrics.rateLimited(scope: "mail_mailbox")
-                return
-            }
+            if try await mailboxIsFull(to) { return }
             try await sendTokenMail(
                 .recovery, purpose: .recover, account: account, to: to,
                 language: email.language ?? MailTemplates.language(client.language), detail: nil,
@@ -75,12 +70,7 @@ extension PasskeyService {
             guard let email = try await store.accountEmail(accountID: candidate.id), !email.verified, let text = email.address,
                 let to = try? MailAddress(text)
             else { continue }
-            if configuration.rateLimits.enabled,
-                case .limited = try await mailLimiter.hit("sent:\(to.key)", limit: configuration.email.mailsPerAddressPerHour, now: now())
-            {
-                metrics.rateLimited(scope: "mail_mailbox")
-                return
-            }
+            if try await mailboxIsFull(to) { return }
             try await sendTokenMail(
                 .verifyAddress, purpose: .verify, account: candidate, to: to,
                 language: email.language ?? MailTemplates.language(client.language), detail: to.description,
@@ -186,6 +176,16 @@ extension PasskeyService {
         /// The address before the change: put back by the undo.
         var previousAddress: String?
         var previousVerifiedAt: Date?
+    }
+
+    /// Counts one mail to `to` against its hourly limit (`email.mailsPerAddressPerHour`); true
+    /// (and counted in the metrics) when the mailbox has had its share and nothing may be sent.
+    private func mailboxIsFull(_ to: MailAddress) async throws -> Bool {
+        guard configuration.rateLimits.enabled,
+            case .limited = try await mailLimiter.hit("sent:\(to.key)", limit: configuration.email.mailsPerAddressPerHour, now: now())
+        else { return false }
+        metrics.rateLimited(scope: "mail_mailbox")
+        return true
     }
 
     /// Queues a notice of `kind` to the account's verified address (or `to`), with a "this
