@@ -6,6 +6,25 @@ import Foundation
 /// Two implementations share one conformance suite: ``SQLiteStore`` (embedded, the default)
 /// and the PostgreSQL store (several instances behind a load balancer).
 public protocol PasskeyStore: MailStore {
+    /// The tenant whose rows this store reads and writes (``TenantID/defaultTenant`` for a store
+    /// as opened). Every method but the upkeep ones (sweeps, the webhook and mail outboxes'
+    /// claims, the metrics rollup, the server secret, FIDO metadata and the tenants themselves)
+    /// reads, writes and counts this tenant's rows only.
+    var tenant: String { get }
+    /// The same database, scoped to another tenant's rows.
+    func scoped(to tenant: String) -> any PasskeyStore
+
+    // Tenants (the registry is the server's: these read and write it whatever the store's tenant)
+    /// A counter every change to the tenants moves: instances poll it and reload on a change.
+    func tenantsVersion() async throws -> Int64
+    func tenantRecords() async throws -> [TenantRecord]
+    /// `conflict` when the name or a host is taken.
+    func addTenant(_ tenant: TenantRecord) async throws
+    /// Replaces its settings and hosts; false when unknown; `conflict` when a host is taken.
+    func updateTenant(_ tenant: TenantRecord) async throws -> Bool
+    /// Refused while it has accounts, unless `deleteData` (every row it owns goes with it).
+    func removeTenant(id: String, deleteData: Bool) async throws -> TenantRemoval
+
     /// Applies pending schema migrations; returns the versions applied.
     @discardableResult func migrate() async throws -> [Int]
     /// The schema version in the database (0 when empty).
@@ -205,6 +224,9 @@ public protocol PasskeyStore: MailStore {
 
     func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
     func webhookEndpoints() async throws -> [WebhookEndpoint]
+    /// Upkeep: every tenant's endpoints (the webhook dispatcher gives each a worker with a store
+    /// of its tenant).
+    func allWebhookEndpoints() async throws -> [(tenant: String, endpoint: WebhookEndpoint)]
     func removeWebhookEndpoint(id: UUID) async throws -> Bool
     /// Claims up to `limit` deliveries that are due (to one endpoint, or any), each the oldest
     /// undelivered one of its (endpoint, account), leased until `leaseUntil` so no other

@@ -420,5 +420,6 @@ enum PostgresSchema {
             ]),
         migration14,
         migration15,
+        migration16,
     ]
 }

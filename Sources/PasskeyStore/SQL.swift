@@ -141,6 +141,14 @@ enum SQLDialect: Sendable {
         }
     }
 
+    /// The tables tenants own, parents first (migration 16).
+    var tenantTables: [String] {
+        switch self {
+        case .sqlite: SQLiteSchema.tenantTables
+        case .postgres: PostgresSchema.tenantTables
+        }
+    }
+
     var migrations: [SQLiteSchema.Migration] {
         switch self {
         case .sqlite: SQLiteSchema.migrations

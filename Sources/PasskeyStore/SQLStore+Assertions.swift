@@ -5,14 +5,14 @@ extension SQLStore {
         challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32, backedUp: Bool,
         counterAnomaly: Bool, at time: Date, audit: [AuditEvent]
     ) async throws -> SignInCompletion {
-        try await transaction { db in
-            if let refused = try await Self.takeChallengeAndMoveCounter(
+        try await transaction { [self] db in
+            if let refused = try await takeChallengeAndMoveCounter(
                 db, challenge: challenge, credentialID: credentialID, previousSignCount: previousSignCount, signCount: signCount,
                 backedUp: backedUp, counterAnomaly: counterAnomaly, at: time)
             {
                 return refused
             }
-            for event in audit { try await db.execute(Self.insert(event)) }
+            for event in audit { try await db.execute(insert(event)) }
             return .signedIn
         }
     }
@@ -22,12 +22,13 @@ extension SQLStore {
     /// caller took it already), then the counter's compare-and-set (of two assertions racing
     /// with one counter value, one moves it), with the last use and backup state. Returns the
     /// refusal, or nil when both happened.
-    static func takeChallengeAndMoveCounter(
+    func takeChallengeAndMoveCounter(
         _ db: any SQLConnection, challenge: [UInt8]?, credentialID: [UInt8], previousSignCount: UInt32, signCount: UInt32,
         backedUp: Bool, counterAnomaly: Bool, at time: Date
     ) async throws -> SignInCompletion? {
         if let challenge,
-            try await db.run("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
+            try await db.run(
+                "DELETE FROM challenges WHERE tenant_id = \(tenant) AND challenge_hash = \(ChallengeHash.of(challenge)) RETURNING 1") != 1
         {
             return .challengeTaken
         }
@@ -35,7 +36,7 @@ extension SQLStore {
             """
             UPDATE passkeys SET sign_count = \(Int64(signCount)), backed_up = \(backedUp), last_used_at = \(time),
                    counter_anomalies = counter_anomalies + \(counterAnomaly ? 1 : 0)
-            WHERE credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
+            WHERE tenant_id = \(tenant) AND credential_id = \(credentialID) AND sign_count = \(Int64(previousSignCount))
             RETURNING 1
             """)
         return moved == 1 ? nil : .counterRaced

@@ -9,10 +9,10 @@ extension SQLStore {
             .prepared(
                 as: SaveChallenge.self,
                 """
-                INSERT INTO challenges (challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
+                INSERT INTO challenges (tenant_id, challenge_hash, challenge, ceremony, account_id, pending_username, pending_display_name,
                                         pending_user_handle, pending_account_id, unknown_user, api, user_verification, conditional, state,
                                         created_at, expires_at, pending_email)
-                VALUES (\(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
+                VALUES (\(tenant), \(ChallengeHash.of(record.challenge)), \(record.challenge), \(record.ceremony.rawValue), \(record.accountID),
                         \(record.pendingUsername), \(record.pendingDisplayName), \(record.pendingUserHandle), \(record.pendingAccountID),
                         \(record.unknownUser), \(record.api), \(record.userVerification), \(record.conditional), \(record.state),
                         \(record.createdAt), \(record.expiresAt), \(record.pendingEmail))
@@ -20,15 +20,18 @@ extension SQLStore {
     }
 
     public func takeChallenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
-        try await writer.first("DELETE FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge)) RETURNING *").map {
+        try await writer.first(
+            "DELETE FROM challenges WHERE tenant_id = \(tenant) AND challenge_hash = \(ChallengeHash.of(challenge)) RETURNING *"
+        ).map {
             try ChallengeRecord(row: $0)
         }
     }
 
     public func challenge(_ challenge: [UInt8]) async throws -> ChallengeRecord? {
-        try await reader.first("SELECT * FROM challenges WHERE challenge_hash = \(ChallengeHash.of(challenge))").map {
-            try ChallengeRecord(row: $0)
-        }
+        try await reader.first("SELECT * FROM challenges WHERE tenant_id = \(tenant) AND challenge_hash = \(ChallengeHash.of(challenge))")
+            .map {
+                try ChallengeRecord(row: $0)
+            }
     }
 
     /// The ceremony's columns, each as `c_<name>`, written once (a sign-in's hot path).
@@ -47,9 +50,9 @@ extension SQLStore {
                     SELECT \(sql: Self.prefixedChallengeColumns), \(sql: Self.joinedSignInPasskeyColumns), p.prf_enabled,
                         \(sql: Self.joinedAccountColumns)
                     FROM (SELECT 1 AS one) AS one
-                    LEFT JOIN challenges c ON c.challenge_hash = \(ChallengeHash.of(challenge))
-                    LEFT JOIN passkeys p ON p.credential_id = \(credentialID)
-                    LEFT JOIN accounts a ON a.id = p.account_id
+                    LEFT JOIN challenges c ON c.tenant_id = \(tenant) AND c.challenge_hash = \(ChallengeHash.of(challenge))
+                    LEFT JOIN passkeys p ON p.tenant_id = \(tenant) AND p.credential_id = \(credentialID)
+                    LEFT JOIN accounts a ON a.tenant_id = p.tenant_id AND a.id = p.account_id
                     """))
         else { return (nil, nil) }
         let prefixed = PrefixedRow(row: row, prefix: "c_")
@@ -61,14 +64,15 @@ extension SQLStore {
     }
 
     public func openChallengeCount(now: Date) async throws -> Int {
-        try await reader.count("SELECT COUNT(*) AS n FROM challenges WHERE expires_at > \(now)")
+        try await reader.count("SELECT COUNT(*) AS n FROM challenges WHERE tenant_id = \(tenant) AND expires_at > \(now)")
     }
 
     public func discardOldestChallenges(count: Int) async throws -> Int {
         guard count > 0 else { return 0 }
         return try await writer.run(
             """
-            DELETE FROM challenges WHERE challenge_hash IN (SELECT challenge_hash FROM challenges ORDER BY expires_at LIMIT \(count))
+            DELETE FROM challenges WHERE tenant_id = \(tenant) AND challenge_hash IN (
+                SELECT challenge_hash FROM challenges WHERE tenant_id = \(tenant) ORDER BY expires_at LIMIT \(count))
             RETURNING 1
             """)
     }
@@ -78,14 +82,15 @@ extension SQLStore {
     public func saveRegistrationToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
         try await writer.run(
             """
-            INSERT INTO registration_tokens (token_hash, account_id, created_at, expires_at)
-            VALUES (\(hash), \(accountID), \(createdAt), \(expiresAt))
+            INSERT INTO registration_tokens (tenant_id, token_hash, account_id, created_at, expires_at)
+            VALUES (\(tenant), \(hash), \(accountID), \(createdAt), \(expiresAt))
             """)
     }
 
     public func takeRegistrationToken(hash: [UInt8], now: Date) async throws -> UUID? {
         guard
-            let row = try await writer.first("DELETE FROM registration_tokens WHERE token_hash = \(hash) RETURNING account_id, expires_at")
+            let row = try await writer.first(
+                "DELETE FROM registration_tokens WHERE tenant_id = \(tenant) AND token_hash = \(hash) RETURNING account_id, expires_at")
         else { return nil }
         guard try row.date("expires_at") > now else { return nil }
         return try row.id("account_id")
@@ -94,11 +99,12 @@ extension SQLStore {
     // MARK: Recovery codes and links
 
     public func replaceRecoveryCodes(accountID: UUID, hashes: [[UInt8]], at time: Date) async throws {
-        try await transaction { db in
-            try await db.execute("DELETE FROM recovery_codes WHERE account_id = \(accountID)")
+        try await transaction { [self] db in
+            try await db.execute("DELETE FROM recovery_codes WHERE tenant_id = \(tenant) AND account_id = \(accountID)")
             for hash in hashes {
                 try await db.execute(
-                    "INSERT INTO recovery_codes (account_id, code_hash, created_at) VALUES (\(accountID), \(hash), \(time))")
+                    "INSERT INTO recovery_codes (tenant_id, account_id, code_hash, created_at) VALUES (\(tenant), \(accountID), \(hash), \(time))"
+                )
             }
         }
     }
@@ -107,22 +113,25 @@ extension SQLStore {
         try await writer.run(
             """
             UPDATE recovery_codes SET used_at = \(time)
-            WHERE account_id = \(accountID) AND code_hash = \(hash) AND used_at IS NULL RETURNING 1
+            WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND code_hash = \(hash) AND used_at IS NULL RETURNING 1
             """) == 1
     }
 
     public func recoveryCodesLeft(accountID: UUID) async throws -> Int {
-        try await reader.count("SELECT COUNT(*) AS n FROM recovery_codes WHERE account_id = \(accountID) AND used_at IS NULL")
+        try await reader.count(
+            "SELECT COUNT(*) AS n FROM recovery_codes WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND used_at IS NULL")
     }
 
     public func saveRecoveryToken(hash: [UInt8], accountID: UUID, createdAt: Date, expiresAt: Date) async throws {
         try await writer.run(
-            "INSERT INTO recovery_tokens (token_hash, account_id, created_at, expires_at) VALUES (\(hash), \(accountID), \(createdAt), \(expiresAt))"
+            "INSERT INTO recovery_tokens (tenant_id, token_hash, account_id, created_at, expires_at) VALUES (\(tenant), \(hash), \(accountID), \(createdAt), \(expiresAt))"
         )
     }
 
     public func takeRecoveryToken(hash: [UInt8], now: Date) async throws -> UUID? {
-        guard let row = try await writer.first("DELETE FROM recovery_tokens WHERE token_hash = \(hash) RETURNING account_id, expires_at")
+        guard
+            let row = try await writer.first(
+                "DELETE FROM recovery_tokens WHERE tenant_id = \(tenant) AND token_hash = \(hash) RETURNING account_id, expires_at")
         else { return nil }
         guard try row.date("expires_at") > now else { return nil }
         return try row.id("account_id")

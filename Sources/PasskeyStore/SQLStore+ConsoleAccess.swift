@@ -7,7 +7,7 @@ extension SQLStore {
     // MARK: Roles
 
     public func adminRole(accountID: UUID) async throws -> AdminRole? {
-        try await reader.first("SELECT role FROM admin_roles WHERE account_id = \(accountID)").flatMap {
+        try await reader.first("SELECT role FROM admin_roles WHERE tenant_id = \(tenant) AND account_id = \(accountID)").flatMap {
             AdminRole(rawValue: try $0.text("role"))
         }
     }
@@ -19,7 +19,9 @@ extension SQLStore {
         try await reader.rows(
             """
             SELECT r.role AS r_role, r.granted_at AS r_granted_at, r.granted_by AS r_granted_by, \(sql: Self.sessionAccountColumns)
-            FROM admin_roles r JOIN accounts a ON a.id = r.account_id AND a.id IN (SELECT account_id FROM admin_roles)
+            FROM admin_roles r JOIN accounts a ON a.tenant_id = r.tenant_id AND a.id = r.account_id
+                AND a.id IN (SELECT account_id FROM admin_roles WHERE tenant_id = \(tenant))
+            WHERE r.tenant_id = \(tenant)
             ORDER BY a.username_key
             """
         ).compactMap { row in
@@ -32,20 +34,24 @@ extension SQLStore {
     }
 
     public func adminCount() async throws -> Int {
-        try await reader.count("SELECT COUNT(*) AS n FROM admin_roles WHERE role = \(AdminRole.admin.rawValue)")
+        try await reader.count("SELECT COUNT(*) AS n FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue)")
     }
 
     public func setAdminRole(accountID: UUID, role: AdminRole?, by grantedBy: String, at time: Date, audit: [AuditEvent]) async throws
         -> AdminRoleChange
     {
         let forUpdate = dialect.forUpdate
-        return try await transaction { db in
+        return try await transaction { [self] db in
             // The last-admin guard: every admin row is locked first (PostgreSQL; SQLite has one
             // writer), so of two demotions racing for the last two admins the second waits, then
             // finds the row the first changed no longer an admin's, and counts one.
-            let admins = try await Self.lockedAdmins(db, forUpdate: forUpdate)
-            guard try await db.run("SELECT 1 FROM accounts WHERE id = \(accountID)") == 1 else { return .accountNotFound }
-            let current = try await db.first("SELECT role FROM admin_roles WHERE account_id = \(accountID)\(sql: forUpdate)").map {
+            let admins = try await lockedAdmins(db, forUpdate: forUpdate)
+            guard try await db.run("SELECT 1 FROM accounts WHERE tenant_id = \(tenant) AND id = \(accountID)") == 1 else {
+                return .accountNotFound
+            }
+            let current = try await db.first(
+                "SELECT role FROM admin_roles WHERE tenant_id = \(tenant) AND account_id = \(accountID)\(sql: forUpdate)"
+            ).map {
                 try $0.text("role")
             }
             if current == role?.rawValue { return .changed }
@@ -53,34 +59,38 @@ extension SQLStore {
             if let role {
                 try await db.execute(
                     """
-                    INSERT INTO admin_roles (account_id, role, granted_at, granted_by) VALUES (\(accountID), \(role.rawValue), \(time), \(grantedBy))
-                    ON CONFLICT (account_id) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by
+                    INSERT INTO admin_roles (tenant_id, account_id, role, granted_at, granted_by)
+                    VALUES (\(tenant), \(accountID), \(role.rawValue), \(time), \(grantedBy))
+                    ON CONFLICT (tenant_id, account_id) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by
                     """)
             } else {
-                try await db.execute("DELETE FROM admin_roles WHERE account_id = \(accountID)")
+                try await db.execute("DELETE FROM admin_roles WHERE tenant_id = \(tenant) AND account_id = \(accountID)")
             }
             // What a console session may do changed with the role: it ends.
-            if current != nil { try await db.execute("DELETE FROM admin_sessions WHERE account_id = \(accountID)") }
-            for event in audit { try await db.execute(Self.insert(event)) }
+            if current != nil {
+                try await db.execute("DELETE FROM admin_sessions WHERE tenant_id = \(tenant) AND account_id = \(accountID)")
+            }
+            for event in audit { try await db.execute(insert(event)) }
             return .changed
         }
     }
 
     /// The accounts holding `admin`, their rows locked (PostgreSQL; SQLite has one writer) in
     /// one order: the first step of every change the last-admin guard covers.
-    static func lockedAdmins(_ db: any SQLConnection, forUpdate: SQLFragment) async throws -> [UUID] {
+    func lockedAdmins(_ db: any SQLConnection, forUpdate: SQLFragment) async throws -> [UUID] {
         try await db.rows(
-            "SELECT account_id FROM admin_roles WHERE role = \(AdminRole.admin.rawValue) ORDER BY account_id\(sql: forUpdate)"
+            "SELECT account_id FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue) ORDER BY account_id\(sql: forUpdate)"
         ).map { try $0.id("account_id") }
     }
 
     // MARK: Bootstrap
 
     public func saveAdminBootstrapToken(hash: [UInt8], createdAt: Date, expiresAt: Date, audit: [AuditEvent]) async throws {
-        try await transaction { db in
+        try await transaction { [self] db in
             try await db.execute(
-                "INSERT INTO admin_bootstrap (token_hash, created_at, expires_at) VALUES (\(hash), \(createdAt), \(expiresAt))")
-            for event in audit { try await db.execute(Self.insert(event)) }
+                "INSERT INTO admin_bootstrap (tenant_id, token_hash, created_at, expires_at) VALUES (\(tenant), \(hash), \(createdAt), \(expiresAt))"
+            )
+            for event in audit { try await db.execute(insert(event)) }
         }
     }
 
@@ -90,15 +100,15 @@ extension SQLStore {
     public func adminBootstrapTokenIsLive(hash: [UInt8], now: Date) async throws -> Bool {
         try await reader.run(
             """
-            SELECT 1 FROM admin_bootstrap WHERE token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
-            AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE role = \(AdminRole.admin.rawValue))
+            SELECT 1 FROM admin_bootstrap WHERE tenant_id = \(tenant) AND token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
+            AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue))
             """) == 1
     }
 
     /// Also `false` once an account holds `admin` (see ``adminBootstrapTokenIsLive(hash:now:)``).
     public func redeemAdminBootstrapToken(hash: [UInt8], accountID: UUID, now: Date, audit: [AuditEvent]) async throws -> Bool {
         let dialect = self.dialect
-        return try await transaction { db in
+        return try await transaction { [self] db in
             // Redemptions take turns (PostgreSQL; SQLite has one writer), so of two tokens
             // redeemed at once (two instances each printed one) only the first makes an admin:
             // the second's statement runs after the first commits and sees its admin.
@@ -107,18 +117,18 @@ extension SQLStore {
             let taken = try await db.run(
                 """
                 UPDATE admin_bootstrap SET used_at = \(now), used_by = \(accountID.uuidString.lowercased())
-                WHERE token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
-                AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE role = \(AdminRole.admin.rawValue))
+                WHERE tenant_id = \(tenant) AND token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
+                AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue))
                 RETURNING 1
                 """)
             guard taken == 1 else { return false }
             try await db.execute(
                 """
-                INSERT INTO admin_roles (account_id, role, granted_at, granted_by)
-                VALUES (\(accountID), \(AdminRole.admin.rawValue), \(now), \("bootstrap"))
-                ON CONFLICT (account_id) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by
+                INSERT INTO admin_roles (tenant_id, account_id, role, granted_at, granted_by)
+                VALUES (\(tenant), \(accountID), \(AdminRole.admin.rawValue), \(now), \("bootstrap"))
+                ON CONFLICT (tenant_id, account_id) DO UPDATE SET role = excluded.role, granted_at = excluded.granted_at, granted_by = excluded.granted_by
                 """)
-            for event in audit { try await db.execute(Self.insert(event)) }
+            for event in audit { try await db.execute(insert(event)) }
             return true
         }
     }
@@ -128,22 +138,22 @@ extension SQLStore {
     public func createAdminSession(_ session: AdminSessionRecord) async throws {
         try await writer.run(
             """
-            INSERT INTO admin_sessions (token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at, csrf_hash,
+            INSERT INTO admin_sessions (tenant_id, token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at, csrf_hash,
                                         ip_address, user_agent)
-            VALUES (\(session.tokenHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.idleExpiresAt),
+            VALUES (\(tenant), \(session.tokenHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.idleExpiresAt),
                     \(session.verifiedAt), \(session.csrfHash), \(session.ipAddress), \(session.userAgent))
             """)
     }
 
     public func adminSession(tokenHash: [UInt8], now: Date, idleUntil: Date) async throws -> (AdminSessionRecord, Account, AdminRole)? {
-        try await transaction { db in
+        try await transaction { [self] db in
             // Live, of an enabled account that holds a role: its idle expiry moves on.
             let touched = try await db.run(
                 """
                 UPDATE admin_sessions SET idle_expires_at = CASE WHEN expires_at < \(idleUntil) THEN expires_at ELSE \(idleUntil) END
-                WHERE token_hash = \(tokenHash) AND expires_at > \(now) AND idle_expires_at > \(now)
-                AND EXISTS (SELECT 1 FROM accounts a WHERE a.id = admin_sessions.account_id AND a.disabled = \(false))
-                AND EXISTS (SELECT 1 FROM admin_roles r WHERE r.account_id = admin_sessions.account_id)
+                WHERE tenant_id = \(tenant) AND token_hash = \(tokenHash) AND expires_at > \(now) AND idle_expires_at > \(now)
+                AND EXISTS (SELECT 1 FROM accounts a WHERE a.tenant_id = \(tenant) AND a.id = admin_sessions.account_id AND a.disabled = \(false))
+                AND EXISTS (SELECT 1 FROM admin_roles r WHERE r.tenant_id = \(tenant) AND r.account_id = admin_sessions.account_id)
                 RETURNING 1
                 """)
             guard touched == 1,
@@ -153,8 +163,9 @@ extension SQLStore {
                            s.expires_at AS s_expires_at, s.idle_expires_at AS s_idle_expires_at, s.verified_at AS s_verified_at,
                            s.csrf_hash AS s_csrf_hash, s.ip_address AS s_ip_address, s.user_agent AS s_user_agent, r.role AS r_role,
                            \(sql: Self.sessionAccountColumns)
-                    FROM admin_sessions s JOIN accounts a ON a.id = s.account_id JOIN admin_roles r ON r.account_id = s.account_id
-                    WHERE s.token_hash = \(tokenHash) AND a.disabled = \(false)
+                    FROM admin_sessions s JOIN accounts a ON a.tenant_id = s.tenant_id AND a.id = s.account_id
+                    JOIN admin_roles r ON r.tenant_id = s.tenant_id AND r.account_id = s.account_id
+                    WHERE s.tenant_id = \(tenant) AND s.token_hash = \(tokenHash) AND a.disabled = \(false)
                     """),
                 let role = AdminRole(rawValue: try row.text("r_role"))
             else { return nil }
@@ -166,20 +177,20 @@ extension SQLStore {
         try await writer.run(
             """
             UPDATE admin_sessions SET verified_at = \(time), csrf_hash = \(csrfHash)
-            WHERE token_hash = \(tokenHash) AND expires_at > \(time) AND idle_expires_at > \(time)
+            WHERE tenant_id = \(tenant) AND token_hash = \(tokenHash) AND expires_at > \(time) AND idle_expires_at > \(time)
             RETURNING 1
             """) == 1
     }
 
     public func revokeAdminSession(tokenHash: [UInt8]) async throws {
-        try await writer.run("DELETE FROM admin_sessions WHERE token_hash = \(tokenHash)")
+        try await writer.run("DELETE FROM admin_sessions WHERE tenant_id = \(tenant) AND token_hash = \(tokenHash)")
     }
 
     public func revokeAdminSessions(accountID: UUID) async throws -> Int {
-        try await writer.run("DELETE FROM admin_sessions WHERE account_id = \(accountID) RETURNING 1")
+        try await writer.run("DELETE FROM admin_sessions WHERE tenant_id = \(tenant) AND account_id = \(accountID) RETURNING 1")
     }
 
-    /// `sweepExpired`'s share: console sessions past either expiry, and bootstrap tokens used or
+    /// `sweepExpired`'s share (upkeep: every tenant's): console sessions past either expiry, and bootstrap tokens used or
     /// expired more than a day ago (kept a day so a second use reads as "used", not "unknown").
     static func sweepConsole(_ db: any SQLConnection, now: Date) async throws -> Int {
         let dayAgo = now.addingTimeInterval(-86_400)

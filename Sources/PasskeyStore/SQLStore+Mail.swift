@@ -7,7 +7,7 @@ extension SQLStore {
     public func accountEmail(accountID: UUID) async throws -> AccountEmail? {
         try await reader.first(
             """
-            SELECT email, email_verified_at, email_recovery_closed, email_language FROM accounts WHERE id = \(accountID)
+            SELECT email, email_verified_at, email_recovery_closed, email_language FROM accounts WHERE tenant_id = \(tenant) AND id = \(accountID)
             """
         ).map {
             AccountEmail(
@@ -18,90 +18,94 @@ extension SQLStore {
 
     public func account(verifiedEmailKey key: String) async throws -> Account? {
         try await reader.first(
-            "SELECT \(sql: Self.accountColumns) FROM accounts WHERE email_key = \(key) AND email_verified_at IS NOT NULL"
+            "SELECT \(sql: Self.accountColumns) FROM accounts WHERE tenant_id = \(tenant) AND email_key = \(key) AND email_verified_at IS NOT NULL"
         ).map { try Account(row: $0) }
     }
 
     public func accounts(unverifiedEmailKey key: String, limit: Int) async throws -> [Account] {
         try await reader.rows(
             """
-            SELECT \(sql: Self.accountColumns) FROM accounts WHERE email_key = \(key) AND email_verified_at IS NULL
+            SELECT \(sql: Self.accountColumns) FROM accounts WHERE tenant_id = \(tenant) AND email_key = \(key) AND email_verified_at IS NULL
             ORDER BY created_at LIMIT \(limit)
             """
         ).map { try Account(row: $0) }
     }
 
     public func setUnverifiedEmail(accountID: UUID, address: String?, key: String?, language: String?) async throws -> Bool {
-        try await transaction { db in
+        try await transaction { [self] db in
             let changed = try await db.run(
                 """
                 UPDATE accounts SET email = \(address), email_key = \(key), email_verified_at = NULL,
                        email_language = COALESCE(\(language), email_language)
-                WHERE id = \(accountID) AND email_verified_at IS NULL RETURNING 1
+                WHERE tenant_id = \(tenant) AND id = \(accountID) AND email_verified_at IS NULL RETURNING 1
                 """)
             guard changed == 1 else { return false }
-            try await db.execute("DELETE FROM email_tokens WHERE account_id = \(accountID) AND purpose = 'verify' AND used_at IS NULL")
+            try await db.execute(
+                "DELETE FROM email_tokens WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND purpose = 'verify' AND used_at IS NULL"
+            )
             return true
         }
     }
 
     public func verifyEmail(accountID: UUID, address: String, key: String, at time: Date, audit: [AuditEvent]) async throws {
-        try await transaction { db in
+        try await transaction { [self] db in
             // The unique index on verified keys refuses a second account (`conflict`).
             try await db.execute(
                 """
-                UPDATE accounts SET email = \(address), email_key = \(key), email_verified_at = \(time) WHERE id = \(accountID)
+                UPDATE accounts SET email = \(address), email_key = \(key), email_verified_at = \(time) WHERE tenant_id = \(tenant) AND id = \(accountID)
                 """)
-            try await db.execute("DELETE FROM email_tokens WHERE account_id = \(accountID) AND purpose = 'verify' AND used_at IS NULL")
-            for event in audit { try await db.execute(Self.insert(event)) }
+            try await db.execute(
+                "DELETE FROM email_tokens WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND purpose = 'verify' AND used_at IS NULL"
+            )
+            for event in audit { try await db.execute(insert(event)) }
         }
     }
 
     public func restoreEmail(accountID: UUID, address: String?, key: String?, verifiedAt: Date?) async throws {
         try await writer.run(
             """
-            UPDATE accounts SET email = \(address), email_key = \(key), email_verified_at = \(verifiedAt) WHERE id = \(accountID)
+            UPDATE accounts SET email = \(address), email_key = \(key), email_verified_at = \(verifiedAt) WHERE tenant_id = \(tenant) AND id = \(accountID)
             """)
     }
 
     public func setEmailRecoveryClosed(accountID: UUID, closed: Bool) async throws {
-        try await writer.run("UPDATE accounts SET email_recovery_closed = \(closed) WHERE id = \(accountID)")
+        try await writer.run("UPDATE accounts SET email_recovery_closed = \(closed) WHERE tenant_id = \(tenant) AND id = \(accountID)")
     }
 
     public func setEmailLanguage(accountID: UUID, language: String) async throws {
-        try await writer.run("UPDATE accounts SET email_language = \(language) WHERE id = \(accountID)")
+        try await writer.run("UPDATE accounts SET email_language = \(language) WHERE tenant_id = \(tenant) AND id = \(accountID)")
     }
 
     public func queueMail(_ mail: QueuedMail, token: EmailToken?, audit: [AuditEvent]) async throws {
-        try await transaction { db in
-            if let token { try await Self.insertToken(db, token) }
+        try await transaction { [self] db in
+            if let token { try await insertToken(db, token) }
             try await db.execute(
                 """
-                INSERT INTO mail_outbox (account_id, kind, recipient, sender, message, attempts, created_at, next_attempt_at)
-                VALUES (\(mail.accountID), \(mail.kind), \(mail.recipient), \(mail.sender), \(mail.message), 0, \(mail.createdAt),
+                INSERT INTO mail_outbox (tenant_id, account_id, kind, recipient, sender, message, attempts, created_at, next_attempt_at)
+                VALUES (\(tenant), \(mail.accountID), \(mail.kind), \(mail.recipient), \(mail.sender), \(mail.message), 0, \(mail.createdAt),
                         \(mail.nextAttemptAt))
                 """)
-            for event in audit { try await db.execute(Self.insert(event)) }
+            for event in audit { try await db.execute(insert(event)) }
         }
     }
 
     public func saveEmailToken(_ token: EmailToken) async throws {
-        try await transaction { db in try await Self.insertToken(db, token) }
+        try await transaction { [self] db in try await insertToken(db, token) }
     }
 
     /// Only the newest token of a purpose counts (a code can't be guessed across many); undo
     /// tokens stand side by side, one per notice.
-    static func insertToken(_ db: any SQLConnection, _ token: EmailToken) async throws {
+    func insertToken(_ db: any SQLConnection, _ token: EmailToken) async throws {
         if token.purpose != .undo {
             try await db.execute(
                 """
-                DELETE FROM email_tokens WHERE account_id = \(token.accountID) AND purpose = \(token.purpose.rawValue) AND used_at IS NULL
+                DELETE FROM email_tokens WHERE tenant_id = \(tenant) AND account_id = \(token.accountID) AND purpose = \(token.purpose.rawValue) AND used_at IS NULL
                 """)
         }
         try await db.execute(
             """
-            INSERT INTO email_tokens (id, account_id, purpose, address, link_hash, code_hash, tries, detail, created_at, expires_at)
-            VALUES (\(token.id), \(token.accountID), \(token.purpose.rawValue), \(token.address), \(token.linkHash), \(token.codeHash),
+            INSERT INTO email_tokens (tenant_id, id, account_id, purpose, address, link_hash, code_hash, tries, detail, created_at, expires_at)
+            VALUES (\(tenant), \(token.id), \(token.accountID), \(token.purpose.rawValue), \(token.address), \(token.linkHash), \(token.codeHash),
                     0, \(token.detail), \(token.createdAt), \(token.expiresAt))
             """)
     }
@@ -113,7 +117,7 @@ extension SQLStore {
         try await writer.first(
             """
             UPDATE email_tokens SET used_at = \(now)
-            WHERE link_hash = \(linkHash) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
+            WHERE tenant_id = \(tenant) AND link_hash = \(linkHash) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
             RETURNING \(sql: Self.emailTokenColumns)
             """
         ).map { try EmailToken(row: $0) }
@@ -128,7 +132,7 @@ extension SQLStore {
             let row = try await writer.first(
                 """
                 UPDATE email_tokens SET tries = tries + 1, used_at = CASE WHEN code_hash = \(codeHash) THEN \(now) ELSE NULL END
-                WHERE account_id = \(accountID) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
+                WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
                   AND code_hash IS NOT NULL AND tries < \(EmailToken.maxTries)
                 RETURNING \(sql: Self.emailTokenColumns)
                 """)
@@ -141,7 +145,7 @@ extension SQLStore {
     public func endEmailTokens(accountID: UUID, purpose: EmailToken.Purpose, now: Date) async throws {
         try await writer.run(
             """
-            UPDATE email_tokens SET used_at = \(now) WHERE account_id = \(accountID) AND purpose = \(purpose.rawValue) AND used_at IS NULL
+            UPDATE email_tokens SET used_at = \(now) WHERE tenant_id = \(tenant) AND account_id = \(accountID) AND purpose = \(purpose.rawValue) AND used_at IS NULL
             """)
     }
 
@@ -149,6 +153,9 @@ extension SQLStore {
 
     static let mailColumns = SQLFragment(
         text: "id, account_id, kind, recipient, sender, message, attempts, created_at, next_attempt_at")
+
+    // The outbox's claims and settles are upkeep: one dispatcher sends every tenant's mail (each
+    // rendered, with its tenant's sender, when it was queued), by the row's own id.
 
     public func claimMail(now: Date, leaseUntil: Date, leaseToken: [UInt8], limit: Int) async throws -> [QueuedMail] {
         // PostgreSQL: rows another claim holds are skipped, never waited on (two instances
@@ -197,11 +204,11 @@ extension SQLStore {
         guard
             let row = try await reader.first(
                 """
-                SELECT (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND failed_at IS NULL AND last_error IS NULL) AS queued,
-                       (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND failed_at IS NULL AND last_error IS NOT NULL) AS failing,
-                       (SELECT COUNT(*) FROM mail_outbox WHERE sent_at >= \(dayAgo)) AS sent,
-                       (SELECT COUNT(*) FROM mail_outbox WHERE failed_at >= \(dayAgo)) AS failed,
-                       (SELECT MIN(created_at) FROM mail_outbox WHERE sent_at IS NULL AND failed_at IS NULL) AS oldest
+                SELECT (SELECT COUNT(*) FROM mail_outbox WHERE tenant_id = \(tenant) AND sent_at IS NULL AND failed_at IS NULL AND last_error IS NULL) AS queued,
+                       (SELECT COUNT(*) FROM mail_outbox WHERE tenant_id = \(tenant) AND sent_at IS NULL AND failed_at IS NULL AND last_error IS NOT NULL) AS failing,
+                       (SELECT COUNT(*) FROM mail_outbox WHERE tenant_id = \(tenant) AND sent_at >= \(dayAgo)) AS sent,
+                       (SELECT COUNT(*) FROM mail_outbox WHERE tenant_id = \(tenant) AND failed_at >= \(dayAgo)) AS failed,
+                       (SELECT MIN(created_at) FROM mail_outbox WHERE tenant_id = \(tenant) AND sent_at IS NULL AND failed_at IS NULL) AS oldest
                 """)
         else { return stats }
         stats.queued = Int(try row.integer("queued"))
@@ -217,7 +224,7 @@ extension SQLStore {
         for row in try await reader.rows(
             """
             SELECT kind, COUNT(*) AS n FROM audit_events
-            WHERE time >= \(since) AND (kind IN ('email_recovery_requested', 'email_undo')
+            WHERE tenant_id = \(tenant) AND time >= \(since) AND (kind IN ('email_recovery_requested', 'email_undo')
                                         OR (kind = 'recovery_sign_in' AND detail = 'email_recovery'))
             GROUP BY kind
             """)
@@ -236,7 +243,7 @@ extension SQLStore {
         let week = now.addingTimeInterval(-7 * 86_400)
         let month = now.addingTimeInterval(-30 * 86_400)
         let day = now.addingTimeInterval(-86_400)
-        return try await transaction { db in
+        return try await transaction { [self] db in
             var removed = try await db.run("DELETE FROM mail_outbox WHERE sent_at <= \(week) RETURNING 1")
             removed += try await db.run("DELETE FROM mail_outbox WHERE failed_at <= \(month) RETURNING 1")
             removed += try await db.run("DELETE FROM email_tokens WHERE expires_at <= \(day) RETURNING 1")

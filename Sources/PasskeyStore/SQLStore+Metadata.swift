@@ -4,7 +4,7 @@ import Foundation
 extension SQLStore {
     public func saveMetadataBLOB(_ record: MetadataBLOBRecord, force: Bool) async throws {
         let forUpdate = dialect.forUpdate
-        try await transaction { db in
+        try await transaction { [self] db in
             // PostgreSQL: two imports at once queue on the row; the second sees the first's number.
             if !force, let stored = try await db.first("SELECT number FROM fido_metadata WHERE id = 1\(sql: forUpdate)") {
                 let number = try stored.integer("number")

@@ -19,19 +19,26 @@ extension SQLStore {
         return millis >= 0 ? millis / dayMillis * dayMillis : -((-millis + dayMillis - 1) / dayMillis * dayMillis)
     }
 
+    /// Upkeep: every tenant's days are rolled up together, each into its own tenant's rows.
     public func rollUpMetrics(before: Date) async throws -> Int {
         let end = Self.dayStart(before)
         let forUpdate = dialect.forUpdate
-        return try await transaction { db in
+        return try await transaction { [self] db in
             // Rollers take turns on the watermark row (PostgreSQL; SQLite has one writer): the
             // second finds the days rolled by the first and has nothing left to do.
             var start = try await db.first("SELECT next_day FROM metrics_rollup WHERE id = 1\(sql: forUpdate)").map {
                 try $0.integer("next_day")
             }
+            // Each tenant's lines are read from its own range of audit_time (tenant, time, metric).
+            let tenants = try await Self.allTenants(db)
             if start == nil {
-                guard let first = try await db.first("SELECT MIN(time) AS earliest FROM audit_events WHERE metric IS NOT NULL"),
-                    let time = try first.optionalInteger("earliest")
-                else { return 0 }
+                var earliest: Int64?
+                for tenant in tenants {
+                    let first = try await db.first(
+                        "SELECT MIN(time) AS earliest FROM audit_events WHERE tenant_id = \(tenant) AND metric IS NOT NULL")
+                    if let time = try first?.optionalInteger("earliest") { earliest = min(earliest ?? time, time) }
+                }
+                guard let time = earliest else { return 0 }
                 try await db.execute(
                     """
                     INSERT INTO metrics_rollup (id, next_day) VALUES (1, \(Self.dayStart(StoreValues.date(time))))
@@ -49,14 +56,16 @@ extension SQLStore {
             // One statement for every day of the range (an index range scan of audit_time, which
             // holds the metric: the log's rows are not read). Recomputing a day writes the same
             // rows; a day without metrics has no rows (zero).
-            try await db.execute(
-                """
-                INSERT INTO daily_metrics (day, metric, n)
-                SELECT time / \(sql: day) * \(sql: day) AS day, metric, COUNT(*) AS n FROM audit_events
-                WHERE time >= \(start) AND time < \(stop) AND metric IS NOT NULL
-                GROUP BY time / \(sql: day) * \(sql: day), metric
-                ON CONFLICT (day, metric) DO UPDATE SET n = excluded.n
-                """)
+            for tenant in tenants {
+                try await db.execute(
+                    """
+                    INSERT INTO daily_metrics (tenant_id, day, metric, n)
+                    SELECT tenant_id, time / \(sql: day) * \(sql: day) AS day, metric, COUNT(*) AS n FROM audit_events
+                    WHERE tenant_id = \(tenant) AND time >= \(start) AND time < \(stop) AND metric IS NOT NULL
+                    GROUP BY tenant_id, time / \(sql: day) * \(sql: day), metric
+                    ON CONFLICT (tenant_id, day, metric) DO UPDATE SET n = excluded.n
+                    """)
+            }
             // Forward only.
             try await db.execute("UPDATE metrics_rollup SET next_day = \(stop) WHERE id = 1 AND next_day < \(stop)")
             return Int((stop - start) / Self.dayMillis)
@@ -66,7 +75,7 @@ extension SQLStore {
     public func dailyMetrics(from: Date, to: Date) async throws -> [DailyMetric] {
         try await reader.rows(
             """
-            SELECT day, metric, n FROM daily_metrics WHERE day >= \(StoreValues.millis(from)) AND day < \(StoreValues.millis(to))
+            SELECT day, metric, n FROM daily_metrics WHERE tenant_id = \(tenant) AND day >= \(StoreValues.millis(from)) AND day < \(StoreValues.millis(to))
             ORDER BY day, metric
             """
         ).map { DailyMetric(day: try $0.date("day"), metric: try $0.text("metric"), n: Int(try $0.integer("n"))) }
@@ -74,14 +83,15 @@ extension SQLStore {
 
     public func metricTotals(before: Date) async throws -> [String: Int] {
         try await counts(
-            "SELECT metric, CAST(SUM(n) AS BIGINT) AS n FROM daily_metrics WHERE day < \(StoreValues.millis(before)) GROUP BY metric")
+            "SELECT metric, CAST(SUM(n) AS BIGINT) AS n FROM daily_metrics WHERE tenant_id = \(tenant) AND day < \(StoreValues.millis(before)) GROUP BY metric"
+        )
     }
 
     public func liveMetrics(from: Date, to: Date) async throws -> [String: Int] {
         try await counts(
             """
             SELECT metric, COUNT(*) AS n FROM audit_events
-            WHERE time >= \(from) AND time < \(to) AND metric IS NOT NULL GROUP BY metric
+            WHERE tenant_id = \(tenant) AND time >= \(from) AND time < \(to) AND metric IS NOT NULL GROUP BY metric
             """)
     }
 

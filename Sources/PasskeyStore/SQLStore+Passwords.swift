@@ -5,6 +5,7 @@ import Foundation
 extension SQLStore {
     public func rehashPassword(accountID: UUID, from old: String, to new: String) async throws -> Bool {
         try await writer.run(
-            "UPDATE accounts SET password_hash = \(new) WHERE id = \(accountID) AND password_hash = \(old) RETURNING 1") == 1
+            "UPDATE accounts SET password_hash = \(new) WHERE tenant_id = \(tenant) AND id = \(accountID) AND password_hash = \(old) RETURNING 1"
+        ) == 1
     }
 }

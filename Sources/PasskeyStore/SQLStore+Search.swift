@@ -26,7 +26,7 @@ extension SQLStore {
                 column: "external_id_key", key: AccountSearch.key(prefix), after: after, limit: limit, field: field)
         case .id:
             guard let (low, high) = AccountSearch.idRange(prefix) else { return ([], nil) }
-            var sql: SQL = "SELECT \(sql: Self.accountColumns) FROM accounts WHERE id >= \(low) AND id <= \(high)"
+            var sql: SQL = "SELECT \(sql: Self.accountColumns) FROM accounts WHERE tenant_id = \(tenant) AND id >= \(low) AND id <= \(high)"
             if let after { sql = sql.appending(" AND id > \(after.id)") }
             let rows = try await reader.rows(sql.appending(" ORDER BY id LIMIT \(limit + 1)"))
             let accounts = try rows.prefix(limit).map { try Account(row: $0) }
@@ -45,7 +45,7 @@ extension SQLStore {
         let name = SQLFragment(text: column)
         var sql: SQL = """
             SELECT \(sql: Self.accountColumns), \(sql: name) AS search_key FROM accounts
-            WHERE \(sql: name) >= \(key) AND \(sql: name) < \(key + AccountSearch.highest)
+            WHERE tenant_id = \(tenant) AND \(sql: name) >= \(key) AND \(sql: name) < \(key + AccountSearch.highest)
             """
         // The username key is unique: its own order. Display names and external ids may share a
         // key: (key, id), compared as a row value (an index range on both engines).
@@ -83,7 +83,8 @@ extension SQLStore {
         for _ in 0..<8 {
             var sql: SQL = """
                 SELECT p.credential_id AS p_credential_id, \(sql: Self.sessionAccountColumns)
-                FROM passkeys p JOIN accounts a ON a.id = p.account_id WHERE p.credential_id >= \(range.low)
+                FROM passkeys p JOIN accounts a ON a.tenant_id = p.tenant_id AND a.id = p.account_id
+                WHERE p.tenant_id = \(tenant) AND p.credential_id >= \(range.low)
                 """
             if let upper = range.upper { sql = sql.appending(" AND p.credential_id < \(upper)") }
             if let position { sql = sql.appending(" AND p.credential_id > \(position)") }
@@ -117,7 +118,7 @@ extension SQLStore {
 
     public func searchAudit(_ query: AuditQuery) async throws -> [AuditEvent] {
         guard (1...10_000).contains(query.limit) else { throw StoreError(.invalidQuery, "an audit search returns 1 to 10,000 lines") }
-        var sql: SQL = "SELECT * FROM audit_events WHERE 1 = 1"
+        var sql: SQL = "SELECT * FROM audit_events WHERE tenant_id = \(tenant)"
         if let accountID = query.accountID { sql = sql.appending(" AND account_id = \(accountID)") }
         if let kind = query.kind { sql = sql.appending(" AND kind = \(kind)") }
         if let address = query.addressPrefix, !address.isEmpty {

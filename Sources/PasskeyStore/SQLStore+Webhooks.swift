@@ -6,18 +6,26 @@ extension SQLStore {
     public func addWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
         try await writer.run(
             """
-            INSERT INTO webhook_endpoints (id, url, secret, events, created_at, disabled)
-            VALUES (\(endpoint.id), \(endpoint.url), \(endpoint.secret), \(endpoint.events.joined(separator: ",")), \(endpoint.createdAt),
+            INSERT INTO webhook_endpoints (tenant_id, id, url, secret, events, created_at, disabled)
+            VALUES (\(tenant), \(endpoint.id), \(endpoint.url), \(endpoint.secret), \(endpoint.events.joined(separator: ",")), \(endpoint.createdAt),
                     \(endpoint.disabled))
             """)
     }
 
     public func webhookEndpoints() async throws -> [WebhookEndpoint] {
-        try await reader.rows("SELECT * FROM webhook_endpoints ORDER BY created_at, id").map { try WebhookEndpoint(row: $0) }
+        try await reader.rows("SELECT * FROM webhook_endpoints WHERE tenant_id = \(tenant) ORDER BY created_at, id").map {
+            try WebhookEndpoint(row: $0)
+        }
+    }
+
+    public func allWebhookEndpoints() async throws -> [(tenant: String, endpoint: WebhookEndpoint)] {
+        try await reader.rows("SELECT * FROM webhook_endpoints ORDER BY tenant_id, created_at, id").map {
+            (try $0.text("tenant_id"), try WebhookEndpoint(row: $0))
+        }
     }
 
     public func removeWebhookEndpoint(id: UUID) async throws -> Bool {
-        try await writer.run("DELETE FROM webhook_endpoints WHERE id = \(id) RETURNING 1") == 1
+        try await writer.run("DELETE FROM webhook_endpoints WHERE tenant_id = \(tenant) AND id = \(id) RETURNING 1") == 1
     }
 
     /// A claim's candidates: per (endpoint, account) the oldest undelivered delivery (its
@@ -28,28 +36,28 @@ extension SQLStore {
     /// moment on PostgreSQL) never both go: a head is taken only when nothing older of its
     /// account waits at its endpoint. A paused endpoint's (`disabled`) deliveries wait,
     /// unclaimed, until it is resumed.
-    static func claimCandidates(endpointID: UUID?, now: Date, limit: Int) -> SQL {
+    func claimCandidates(endpointID: UUID?, now: Date, limit: Int) -> SQL {
         let endpointFilter: SQL = endpointID.map { id -> SQL in " AND d.endpoint_id = \(id)" } ?? ""
         let rest: SQL = """
              AND (d.lease_until IS NULL OR d.lease_until <= \(now))
               AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.account_id = d.account_id
+                SELECT 1 FROM webhook_deliveries p WHERE p.tenant_id = \(tenant) AND p.endpoint_id = d.endpoint_id AND p.account_id = d.account_id
                 AND p.delivered_at IS NULL AND p.event_id < d.event_id)
               AND (d.account_id IS NOT NULL OR NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.account_id IS NULL
+                SELECT 1 FROM webhook_deliveries p WHERE p.tenant_id = \(tenant) AND p.endpoint_id = d.endpoint_id AND p.account_id IS NULL
                 AND p.delivered_at IS NULL AND p.event_id < d.event_id))
-              AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled = \(true))
+              AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.tenant_id = \(tenant) AND e.id = d.endpoint_id AND e.disabled = \(true))
             ORDER BY d.next_attempt_at, d.event_id LIMIT \(limit)
             """
         let select: SQL =
-            "SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d WHERE d.head AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)"
+            "SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d WHERE d.tenant_id = \(tenant) AND d.head AND d.delivered_at IS NULL AND d.next_attempt_at <= \(now)"
         return select.appending(endpointFilter).appending(rest)
     }
 
     public func claimWebhookDeliveries(endpointID: UUID?, now: Date, leaseUntil: Date, limit: Int) async throws -> [(
         WebhookDelivery, AuditEvent
     )] {
-        let candidates = try await reader.rows(Self.claimCandidates(endpointID: endpointID, now: now, limit: limit))
+        let candidates = try await reader.rows(claimCandidates(endpointID: endpointID, now: now, limit: limit))
         guard !candidates.isEmpty else { return [] }
         // One short write takes the leases, marked with this claim's token. The row conditions
         // are checked again by the UPDATE itself: of several instances claiming the same row at
@@ -70,20 +78,22 @@ extension SQLStore {
             // skipped, so racing claims never wait on each other (an UPDATE locking its OR-list in
             // scan order could deadlock with another claim's: 40P01 in a PostgreSQL race test).
             update = SQL(
-                "WITH picked AS (SELECT event_id, endpoint_id FROM webhook_deliveries WHERE "
+                "WITH picked AS (SELECT event_id, endpoint_id FROM webhook_deliveries WHERE tenant_id = \(tenant) AND "
             ).appending(due).appending(" AND ").appending(rows).appending(
-                " ORDER BY event_id, endpoint_id FOR UPDATE SKIP LOCKED) UPDATE webhook_deliveries d SET lease_until = \(leaseUntil), lease_token = \(token) FROM picked p WHERE d.event_id = p.event_id AND d.endpoint_id = p.endpoint_id RETURNING 1"
+                " ORDER BY event_id, endpoint_id FOR UPDATE SKIP LOCKED) UPDATE webhook_deliveries d SET lease_until = \(leaseUntil), lease_token = \(token) FROM picked p WHERE d.tenant_id = \(tenant) AND d.event_id = p.event_id AND d.endpoint_id = p.endpoint_id RETURNING 1"
             )
         } else {
-            update = SQL("UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE ").appending(due)
+            update = SQL(
+                "UPDATE webhook_deliveries SET lease_until = \(leaseUntil), lease_token = \(token) WHERE tenant_id = \(tenant) AND "
+            ).appending(due)
                 .appending(" AND ").appending(rows).appending(" RETURNING 1")
         }
         guard try await writer.run(update) > 0 else { return [] }
         return try await reader.rows(
             """
             SELECT d.*, a.id AS audit_id, a.time, a.kind, a.credential_id, a.ip_address, a.user_agent, a.detail, a.metric, a.trace_parent
-            FROM webhook_deliveries d JOIN audit_events a ON a.id = d.event_id
-            WHERE d.lease_token = \(token) AND d.delivered_at IS NULL
+            FROM webhook_deliveries d JOIN audit_events a ON a.tenant_id = d.tenant_id AND a.id = d.event_id
+            WHERE d.tenant_id = \(tenant) AND d.lease_token = \(token) AND d.delivered_at IS NULL
             ORDER BY d.event_id
             """
         ).map { (try WebhookDelivery(row: $0), try AuditEvent(row: $0, idColumn: "audit_id")) }
@@ -102,7 +112,7 @@ extension SQLStore {
             UPDATE webhook_deliveries
             SET attempts = attempts + 1, delivered_at = \(deliveredAt), last_status = \(status), last_error = \(error),
                 latency_ms = \(latencyMs), next_attempt_at = \(retryAt), lease_until = NULL
-            WHERE event_id = \(eventID) AND endpoint_id = \(endpointID) AND delivered_at IS NULL
+            WHERE tenant_id = \(tenant) AND event_id = \(eventID) AND endpoint_id = \(endpointID) AND delivered_at IS NULL
             """)
     }
 
@@ -111,13 +121,13 @@ extension SQLStore {
         let sql: SQL =
             if let endpointID {
                 """
-                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.id = d.event_id
-                WHERE d.endpoint_id = \(endpointID) ORDER BY d.event_id DESC LIMIT \(limit)
+                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
+                WHERE d.tenant_id = \(tenant) AND d.endpoint_id = \(endpointID) ORDER BY d.event_id DESC LIMIT \(limit)
                 """
             } else {
                 """
-                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.id = d.event_id
-                ORDER BY d.event_id DESC LIMIT \(limit)
+                SELECT d.*, e.kind AS event_kind FROM webhook_deliveries d JOIN audit_events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
+                WHERE d.tenant_id = \(tenant) ORDER BY d.event_id DESC LIMIT \(limit)
                 """
             }
         return try await reader.rows(sql).map { row in

@@ -13,10 +13,20 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     /// Most time a migration may take (several instances starting together wait for the one
     /// that migrates); nil: the engine's ordinary deadline.
     let migrationTimeout: Duration?
+    /// The tenant whose rows this store reads and writes: every statement on a tenant-owned
+    /// table names it (`tenant_id = …`), every insert writes it. Another tenant's rows are out
+    /// of this store's reach; ``scoped(to:)`` gives a store of another tenant on the same
+    /// connections.
+    public let tenant: String
 
-    init(engine: any SQLEngine, migrationTimeout: Duration? = nil) {
+    init(engine: any SQLEngine, migrationTimeout: Duration? = nil, tenant: String = TenantID.defaultTenant) {
         self.engine = engine
         self.migrationTimeout = migrationTimeout
+        self.tenant = tenant
+    }
+
+    public func scoped(to tenant: String) -> any PasskeyStore {
+        tenant == self.tenant ? self : SQLStore(engine: engine, migrationTimeout: migrationTimeout, tenant: tenant)
     }
 
     var reader: any SQLConnection { engine.reader }
@@ -91,14 +101,14 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         var stats = StoreStatistics()
         if let row = try await reader.first(
             """
-            SELECT (SELECT COUNT(*) FROM accounts) AS accounts,
-                   (SELECT COUNT(*) FROM accounts WHERE disabled = \(true)) AS disabled,
-                   (SELECT COUNT(*) FROM sessions WHERE expires_at > \(now)) AS sessions,
-                   (SELECT COUNT(*) FROM challenges WHERE expires_at > \(now)) AS challenges,
-                   (SELECT COUNT(DISTINCT account_id) FROM passkeys) AS with_passkey,
-                   (SELECT COUNT(*) FROM accounts WHERE last_sign_in_at >= \(activeSince)) AS active,
-                   (SELECT COUNT(*) FROM accounts a WHERE a.last_sign_in_at >= \(activeSince)
-                        AND EXISTS (SELECT 1 FROM passkeys p WHERE p.account_id = a.id)) AS active_with_passkey
+            SELECT (SELECT COUNT(*) FROM accounts WHERE tenant_id = \(tenant)) AS accounts,
+                   (SELECT COUNT(*) FROM accounts WHERE tenant_id = \(tenant) AND disabled = \(true)) AS disabled,
+                   (SELECT COUNT(*) FROM sessions WHERE tenant_id = \(tenant) AND expires_at > \(now)) AS sessions,
+                   (SELECT COUNT(*) FROM challenges WHERE tenant_id = \(tenant) AND expires_at > \(now)) AS challenges,
+                   (SELECT COUNT(DISTINCT account_id) FROM passkeys WHERE tenant_id = \(tenant)) AS with_passkey,
+                   (SELECT COUNT(*) FROM accounts WHERE tenant_id = \(tenant) AND last_sign_in_at >= \(activeSince)) AS active,
+                   (SELECT COUNT(*) FROM accounts a WHERE a.tenant_id = \(tenant) AND a.last_sign_in_at >= \(activeSince)
+                        AND EXISTS (SELECT 1 FROM passkeys p WHERE p.tenant_id = a.tenant_id AND p.account_id = a.id)) AS active_with_passkey
             """)
         {
             stats.accounts = Int(try row.integer("accounts"))
@@ -109,7 +119,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
             stats.activeAccounts = Int(try row.integer("active"))
             stats.activeAccountsWithPasskey = Int(try row.integer("active_with_passkey"))
         }
-        for row in try await reader.rows("SELECT aaguid, COUNT(*) AS n FROM passkeys GROUP BY aaguid") {
+        for row in try await reader.rows("SELECT aaguid, COUNT(*) AS n FROM passkeys WHERE tenant_id = \(tenant) GROUP BY aaguid") {
             let count = Int(try row.integer("n"))
             stats.passkeysByAAGUID[try row.text("aaguid")] = count
             stats.passkeys += count
@@ -138,7 +148,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     static let deliveredWebhookSweepBatches = 20
 
     public func sweepExpired(now: Date) async throws -> Int {
-        let removed = try await transaction { db in
+        let removed = try await transaction { [self] db in
             var removed = 0
             for table in [
                 "challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes",
@@ -177,24 +187,24 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
 
     // MARK: Audit
 
-    static func insert(_ event: AuditEvent) -> SQL {
+    func insert(_ event: AuditEvent) -> SQL {
         """
-        INSERT INTO audit_events (time, kind, account_id, credential_id, ip_address, user_agent, detail, metric, trace_parent)
-        VALUES (\(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail),
+        INSERT INTO audit_events (tenant_id, time, kind, account_id, credential_id, ip_address, user_agent, detail, metric, trace_parent)
+        VALUES (\(tenant), \(event.time), \(event.kind), \(event.accountID), \(event.credentialID), \(event.ipAddress), \(event.userAgent), \(event.detail),
                 \(event.metric), \(event.traceParent))
         """
     }
 
     public func appendAudit(_ event: AuditEvent) async throws {
-        try await writer.run(Self.insert(event))
+        try await writer.run(insert(event))
     }
 
     public func auditEvents(accountID: UUID?, limit: Int) async throws -> [AuditEvent] {
         let sql: SQL =
             if let accountID {
-                "SELECT * FROM audit_events WHERE account_id = \(accountID) ORDER BY id DESC LIMIT \(limit)"
+                "SELECT * FROM audit_events WHERE tenant_id = \(tenant) AND account_id = \(accountID) ORDER BY id DESC LIMIT \(limit)"
             } else {
-                "SELECT * FROM audit_events ORDER BY id DESC LIMIT \(limit)"
+                "SELECT * FROM audit_events WHERE tenant_id = \(tenant) ORDER BY id DESC LIMIT \(limit)"
             }
         return try await reader.rows(sql).map { try AuditEvent(row: $0) }
     }
@@ -205,18 +215,22 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         Int(
             try await writer.first(
                 """
-                INSERT INTO rate_limits (key, window_start, hits, expires_at) VALUES (\(key), \(windowStart), 1, \(expiresAt))
-                ON CONFLICT (key, window_start) DO UPDATE SET hits = rate_limits.hits + 1 RETURNING hits
+                INSERT INTO rate_limits (tenant_id, key, window_start, hits, expires_at) VALUES (\(tenant), \(key), \(windowStart), 1, \(expiresAt))
+                ON CONFLICT (tenant_id, key, window_start) DO UPDATE SET hits = rate_limits.hits + 1 RETURNING hits
                 """)?.integer("hits") ?? 1)
     }
 
     public func refundHit(key: String, windowStart: Date) async throws {
-        try await writer.run("UPDATE rate_limits SET hits = hits - 1 WHERE key = \(key) AND window_start = \(windowStart) AND hits > 0")
+        try await writer.run(
+            "UPDATE rate_limits SET hits = hits - 1 WHERE tenant_id = \(tenant) AND key = \(key) AND window_start = \(windowStart) AND hits > 0"
+        )
     }
 
     public func rateLimitHits(key: String, windowStart: Date) async throws -> Int {
         Int(
-            try await reader.first("SELECT hits FROM rate_limits WHERE key = \(key) AND window_start = \(windowStart)")?.integer("hits")
+            try await reader.first(
+                "SELECT hits FROM rate_limits WHERE tenant_id = \(tenant) AND key = \(key) AND window_start = \(windowStart)")?.integer(
+                    "hits")
                 ?? 0)
     }
 }

@@ -467,5 +467,6 @@ enum SQLiteSchema {
             ]),
         migration14,
         migration15,
+        migration16,
     ]
 }

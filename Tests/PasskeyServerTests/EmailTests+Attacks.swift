@@ -160,7 +160,7 @@ extension EmailTests {
             for identifier in ["tia", "tia@example.com", "TIA"] {
                 #expect(try await api.post("/api/auth/recovery/email", ["identifier": identifier]).status == .accepted)
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try await mail.detachedWorkDone()
             let recoveries = await mail.allMails().filter { $0.token("email-recover") != nil }
             #expect(recoveries.count == 2, "\(recoveries.count) recovery mails")
         }

@@ -38,6 +38,15 @@ struct MigrationCompatibilityTests {
         (.sqlite, 14, "DROP TRIGGER audit_events_outbox", "recreated by the next statement of the same transaction"),
     ]
 
+    /// Migrations the previous release cannot run beside: its instances are stopped before
+    /// `passkeyd migrate` (docs/deploy.md names them with the reason).
+    static let stopsThePreviousRelease: [SQLDialect: [Int: String]] = [
+        .sqlite: [16: "tenants: every table rebuilt with tenant_id (no default), which the previous release's inserts do not name"],
+        .postgres: [
+            16: "tenants: tenant_id without a default on every tenant-owned table, which the previous release's inserts do not name"
+        ],
+    ]
+
     /// The statement forms any release's code keeps working with.
     static func onlyAdds(_ statement: String) -> Bool {
         let text = statement.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(
@@ -62,7 +71,7 @@ struct MigrationCompatibilityTests {
     }
 
     @Test func everyStatementOnlyAddsOrIsReviewedForThePreviousRelease() {
-        for (dialect, migration) in Self.allMigrations() {
+        for (dialect, migration) in Self.allMigrations() where Self.stopsThePreviousRelease[dialect]?[migration.version] == nil {
             for statement in migration.statements where !Self.onlyAdds(statement) {
                 let text = statement.trimmingCharacters(in: .whitespacesAndNewlines)
                 let review = Self.reviewed.first { $0.dialect == dialect && $0.version == migration.version && text.hasPrefix($0.prefix) }

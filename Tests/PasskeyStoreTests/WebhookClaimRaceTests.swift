@@ -289,7 +289,7 @@ struct WebhookClaimRaceTests {
         let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
         try await store.addWebhookEndpoint(endpoint)
         try await store.transaction { db in
-            for _ in 0..<260 { try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_in", accountID: UUID()))) }
+            for _ in 0..<260 { try await db.execute(store.insert(AuditEvent(time: Self.t0, kind: "sign_in", accountID: UUID()))) }
         }
         let old = Self.t0.addingTimeInterval(-SQLStore.deliveredWebhookRetention - 60)
         try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(old) WHERE event_id <= \(Int64(250))")
@@ -314,7 +314,7 @@ struct WebhookClaimRaceTests {
         try await store.addWebhookEndpoint(endpoint)
         try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
         try await store.engine.transaction(timeout: nil) { db in
-            try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil)))
+            try await db.execute(store.insert(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil)))
             // Another connection, while this transaction holds its look at the head.
             try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
         }
@@ -342,7 +342,7 @@ struct WebhookClaimRaceTests {
             for round in 0..<10 {
                 for account in accounts {
                     let eventKind = round < 3 && signingIn.contains(account) ? "sign_in" : "sign_up"
-                    try await db.execute(SQLStore.insert(AuditEvent(time: Self.t0, kind: eventKind, accountID: account)))
+                    try await db.execute(store.insert(AuditEvent(time: Self.t0, kind: eventKind, accountID: account)))
                 }
             }
         }
@@ -364,7 +364,7 @@ struct WebhookClaimRaceTests {
 
         let later = Self.t0.addingTimeInterval(60)
         #expect(try await store.claimWebhookDeliveries(endpointID: dead.id, now: later, leaseUntil: later, limit: 8).isEmpty)
-        let query = SQLStore.claimCandidates(endpointID: dead.id, now: later, limit: 8)
+        let query = store.claimCandidates(endpointID: dead.id, now: later, limit: 8)
         switch kind {
         case .sqlite:
             let plan = try await store.reader.rows(SQL(stringLiteral: "EXPLAIN QUERY PLAN ").appending(query)).map { try $0.text("detail") }
@@ -406,14 +406,22 @@ struct WebhookClaimRaceTests {
         defer { (store as? PostgresStore)?.close() }
         #expect(try await store.migrate(through: 13) == Array(1...13))
         let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
-        try await store.addWebhookEndpoint(endpoint)
+        // As version 13 wrote them (no tenant).
+        try await store.writer.run(
+            """
+            INSERT INTO webhook_endpoints (id, url, secret, events, created_at, disabled)
+            VALUES (\(endpoint.id), \(endpoint.url), \(endpoint.secret), \("*"), \(endpoint.createdAt), \(false))
+            """)
         let ada = UUID(), bob = UUID()
         for account in [ada, bob, nil, ada, bob, nil, ada] {
-            try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account))
+            try await store.writer.run(
+                "INSERT INTO audit_events (time, kind, account_id) VALUES (\(Self.t0), \("sign_in"), \(account))")
         }
         // Events 1…7; ada's first (1) was delivered before the upgrade.
         try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0) WHERE event_id = \(Int64(1))")
         #expect(try await store.migrate(through: 14) == [14])
+        // Migration 16 carries the heads over into the default tenant.
+        #expect(try await store.migrate() == [15, 16])
         let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
         #expect(claimed.map(\.0.eventID).sorted() == [2, 3, 4], "\(claimed.map(\.0.eventID))")
     }

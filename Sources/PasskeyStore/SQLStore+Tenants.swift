@@ -1,0 +1,101 @@
+import Foundation
+
+/// The tenants beside the default one (upkeep: the registry is the server's, not a tenant's).
+/// Every change moves the `tenants` settings row's counter, which every instance polls
+/// (``tenantsVersion()``), so a change made on one instance is served by all within a poll.
+extension SQLStore {
+    /// The default tenant and every tenant added, by name.
+    static func allTenants(_ db: any SQLConnection) async throws -> [String] {
+        [TenantID.defaultTenant] + (try await db.rows("SELECT id FROM tenants ORDER BY id").map { try $0.text("id") })
+    }
+
+    /// The counter every change to the registry moves (0 before the first).
+    public func tenantsVersion() async throws -> Int64 {
+        guard let value = try await reader.first("SELECT value FROM settings WHERE name = 'tenants'").map({ try $0.bytes("value") })
+        else { return 0 }
+        return Int64(String(decoding: value, as: UTF8.self)) ?? 0
+    }
+
+    /// Moves the registry's counter (in the caller's transaction).
+    private static func bumpTenantsVersion(_ db: any SQLConnection) async throws {
+        let current = try await db.first("SELECT value FROM settings WHERE name = 'tenants'").map { try $0.bytes("value") }
+        let next = (current.flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0) + 1
+        try await db.execute(
+            """
+            INSERT INTO settings (name, value) VALUES ('tenants', \(Array(String(next).utf8)))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """)
+    }
+
+    public func tenantRecords() async throws -> [TenantRecord] {
+        let hosts = try await reader.rows("SELECT host, tenant_id FROM tenant_hosts ORDER BY host").reduce(into: [String: [String]]()) {
+            $0[try $1.text("tenant_id"), default: []].append(try $1.text("host"))
+        }
+        return try await reader.rows("SELECT * FROM tenants ORDER BY id").map { row in
+            let id = try row.text("id")
+            return TenantRecord(
+                id: id, hosts: hosts[id] ?? [], settings: try row.text("settings"), createdAt: try row.date("created_at"),
+                updatedAt: try row.date("updated_at"))
+        }
+    }
+
+    /// `conflict` when the name or one of the hosts is taken (nothing is written then).
+    public func addTenant(_ tenant: TenantRecord) async throws {
+        guard tenant.id != TenantID.defaultTenant else { throw StoreError(.conflict, "the name default is the server's own tenant") }
+        try await transaction { db in
+            try await db.execute(
+                """
+                INSERT INTO tenants (id, settings, created_at, updated_at, version)
+                VALUES (\(tenant.id), \(tenant.settings), \(tenant.createdAt), \(tenant.updatedAt), 1)
+                """)
+            try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
+            try await Self.bumpTenantsVersion(db)
+        }
+    }
+
+    /// Replaces a tenant's settings and hosts; false when there is no such tenant. `conflict`
+    /// when a host is another tenant's.
+    public func updateTenant(_ tenant: TenantRecord) async throws -> Bool {
+        try await transaction { db in
+            guard
+                try await db.run(
+                    """
+                    UPDATE tenants SET settings = \(tenant.settings), updated_at = \(tenant.updatedAt), version = version + 1
+                    WHERE id = \(tenant.id) RETURNING 1
+                    """) == 1
+            else { return false }
+            try await db.execute("DELETE FROM tenant_hosts WHERE tenant_id = \(tenant.id)")
+            try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
+            try await Self.bumpTenantsVersion(db)
+            return true
+        }
+    }
+
+    private static func insertHosts(_ db: any SQLConnection, tenant: String, hosts: [String]) async throws {
+        for host in hosts {
+            guard
+                try await db.run(
+                    "INSERT INTO tenant_hosts (host, tenant_id) VALUES (\(host), \(tenant)) ON CONFLICT (host) DO NOTHING RETURNING 1") == 1
+            else { throw StoreError(.conflict, "the host \(host) is another tenant's") }
+        }
+    }
+
+    /// Removes a tenant: refused while it has accounts, unless `deleteData`, which deletes every
+    /// row it owns in the same transaction (children first).
+    public func removeTenant(id: String, deleteData: Bool) async throws -> TenantRemoval {
+        guard id != TenantID.defaultTenant else { return .notFound }
+        let dialect = self.dialect
+        return try await transaction { db in
+            guard try await db.run("SELECT 1 FROM tenants WHERE id = \(id)\(sql: dialect.forUpdate)") == 1 else { return .notFound }
+            let accounts = try await db.count("SELECT COUNT(*) AS n FROM accounts WHERE tenant_id = \(id)")
+            if accounts > 0 && !deleteData { return .hasAccounts(accounts) }
+            for table in dialect.tenantTables.reversed() {
+                try await db.execute("DELETE FROM \(sql: SQLFragment(text: table)) WHERE tenant_id = \(id)")
+            }
+            try await db.execute("DELETE FROM settings WHERE name = \("signing_keys/" + id)")
+            try await db.execute("DELETE FROM tenants WHERE id = \(id)")
+            try await Self.bumpTenantsVersion(db)
+            return .removed
+        }
+    }
+}
