@@ -32,18 +32,20 @@ public struct PasskeyService: Sendable {
     /// Recovery requests being looked up after their answer went out (bounded).
     package let mailRequests: DetachedWork
 
-    /// - Parameter sharedLimits: keep rate-limit counts in the store (several instances on one
-    ///   PostgreSQL) rather than in this process.
+    /// - Parameters:
+    ///   - sharedLimits: keep rate-limit counts in the store (several instances on one
+    ///     PostgreSQL) rather than in this process.
+    ///   - metrics: the server's metrics, when this is a tenant's service (one `/metrics` for all).
     public init(
         configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
-        sharedLimits: Bool = false, now: @escaping @Sendable () -> Date = { Date() }
+        sharedLimits: Bool = false, metrics: ServerMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) throws(ConfigurationError) {
         self.configuration = configuration
         self.relyingParty = try configuration.relyingParty()
         self.store = store
         self.logger = logger
         self.now = now
-        metrics = ServerMetrics()
+        self.metrics = metrics ?? ServerMetrics()
         limiter = RateLimiter(
             window: .seconds(configuration.rateLimits.windowSeconds), store: sharedLimits ? store : nil,
             maxKeys: configuration.rateLimits.maxKeys)

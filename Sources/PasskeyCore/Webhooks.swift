@@ -128,6 +128,14 @@ public struct WebhookDispatcher: Service {
         self.now = now
     }
 
+    /// The same dispatcher on `tenant`'s rows.
+    package func scoped(to tenant: String) -> WebhookDispatcher {
+        WebhookDispatcher(
+            store: store.scoped(to: tenant), metrics: metrics, logger: logger, policy: policy, interval: interval,
+            pollInterval: pollInterval,
+            connectTimeout: connectTimeout, requestTimeout: requestTimeout, concurrency: concurrency, now: now, sender: sender)
+    }
+
     package static func eventID(_ event: AuditEvent) -> String { "evt_\(event.id ?? 0)" }
 
     /// The wait before attempt `attempts + 1`: 5 s, 10 s, 20 s, … at most an hour.
@@ -152,14 +160,16 @@ public struct WebhookDispatcher: Service {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
             guard !Task.isCancelled && !Task.isShuttingDownGracefully else { break }
             do {
-                let endpoints = try await store.webhookEndpoints().filter { !$0.disabled }
-                let live = Set(endpoints.map(\.id))
+                // Every tenant's endpoints; each worker claims and settles on its tenant's store.
+                let endpoints = try await store.allWebhookEndpoints().filter { !$0.endpoint.disabled }
+                let live = Set(endpoints.map(\.endpoint.id))
                 for (id, worker) in workers where !live.contains(id) {
                     worker.cancel()
                     workers[id] = nil
                 }
-                for endpoint in endpoints where workers[endpoint.id] == nil {
-                    workers[endpoint.id] = Task { await work(for: endpoint, client: client) }
+                for (tenant, endpoint) in endpoints where workers[endpoint.id] == nil {
+                    let dispatcher = scoped(to: tenant)
+                    workers[endpoint.id] = Task { await dispatcher.work(for: endpoint, client: client) }
                 }
             } catch {
                 logger.warning("webhook endpoints could not be read", metadata: ["error": "\(error)"])

@@ -19,15 +19,24 @@ public enum PasskeyServer {
     ///   - beforeServerStarts: runs once those are up and before the server listens (migrations).
     ///   - onServerRunning: runs once the server listens, with the address it got (port 0 asks
     ///     the system for a free port); an IPv6 host comes in brackets.
+    ///   - settings: the server's settings, which tenants' settings are read over; nil: the
+    ///     default tenant alone (in-process tests).
+    ///   - makeTenantService: builds a tenant's service (nil: like the default one's).
     public static func application(
         service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration(), host: String = "127.0.0.1", port: Int = 8080,
         logger: Logger = Logger(label: "passkeyd"),
         services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil,
+        settings: ServerSettings? = nil, makeTenantService: TenantDirectory.ServiceMaker? = nil,
         onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
     ) -> some ApplicationProtocol {
         let limits = ConnectionLimits(configuration: edge.connections, trustedProxies: edge.trustedProxies, metrics: service.metrics)
+        // Every request finds its tenant first (TenantDirectory); the default tenant's routes are
+        // the server's own settings'.
+        let tenants = TenantDirectory(
+            server: settings, edge: edge, defaultService: service, defaultResponder: router(service: service, edge: edge).buildResponder(),
+            logger: logger, makeService: makeTenantService)
         var app = Application(
-            router: router(service: service, edge: edge),
+            responder: TenantResponder(directory: tenants),
             server: HTTPServerBuilder { responder in
                 let http1 = HTTP1Channel(
                     responder: responder, configuration: .init(additionalChannelHandlers: [ConnectionGuardHandler(limits: limits)]))
@@ -44,8 +53,10 @@ public enum PasskeyServer {
             },
             logger: logger)
         for extra in services { app.addServices(extra) }
+        app.addServices(tenants)
         app.beforeServerStarts {
             try await beforeServerStarts?()
+            if settings != nil { try await tenants.reload() }
             try await service.prepareIntegrations()
             await service.refreshMetadata()
             try await announceBootstrap(service: service, logger: logger)

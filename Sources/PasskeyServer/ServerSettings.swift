@@ -38,6 +38,9 @@ public struct ServerSettings: Sendable {
     public var migrations: Migrations
     /// Every setting read and the value in force (secrets redacted).
     public let ledger: SettingsLedger
+    /// Where the settings came from (environment first): a tenant's settings are read over them
+    /// (``TenantSettings``).
+    public internal(set) var providers: [any FixedSettingsProvider] = []
 
     /// Reads the settings from `environment` and the settings file: `path`, else
     /// `PASSKEYD_CONFIG`, else `passkeyd.json` in the working directory when there is one.
@@ -65,9 +68,10 @@ public struct ServerSettings: Sendable {
         environment: [String: String], file: SettingsFile?, readFile: (String) -> Data? = { FileManager.default.contents(atPath: $0) }
     ) throws(ConfigurationError) {
         let ledger = SettingsLedger()
-        let providers: [any ConfigProvider] = [SettingsEnvironment(environment)] + (file.map { [$0] } ?? [])
+        let providers: [any FixedSettingsProvider] = [SettingsEnvironment(environment)] + (file.map { [$0] } ?? [])
         let reader = ConfigReader(providers: providers, accessReporter: ledger)
         try self.init(reader: reader, ledger: ledger, readFile: readFile)
+        self.providers = providers
         if let file, let unknown = ledger.unknownKeys(in: file).first {
             let known = ledger.all.map(\.key)
             let hint = known.first { $0.lowercased() == unknown.lowercased() }.map { " (did you mean \($0)?)" } ?? ""

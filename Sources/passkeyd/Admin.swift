@@ -25,11 +25,24 @@ struct AdminContext {
     let store: any PasskeyStore
     let loaded: ServerSettings
 
+    /// With `--tenant NAME`, the store and the settings are that tenant's (its settings read
+    /// over the server's, as the server reads them).
     static func with<T>(_ options: ServerOptions, _ body: (AdminContext) async throws -> T) async throws -> T {
-        let loaded = try options.load()
+        var loaded = try options.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.admin"))
         defer { (store as? PostgresStore)?.close() }
-        return try await body(AdminContext(store: store, loaded: loaded))
+        guard let tenant = options.tenant, tenant != TenantID.defaultTenant else {
+            return try await body(AdminContext(store: store, loaded: loaded))
+        }
+        guard let record = try await store.tenantRecords().first(where: { $0.id == tenant }) else {
+            throw ValidationError("no tenant \(tenant) (passkeyd tenant list)")
+        }
+        do {
+            (loaded.domain, loaded.edge) = try TenantSettings.read(tenant: tenant, json: Data(record.settings.utf8), server: loaded)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        return try await body(AdminContext(store: store.scoped(to: tenant), loaded: loaded))
     }
 
     var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }

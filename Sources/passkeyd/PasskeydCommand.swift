@@ -8,7 +8,9 @@ struct PasskeydCommand: AsyncParsableCommand {
         commandName: "passkeyd",
         abstract: "A passkey (WebAuthn / FIDO2) sign-in server, and tools to debug passkey payloads.",
         version: "passkeyd \(BuildInfo.version) (commit \(BuildInfo.commit))",
-        subcommands: [Serve.self, Migrate.self, Healthcheck.self, Admin.self, Import.self, Inspect.self, Verify.self, MDS.self]
+        subcommands: [
+            Serve.self, Migrate.self, Healthcheck.self, Admin.self, Tenant.self, Import.self, Inspect.self, Verify.self, MDS.self,
+        ]
     )
 
     /// Exit codes: 0 success, 1 a verification that failed, 2 bad usage or unreadable input.

@@ -15,6 +15,9 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Database URL (overrides the settings), e.g. sqlite://passkeyd.sqlite.")
     var database: String?
 
+    @Option(help: "The tenant an admin verb acts on (default: the server's own; see passkeyd tenant list).")
+    var tenant: String?
+
     func load(listen: String? = nil) throws -> ServerSettings {
         var loaded: ServerSettings
         var environment = ProcessInfo.processInfo.environment
@@ -75,6 +78,11 @@ struct Serve: AsyncParsableCommand {
             beforeServerStarts: {
                 let applied = try await Database.prepare(store, url: databaseURL, logger: databaseLogger, migrations: migrations)
                 if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
+            },
+            settings: loaded,
+            makeTenantService: { [shared = Database.isShared(loaded.databaseURL)] configuration, tenantStore in
+                try PasskeyService(
+                    configuration: configuration, store: tenantStore, logger: logger, sharedLimits: shared, metrics: service.metrics)
             },
             onServerRunning: { host, port in
                 // The address the listener got: with port 0 (tests, a supervisor that reads this

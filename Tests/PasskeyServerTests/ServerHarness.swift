@@ -87,6 +87,21 @@ struct APIResponse: Sendable {
 
 struct APIClient: Sendable {
     let client: any TestClientProtocol
+    /// A live server asked on a host of its own (tenants): requests go on this connection with
+    /// this `Host`.
+    var hosted: (client: TestClient, authority: String, origin: String)? = nil
+
+    init(client: any TestClientProtocol) { self.client = client }
+
+    /// A client of the live server `client` runs, whose requests name `host` (`Host`).
+    /// Requests that name no other origin carry `http://HOST:8080` (the tenant's own).
+    init(live client: any TestClientProtocol, host: String) throws {
+        guard let port = client.port else { throw HarnessError.notLive }
+        let connection = TestClient(host: "127.0.0.1", port: port)
+        connection.connect()
+        self.client = client
+        hosted = (connection, host, "http://\(host):8080")
+    }
 
     @discardableResult
     func request(
@@ -97,7 +112,14 @@ struct APIClient: Sendable {
         if body != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
         if let token { headers[.authorization] = "Bearer \(token)" }
         if let cookie { headers[.cookie] = cookie }
-        if let origin { headers[.origin] = origin }
+        if let origin { headers[.origin] = origin == ServerHarness.origin ? hosted?.origin ?? origin : origin }
+        if let hosted {
+            let response = try await hosted.client.execute(
+                TestClient.Request(
+                    path, method: method, authority: hosted.authority, headers: headers, body: body.map { ByteBuffer(bytes: $0) }))
+            return APIResponse(
+                status: response.status, headers: response.headers, bytes: response.body.map { Array($0.readableBytesView) } ?? [])
+        }
         let response = try await client.execute(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(bytes: $0) })
         return APIResponse(status: response.status, headers: response.headers, bytes: Array(response.body.readableBytesView))
     }
@@ -156,8 +178,10 @@ struct APIClient: Sendable {
 
 enum HarnessError: Error, CustomStringConvertible {
     case unexpected(APIResponse)
+    case notLive
     var description: String {
         switch self {
+        case .notLive: "the server is not live (no port)"
         case .unexpected(let r): "unexpected \(r.status): \(String(decoding: r.bytes, as: UTF8.self))"
         }
     }

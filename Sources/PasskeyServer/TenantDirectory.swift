@@ -1,0 +1,206 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PasskeyCore
+import PasskeyModels
+import PasskeyStore
+import ServiceLifecycle
+import Synchronization
+
+/// The tenants one server serves, found by the request's host before any other work (issue 44).
+///
+/// The default tenant is the server's own settings, served on the hosts of its origins. Each
+/// added tenant (`passkeyd tenant add`) has its hosts and its settings in the database; its
+/// service (``PasskeyService`` on a store scoped to it) and its routes are built on its first
+/// request and kept until its settings change. A tenant's routes hold its service alone, and its
+/// service a store that reads and writes only its rows: nothing a request on one host does can
+/// name another tenant's data.
+///
+/// With no tenant added every host is the default tenant's (a server without tenants behaves
+/// as before them). Once one is, a host that is no tenant's gets 404 `unknown_tenant` and
+/// nothing else, except `/healthz`, `/readyz` and `/metrics`, the process's own.
+///
+/// Every instance polls the registry's version (``PasskeyStore/tenantsVersion()``) every
+/// ``pollInterval``: a tenant added, changed or removed on one instance is served by all within it.
+public final class TenantDirectory: Service, Sendable {
+    public typealias Responder = RouterResponder<PasskeyRequestContext>
+    /// Builds a tenant's service from its configuration and its scoped store.
+    public typealias ServiceMaker = @Sendable (ServerConfiguration, any PasskeyStore) throws -> PasskeyService
+
+    public static let pollInterval = Duration.seconds(2)
+
+    /// The server's settings (nil: no tenants but the default, for in-process tests).
+    let server: ServerSettings?
+    let trustedProxies: [String]
+    let defaultService: PasskeyService
+    let defaultResponder: Responder
+    let defaultHosts: Set<String>
+    let makeService: ServiceMaker
+    let logger: Logger
+
+    private struct Built: Sendable {
+        let record: TenantRecord
+        let service: PasskeyService
+        let responder: Responder
+    }
+
+    private struct State: Sendable {
+        var version: Int64 = -1
+        /// host → tenant
+        var hosts: [String: String] = [:]
+        var records: [String: TenantRecord] = [:]
+        var built: [String: Built] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init(
+        server: ServerSettings?, edge: EdgeConfiguration, defaultService: PasskeyService, defaultResponder: Responder, logger: Logger,
+        makeService: ServiceMaker? = nil
+    ) {
+        self.server = server
+        self.trustedProxies = edge.trustedProxies
+        self.defaultService = defaultService
+        self.defaultResponder = defaultResponder
+        self.defaultHosts = Set(TenantHost.hosts(ofOrigins: defaultService.configuration.webOrigins))
+        self.logger = logger
+        let metrics = defaultService.metrics
+        self.makeService =
+            makeService ?? { configuration, store in
+                try PasskeyService(configuration: configuration, store: store, logger: logger, metrics: metrics)
+            }
+    }
+
+    var store: any PasskeyStore { defaultService.store }
+
+    /// Reads the registry again when its version moved: hosts re-mapped; a tenant whose settings
+    /// or hosts changed, or that was removed, loses its built service (the next request builds
+    /// it anew, or finds no tenant).
+    public func reload() async throws {
+        guard server != nil else { return }
+        let version = try await store.tenantsVersion()
+        guard version != state.withLock({ $0.version }) else { return }
+        let records = try await store.tenantRecords()
+        state.withLock { state in
+            state.version = version
+            state.records = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
+            state.hosts = [:]
+            for record in records { for host in record.hosts { state.hosts[host] = record.id } }
+            state.built = state.built.filter { id, built in state.records[id] == built.record }
+        }
+        logger.debug("tenants read", metadata: ["version": "\(version)", "tenants": "\(records.count)"])
+    }
+
+    public func run() async throws {
+        guard server != nil else { return }
+        var polls = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await reload()
+            } catch {
+                logger.warning("tenants not read", metadata: ["error": "\(error)"])
+            }
+            polls += 1
+            // Once a minute: the tenants' in-process rate-limit windows pruned (the default
+            // service's are the expiry sweeper's).
+            if polls % 30 == 0 {
+                let now = defaultService.now()
+                for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
+        }
+    }
+
+    /// Where a request goes.
+    enum Route: Equatable {
+        case defaultTenant
+        case tenant(String)
+        case unknown
+    }
+
+    /// The tenant `host` (normalized, see ``TenantHost``) is served for.
+    func route(host: String?, path: String) -> Route {
+        let (hosts, any) = state.withLock { ($0.hosts, !$0.records.isEmpty) }
+        guard any else { return .defaultTenant }
+        if let host, let tenant = hosts[host] { return .tenant(tenant) }
+        if let host, defaultHosts.contains(host) { return .defaultTenant }
+        // The process's own endpoints answer on any host (load balancers ask by address).
+        if ["/healthz", "/readyz", "/metrics"].contains(path) { return .defaultTenant }
+        return .unknown
+    }
+
+    /// The request's host: `X-Forwarded-Host` when the peer is a trusted proxy (its last
+    /// value, the one that proxy wrote), else the `Host` (HTTP/1.1) or `:authority`.
+    func host(of request: Request, peer: String?) -> String? {
+        if let peer, trustedProxies.contains(peer),
+            let forwarded = request.headers[values: .xForwardedHost].last?.split(separator: ",").last
+        {
+            return TenantHost.normalize(String(forwarded))
+        }
+        guard let authority = request.head.authority else { return nil }
+        return TenantHost.normalize(authority)
+    }
+
+    /// A tenant's routes, built on first use; nil when it is not (or no longer) a tenant.
+    func responder(tenant id: String) async throws -> Responder? {
+        let (record, built) = state.withLock { ($0.records[id], $0.built[id]) }
+        guard let record, let server else { return nil }
+        if let built, built.record == record { return built.responder }
+        let (domain, edge) = try TenantSettings.read(tenant: id, json: Data(record.settings.utf8), server: server)
+        let service = try makeService(domain, store.scoped(to: id))
+        try await service.prepareIntegrations()
+        await service.refreshMetadata()
+        let responder = PasskeyServer.router(service: service, edge: edge).buildResponder()
+        state.withLock { state in
+            // Kept only while the registry still holds this version of the tenant.
+            if state.records[id] == record && state.built[id] == nil {
+                state.built[id] = Built(record: record, service: service, responder: responder)
+            }
+        }
+        return responder
+    }
+
+    /// The services built so far (metadata refreshes, tests).
+    var builtServices: [PasskeyService] { state.withLock { $0.built.values.map(\.service) } }
+}
+
+extension HTTPField.Name {
+    static let xForwardedHost = Self("X-Forwarded-Host")!
+}
+
+/// The application's responder: finds the request's tenant, then hands it to that tenant's routes.
+struct TenantResponder: HTTPResponder {
+    let directory: TenantDirectory
+
+    func respond(to request: Request, context: PasskeyRequestContext) async throws -> Response {
+        switch directory.route(host: directory.host(of: request, peer: context.peerAddress), path: request.uri.path) {
+        case .defaultTenant:
+            return try await directory.defaultResponder.respond(to: request, context: context)
+        case .tenant(let id):
+            let responder: TenantDirectory.Responder?
+            do {
+                responder = try await directory.responder(tenant: id)
+            } catch {
+                directory.logger.error("tenant not served", metadata: ["tenant": "\(id)", "error": "\(error)"])
+                return Self.answer(.serviceUnavailable, "tenant_unavailable", "This service cannot answer right now.")
+            }
+            guard let responder else { return Self.unknownTenant }
+            return try await responder.respond(to: request, context: context)
+        case .unknown:
+            return Self.unknownTenant
+        }
+    }
+
+    static let unknownTenant = answer(.notFound, "unknown_tenant", "No service is configured for this host.")
+
+    static func answer(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "no-store"
+        headers[.xContentTypeOptions] = "nosniff"
+        let body = #"{"error":{"code":"# + JSONText.quote(code) + #","message":"# + JSONText.quote(message) + "}}"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+}
