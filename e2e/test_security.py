@@ -71,7 +71,8 @@ def test_upgrading_reports_usernames_that_now_collide_without_merging(tmp_path):
     """)
     rows = [("ada", "ada"), ("ＡＤＡ", "ａｄａ"), ("Ｂｅｎ", "ｂｅｎ")]
     for name, key in rows:
-        db.execute("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at) VALUES (?, ?, ?, ?, ?, 0)",
+        db.execute("INSERT INTO accounts (tenant_id, id, username, username_key, display_name, user_handle, created_at) "
+                   "VALUES ('default', ?, ?, ?, ?, ?, 0)",
                    (str(uuid.uuid4()).upper(), name, key, name, os.urandom(64)))
     db.commit()
     db.close()
@@ -96,7 +97,8 @@ def test_a_corrupt_row_is_refused_not_read_with_an_invented_id(tmp_path):
     passkeyd = lambda *args: subprocess.run([binary, *args, "--database", f"sqlite://{database}"], env=env, capture_output=True, text=True, timeout=60)
     assert passkeyd("migrate").returncode == 0
     db = sqlite3.connect(database)
-    db.execute("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at) VALUES ('not-a-uuid', 'zed', 'zed', 'Zed', x'01', 0)")
+    db.execute("INSERT INTO accounts (tenant_id, id, username, username_key, display_name, user_handle, created_at) "
+               "VALUES ('default', 'not-a-uuid', 'zed', 'zed', 'Zed', x'01', 0)")
     db.commit()
     db.close()
     listed = passkeyd("admin", "accounts")
