@@ -31,6 +31,9 @@ Usage: python3 scripts/bench_console.py [--stores sqlite,postgres] [--requests 3
 """
 import argparse, base64, hashlib, http.client, json, os, random, sqlite3, subprocess, sys, tempfile, time, urllib.request, uuid
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_http import TENANT, postgres_tenant, sqlite_tenant  # noqa: E402  (tenant_id where the schema has it)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
 PASSKEYD = os.path.join(RELEASE, "passkeyd")
@@ -104,6 +107,7 @@ def seed_sqlite(path, accounts, rng, facts):
     started = time.monotonic()
     db = sqlite3.connect(path, timeout=30)
     db.execute("PRAGMA journal_mode=WAL"); db.execute("PRAGMA synchronous=OFF")
+    tenant, in_tenant = sqlite_tenant(db)
     now = int(time.time() * 1000)
     ids = []
     with_passkey = int(accounts * WITH_PASSKEY_SHARE)
@@ -121,21 +125,21 @@ def seed_sqlite(path, accounts, rng, facts):
             if n % 5 == 0:
                 sessions.append((os.urandom(32), account, now, now + 14 * DAY_MS, "Mozilla/5.0 bench", "10.1.2.3", "passkey", now))
         with db:
-            db.executemany("""INSERT INTO accounts (id, username, username_key, display_name, display_name_key, user_handle, created_at,
-                              disabled, password_hash) VALUES (?,?,?,?,?,?,?,?,?)""", rows)
-            db.executemany("""INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible,
-                              backed_up, user_verified, attestation_format, attestation_trusted, name, created_at)
-                              VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
-            db.executemany("""INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, last_seen_at)
-                              VALUES (?,?,?,?,?,?,?,?)""", sessions)
+            db.executemany(f"""INSERT INTO accounts ({tenant}id, username, username_key, display_name, display_name_key, user_handle,
+                               created_at, disabled, password_hash) VALUES ({in_tenant}?,?,?,?,?,?,?,?,?)""", rows)
+            db.executemany(f"""INSERT INTO passkeys ({tenant}credential_id, account_id, public_key, sign_count, aaguid, transports,
+                               backup_eligible, backed_up, user_verified, attestation_format, attestation_trusted, name, created_at)
+                               VALUES ({in_tenant}?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
+            db.executemany(f"""INSERT INTO sessions ({tenant}token_hash, account_id, created_at, expires_at, user_agent, ip_address, method,
+                               last_seen_at) VALUES ({in_tenant}?,?,?,?,?,?,?,?)""", sessions)
     facts.append(f"SQLite: {accounts:,} accounts, {with_passkey:,} passkeys, {accounts // 5:,} sessions written in {time.monotonic() - started:.0f} s")
     started = time.monotonic()
     lines, baselines, first_day = history(accounts, now, rng)
     with db:
-        db.executemany("INSERT INTO audit_events (time, kind, account_id, ip_address, user_agent, metric) VALUES (?,?,?,?,?,?)",
+        db.executemany(f"INSERT INTO audit_events ({tenant}time, kind, account_id, ip_address, user_agent, metric) VALUES ({in_tenant}?,?,?,?,?,?)",
                        ((t, kind, ids[a], ip, "Mozilla/5.0 bench", metric) for t, kind, a, metric, ip in lines))
         db.execute("DELETE FROM daily_metrics"); db.execute("DELETE FROM metrics_rollup")
-        db.executemany("INSERT INTO daily_metrics (day, metric, n) VALUES (?,?,?)",
+        db.executemany(f"INSERT INTO daily_metrics ({tenant}day, metric, n) VALUES ({in_tenant}?,?,?)",
                        ((first_day - DAY_MS, name, n) for name, n in baselines.items()))
         db.execute("INSERT INTO metrics_rollup (id, next_day) VALUES (1, ?)", (first_day,))
     db.execute("ANALYZE")
@@ -149,10 +153,11 @@ def sqlite_session(path, account_id):
     token = os.urandom(32)
     now = int(time.time() * 1000)
     db = sqlite3.connect(path, timeout=30)
+    tenant, in_tenant = sqlite_tenant(db)
     with db:
-        db.execute("""INSERT INTO admin_sessions (token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at, csrf_hash)
-                      VALUES (?,?,?,?,?,?,?)""", (hashlib.sha256(token).digest(), account_id, now, now + 8 * 3600_000, now + 8 * 3600_000, now,
-                                                  os.urandom(32)))
+        db.execute(f"""INSERT INTO admin_sessions ({tenant}token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at,
+                       csrf_hash) VALUES ({in_tenant}?,?,?,?,?,?,?)""",
+                   (hashlib.sha256(token).digest(), account_id, now, now + 8 * 3600_000, now + 8 * 3600_000, now, os.urandom(32)))
     db.close()
     return b64url(token)
 
@@ -204,9 +209,10 @@ def seed_postgres(url, accounts, rng, facts):
     with_passkey = int(accounts * WITH_PASSKEY_SHARE)
     firsts = "ARRAY[" + ",".join(f"'{f}'" for f in FIRST) + "]"
     lasts = "ARRAY[" + ",".join(f"'{l}'" for l in LAST) + "]"
+    tenant, in_tenant = postgres_tenant(url)
     psql(url, f"""
-    INSERT INTO accounts (id, username, username_key, display_name, display_name_key, user_handle, created_at, disabled, password_hash)
-    SELECT gen_random_uuid(), u, u, d, lower(d),
+    INSERT INTO accounts ({tenant}id, username, username_key, display_name, display_name_key, user_handle, created_at, disabled, password_hash)
+    SELECT {in_tenant}gen_random_uuid(), u, u, d, lower(d),
            decode(md5(random()::text) || md5(random()::text) || md5(random()::text) || md5(random()::text), 'hex'),
            (extract(epoch from now()) * 1000)::bigint - (random() * 400 * {DAY_MS})::bigint, false,
            CASE WHEN n < {with_passkey} THEN NULL ELSE '$scrypt$ln=15,r=8,p=1$c2VlZA$' || md5(random()::text) END
@@ -215,14 +221,14 @@ def seed_postgres(url, accounts, rng, facts):
         FROM generate_series(0, {accounts - 1}) AS n) s) t;
     """)
     psql(url, f"""
-    INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+    INSERT INTO passkeys ({tenant}credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
                           user_verified, attestation_format, attestation_trusted, name, created_at)
-    SELECT decode(md5(random()::text) || md5(random()::text), 'hex'), id, decode(md5(random()::text), 'hex'), 0,
+    SELECT {in_tenant}decode(md5(random()::text) || md5(random()::text), 'hex'), id, decode(md5(random()::text), 'hex'), 0,
            'fbfc3007-154e-4ecc-8c0b-6e020557d7bd', '["internal","hybrid"]', true, true, true, 'none', false, 'iCloud Keychain',
            (extract(epoch from now()) * 1000)::bigint
     FROM accounts WHERE password_hash IS NULL;
-    INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, last_seen_at)
-    SELECT decode(md5(random()::text) || md5(random()::text), 'hex'), id, (extract(epoch from now()) * 1000)::bigint,
+    INSERT INTO sessions ({tenant}token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, last_seen_at)
+    SELECT {in_tenant}decode(md5(random()::text) || md5(random()::text), 'hex'), id, (extract(epoch from now()) * 1000)::bigint,
            (extract(epoch from now()) * 1000)::bigint + 14 * {DAY_MS}, 'Mozilla/5.0 bench', '10.1.2.3', 'passkey',
            (extract(epoch from now()) * 1000)::bigint
     FROM accounts WHERE random() < 0.2;
@@ -233,16 +239,17 @@ def seed_postgres(url, accounts, rng, facts):
     lines, baselines, first_day = history(accounts, now, rng)
     ids = psql(url, "SELECT id FROM accounts ORDER BY username_key").split("\n")
     path = os.path.join(tempfile.gettempdir(), f"passkeyd-bench-audit-{os.getpid()}.tsv")
+    first_field = f"{TENANT}\t" if tenant else ""
     with open(path, "w") as f:
         for t, kind, a, metric, ip in lines:
-            f.write(f"{t}\t{kind}\t{ids[a % len(ids)]}\t{ip}\tMozilla/5.0 bench\t{metric}\n")
+            f.write(f"{first_field}{t}\t{kind}\t{ids[a % len(ids)]}\t{ip}\tMozilla/5.0 bench\t{metric}\n")
     subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", url.split("?")[0], "-c",
-                    f"\\copy audit_events (time, kind, account_id, ip_address, user_agent, metric) FROM '{path}'"], check=True,
+                    f"\\copy audit_events ({tenant}time, kind, account_id, ip_address, user_agent, metric) FROM '{path}'"], check=True,
                    capture_output=True)
     os.remove(path)
-    values = ", ".join(f"({first_day - DAY_MS}, '{name}', {n})" for name, n in baselines.items())
+    values = ", ".join(f"({in_tenant}{first_day - DAY_MS}, '{name}', {n})" for name, n in baselines.items())
     psql(url, f"""DELETE FROM daily_metrics; DELETE FROM metrics_rollup;
-                  INSERT INTO daily_metrics (day, metric, n) VALUES {values};
+                  INSERT INTO daily_metrics ({tenant}day, metric, n) VALUES {values};
                   INSERT INTO metrics_rollup (id, next_day) VALUES (1, {first_day});""")
     for command in ("VACUUM (ANALYZE)", "CHECKPOINT"):
         psql(url, command)
@@ -253,8 +260,9 @@ def seed_postgres(url, accounts, rng, facts):
 def postgres_session(url, account_id):
     token = os.urandom(32)
     now = int(time.time() * 1000)
-    psql(url, f"""INSERT INTO admin_sessions (token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at, csrf_hash)
-                  VALUES ('\\x{hashlib.sha256(token).hexdigest()}', '{account_id}', {now}, {now + 8 * 3600_000}, {now + 8 * 3600_000}, {now},
+    tenant, in_tenant = postgres_tenant(url)
+    psql(url, f"""INSERT INTO admin_sessions ({tenant}token_hash, account_id, created_at, expires_at, idle_expires_at, verified_at, csrf_hash)
+                  VALUES ({in_tenant}'\\x{hashlib.sha256(token).hexdigest()}', '{account_id}', {now}, {now + 8 * 3600_000}, {now + 8 * 3600_000}, {now},
                   '\\x{os.urandom(32).hex()}')""")
     return b64url(token)
 

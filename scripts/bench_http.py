@@ -107,8 +107,35 @@ def load(server, mode, users, seconds, store, pin=None, database_cpu=False):
     return report, peak[0]
 
 
+# Migration 16 (issue 44, tenants) gave every table a tenant owns a `tenant_id` with no default,
+# first in its keys; the server's own rows are in the tenant `default`. The seeds name it where a
+# table has it and write what they always wrote where it has not (the previous release's schema:
+# A/B runs seed both with these functions). Asked on every seed, not remembered: an A/B run
+# recreates the schema at the same URL with the other binary.
+TENANT = "default"
+
+
+def tenant_sql(has_tenant):
+    """What an INSERT puts first: (its column, its value), or ("", "") on a schema without tenants."""
+    return ("tenant_id, ", f"'{TENANT}', ") if has_tenant else ("", "")
+
+
+def sqlite_tenant(db, table="accounts"):
+    """tenant_sql for a table of an open SQLite database."""
+    return tenant_sql(db.execute("SELECT 1 FROM pragma_table_info(?) WHERE name = 'tenant_id'", (table,)).fetchone() is not None)
+
+
+def postgres_tenant(url, table="accounts"):
+    """tenant_sql for a table of a PostgreSQL database (its current schema)."""
+    out = subprocess.run(["psql", "-qtA", "-v", "ON_ERROR_STOP=1", url.split("?")[0], "-c",
+                          "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                          f"AND table_name = '{table}' AND column_name = 'tenant_id'"], check=True, capture_output=True, text=True).stdout
+    return tenant_sql(out.strip() == "1")
+
+
 def seed_sqlite(path, start, count):
     db = sqlite3.connect(path, timeout=30)
+    tenant, in_tenant = sqlite_tenant(db)
     now = int(time.time() * 1000)
     for first in range(start, start + count, 100_000):
         rows, keys = [], []
@@ -118,9 +145,11 @@ def seed_sqlite(path, start, count):
             keys.append((os.urandom(32), account, os.urandom(77), 0, "fbfc3007-154e-4ecc-8c0b-6e020557d7bd", '["internal","hybrid"]',
                          1, 1, 1, "none", 0, "iCloud Keychain", now))
         with db:
-            db.executemany("INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled) VALUES (?,?,?,?,?,?,?)", rows)
-            db.executemany("""INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
-                              user_verified, attestation_format, attestation_trusted, name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
+            db.executemany(f"INSERT INTO accounts ({tenant}id, username, username_key, display_name, user_handle, created_at, disabled) "
+                           f"VALUES ({in_tenant}?,?,?,?,?,?,?)", rows)
+            db.executemany(f"""INSERT INTO passkeys ({tenant}credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible,
+                               backed_up, user_verified, attestation_format, attestation_trusted, name, created_at)
+                               VALUES ({in_tenant}?,?,?,?,?,?,?,?,?,?,?,?,?)""", keys)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
 
@@ -136,17 +165,18 @@ def postgres_bytes(url):
 
 
 def seed_postgres(url, start, count):
+    tenant, in_tenant = postgres_tenant(url)
     sql = f"""
     WITH new AS (
-      INSERT INTO accounts (id, username, username_key, display_name, user_handle, created_at, disabled)
-      SELECT gen_random_uuid(), 'seed' || n, 'seed' || n, 'Seed ' || n,
+      INSERT INTO accounts ({tenant}id, username, username_key, display_name, user_handle, created_at, disabled)
+      SELECT {in_tenant}gen_random_uuid(), 'seed' || n, 'seed' || n, 'Seed ' || n,
              decode(md5(random()::text) || md5(random()::text) || md5(random()::text) || md5(random()::text), 'hex'),
              (extract(epoch from now()) * 1000)::bigint, false
       FROM generate_series({start}, {start + count - 1}) AS n
       RETURNING id)
-    INSERT INTO passkeys (credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
+    INSERT INTO passkeys ({tenant}credential_id, account_id, public_key, sign_count, aaguid, transports, backup_eligible, backed_up,
                           user_verified, attestation_format, attestation_trusted, name, created_at)
-    SELECT decode(md5(random()::text) || md5(random()::text), 'hex'), id, decode(md5(random()::text), 'hex'), 0,
+    SELECT {in_tenant}decode(md5(random()::text) || md5(random()::text), 'hex'), id, decode(md5(random()::text), 'hex'), 0,
            'fbfc3007-154e-4ecc-8c0b-6e020557d7bd', '["internal","hybrid"]', true, true, true, 'none', false, 'iCloud Keychain',
            (extract(epoch from now()) * 1000)::bigint
     FROM new;
@@ -267,15 +297,19 @@ def time_migration(path, facts):
     db.executescript("BEGIN;" + V9_LAYOUT + "COMMIT;")
     now = int(time.time() * 1000)
     ids = [row[0] for row in db.execute("SELECT id FROM accounts")]
+    # Each table asked apart: V9_LAYOUT rebuilt sessions and challenges without a tenant.
+    (session_tenant, session_in), (audit_tenant, audit_in), (challenge_tenant, challenge_in) = (
+        sqlite_tenant(db, table) for table in ("sessions", "audit_events", "challenges"))
     with db:
-        db.executemany("INSERT INTO sessions (token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, credential_id) "
-                       "VALUES (?,?,?,?,?,?,?,?)",
+        db.executemany(f"INSERT INTO sessions ({session_tenant}token_hash, account_id, created_at, expires_at, user_agent, ip_address, method, "
+                       f"credential_id) VALUES ({session_in}?,?,?,?,?,?,?,?)",
                        ((os.urandom(32), account, now, now + 86_400_000, "Mozilla/5.0 (bench)", "192.0.2.1", "passkey", os.urandom(32))
                         for account in ids))
-        db.executemany("INSERT INTO audit_events (time, kind, account_id, ip_address, user_agent, detail) VALUES (?,?,?,?,?,?)",
+        db.executemany(f"INSERT INTO audit_events ({audit_tenant}time, kind, account_id, ip_address, user_agent, detail) "
+                       f"VALUES ({audit_in}?,?,?,?,?,?)",
                        ((now, "sign_in", account, "192.0.2.1", "Mozilla/5.0 (bench)", "passkey") for account in ids))
-        db.executemany("INSERT INTO challenges (challenge_hash, challenge, ceremony, api, user_verification, created_at, expires_at) "
-                       "VALUES (?,?,?,?,?,?,?)",
+        db.executemany(f"INSERT INTO challenges ({challenge_tenant}challenge_hash, challenge, ceremony, api, user_verification, created_at, "
+                       f"expires_at) VALUES ({challenge_in}?,?,?,?,?,?,?)",
                        ((os.urandom(32), os.urandom(32), "authentication", "native", "required", now, now + 300_000) for _ in range(1000)))
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
