@@ -55,6 +55,9 @@ public enum TenantSettings {
         if let unknown = ledger.unknownKeys(in: file).first {
             throw ConfigurationError(setting: name, problem: "\(unknown) is not a setting")
         }
+        // What the server checks of its own relying party when it starts (origins under the RP
+        // ID, app IDs, …).
+        _ = try domain.relyingParty()
         return (domain, edge)
     }
 }

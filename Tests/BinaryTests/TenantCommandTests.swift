@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+import WebAuthn
+import WebAuthnTesting
+
+/// `passkeyd tenant add|list|show|set|remove` (issue 44): what it writes is what the server
+/// serves, and every mistake is refused with its reason before anything is written.
+@Suite struct TenantCommandTests {
+    static func run(_ arguments: [String], in directory: URL) throws -> CLI.Result {
+        try ServeCommandTests.run(
+            arguments + ["--database", "sqlite://db.sqlite"],
+            environment: ["PASSKEYD_RP_ID": "localhost", "PASSKEYD_ORIGINS": "http://localhost:8080"], in: directory)
+    }
+
+    @Test func aTenantIsAddedShownChangedListedAndRemoved() throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let added = try Self.run(
+            [
+                "tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com", "--apple-app-id",
+                "ABCDE12345.com.example.shop", "--setting", "rateLimits.perIP=120",
+            ], in: directory)
+        #expect(added.status == 0 && added.stdout.contains("added tenant shop, served on shop.example.com"), "\(added.stderr)")
+        let shown = try Self.run(["tenant", "show", "shop"], in: directory)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let json = try JSONReader.parse(Array(shown.stdout.utf8))
+        #expect(json["hosts"] == .array([.string("shop.example.com")]))
+        #expect(json["settings"]?["rpID"] == .string("shop.example.com"))
+        #expect(json["settings"]?["rateLimits"]?["perIP"] == .number(120))
+        #expect(json["accounts"] == .number(0))
+
+        let changed = try Self.run(
+            ["tenant", "set", "shop", "--host", "SHOP.example.com.", "--host", "shop.example.net", "--setting", "rateLimits=null"],
+            in: directory)
+        #expect(changed.status == 0 && changed.stdout.contains("shop.example.com, shop.example.net"), "\(changed.stderr)")
+        let reshown = try JSONReader.parse(Array(try Self.run(["tenant", "show", "shop"], in: directory).stdout.utf8))
+        #expect(reshown["settings"]?["rateLimits"] == nil)
+        #expect(reshown["settings"]?["appleAppIDs"] == .array([.string("ABCDE12345.com.example.shop")]))
+
+        let listed = try Self.run(["tenant", "list"], in: directory)
+        #expect(
+            listed.stdout.contains("default\tlocalhost\tlocalhost") && listed.stdout.contains("shop\tshop.example.com"), "\(listed.stdout)")
+
+        #expect(try Self.run(["tenant", "remove", "shop", "--confirm", "shopp"], in: directory).status == 2)
+        let removed = try Self.run(["tenant", "remove", "shop", "--confirm", "shop"], in: directory)
+        #expect(removed.status == 0 && removed.stdout.contains("removed tenant shop"), "\(removed.stderr)")
+        #expect(try Self.run(["tenant", "show", "shop"], in: directory).status == 2)
+    }
+
+    @Test func mistakesAreRefusedWithTheirReasonAndNothingIsWritten() throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = ["--rp-id", "a.example.com", "--origin", "https://a.example.com"]
+        #expect(try Self.run(["tenant", "add", "a"] + base, in: directory).status == 0)
+        let refusals: [([String], String)] = [
+            (["tenant", "add", "Shop"] + base, "cannot name a tenant"),
+            (["tenant", "add", "default"] + base, "cannot name a tenant"),
+            (["tenant", "add", "x-"] + base, "cannot name a tenant"),
+            (["tenant", "add", String(repeating: "x", count: 64)] + base, "cannot name a tenant"),
+            (["tenant", "add", "b"] + base, "the host a.example.com is another tenant's"),
+            (["tenant", "add", "a", "--host", "z.example.com"] + base, "is taken"),
+            (["tenant", "add", "c", "--rp-id", "localhost", "--origin", "http://localhost:8080"], "the server's own host"),
+            (["tenant", "add", "d", "--host", "bad host"] + base, "is not a host name"),
+            (["tenant", "add", "e", "--host", "bücher.example"] + base, "is not a host name"),
+            (["tenant", "add", "f", "--setting", "databaseURL=sqlite://x"] + base, "databaseURL is a setting of the server"),
+            (["tenant", "add", "g", "--setting", "listen=0.0.0.0:1"] + base, "listen is a setting of the server"),
+            (["tenant", "add", "h", "--setting", "rateLimit.perIP=1"] + base, "rateLimit.perIP is not a setting"),
+            (["tenant", "add", "i", "--setting", "rateLimits.perIP=\"many\""] + base, "rateLimits.perIP"),
+            (["tenant", "add", "j", "--rp-id", "j.example.com"], "needs --rp-id and --origin"),
+            (["tenant", "add", "k", "--rp-id", "k.example.com", "--origin", "ftp://k.example.com"], "origins"),
+            (["tenant", "add", "l", "--apple-app-id", "nope"] + base, "appleAppIDs"),
+        ]
+        for (arguments, reason) in refusals {
+            let result = try Self.run(arguments, in: directory)
+            #expect(result.status == 2 && result.stderr.contains(reason), "\(arguments): \(result.stderr)")
+        }
+        let listed = try Self.run(["tenant", "list"], in: directory)
+        #expect(listed.stdout.split(separator: "\n").count == 2, "only the default tenant and a: \(listed.stdout)")
+    }
+}
