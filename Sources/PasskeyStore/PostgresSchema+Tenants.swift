@@ -89,7 +89,7 @@ extension PostgresSchema {
                     """)
             }
         }
-        return statements + tenantIndexes + tenantsTableStatements + [tenantOutboxTrigger]
+        return statements + tenantIndexes + tenantsTableStatements + [tenantOutboxTrigger, tenantPassHeadTrigger]
     }
 
     /// Indexes whose leading column is not a random id now start with the tenant.
@@ -135,6 +135,29 @@ extension PostgresSchema {
         "CREATE INDEX tenant_hosts_tenant ON tenant_hosts(tenant_id)",
     ]
 
+    /// Migration 14's head hand-over with the tenant: the next head is its own tenant's delivery.
+    private static let tenantPassHeadTrigger = """
+        CREATE OR REPLACE FUNCTION webhook_deliveries_pass_head() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.head := FALSE;
+            IF NEW.account_id IS NULL THEN
+                UPDATE webhook_deliveries SET head = TRUE
+                WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND NOT head AND event_id = (
+                    SELECT MIN(event_id) FROM webhook_deliveries
+                    WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND account_id IS NULL
+                    AND delivered_at IS NULL AND event_id <> NEW.event_id);
+            ELSE
+                UPDATE webhook_deliveries SET head = TRUE
+                WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND NOT head AND event_id = (
+                    SELECT MIN(event_id) FROM webhook_deliveries
+                    WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND account_id = NEW.account_id
+                    AND delivered_at IS NULL AND event_id <> NEW.event_id);
+            END IF;
+            RETURN NEW;
+        END
+        $$
+        """
+
     /// Migration 14's outbox trigger with the tenant: an event fans out to its own tenant's
     /// endpoints only, and its deliveries carry the tenant.
     private static let tenantOutboxTrigger = """
@@ -149,10 +172,12 @@ extension PostgresSchema {
                 ORDER BY e.id
             LOOP
                 IF NEW.account_id IS NULL THEN
-                    PERFORM 1 FROM webhook_deliveries WHERE endpoint_id = endpoint AND account_id IS NULL AND delivered_at IS NULL
+                    PERFORM 1 FROM webhook_deliveries
+                    WHERE tenant_id = NEW.tenant_id AND endpoint_id = endpoint AND account_id IS NULL AND delivered_at IS NULL
                     ORDER BY event_id LIMIT 1 FOR SHARE;
                 ELSE
-                    PERFORM 1 FROM webhook_deliveries WHERE endpoint_id = endpoint AND account_id = NEW.account_id AND delivered_at IS NULL
+                    PERFORM 1 FROM webhook_deliveries
+                    WHERE tenant_id = NEW.tenant_id AND endpoint_id = endpoint AND account_id = NEW.account_id AND delivered_at IS NULL
                     ORDER BY event_id LIMIT 1 FOR SHARE;
                 END IF;
                 INSERT INTO webhook_deliveries (tenant_id, event_id, endpoint_id, account_id, next_attempt_at, head)

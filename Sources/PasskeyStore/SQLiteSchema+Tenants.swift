@@ -548,8 +548,8 @@ extension SQLiteSchema {
         BEGIN
             INSERT INTO webhook_deliveries (tenant_id, event_id, endpoint_id, account_id, next_attempt_at, head)
             SELECT NEW.tenant_id, NEW.id, e.id, NEW.account_id, NEW.time,
-                   NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.endpoint_id = e.id AND p.account_id IS NEW.account_id
-                               AND p.delivered_at IS NULL)
+                   NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.tenant_id = NEW.tenant_id AND p.endpoint_id = e.id
+                               AND p.account_id IS NEW.account_id AND p.delivered_at IS NULL)
             FROM webhook_endpoints e
             WHERE e.tenant_id = NEW.tenant_id AND e.disabled = 0
               AND ((e.events = '*' AND NEW.kind <> 'api_key_used') OR instr(',' || e.events || ',', ',' || NEW.kind || ',') > 0);
@@ -559,9 +559,12 @@ extension SQLiteSchema {
         CREATE TRIGGER webhook_deliveries_pass_head AFTER UPDATE OF delivered_at ON webhook_deliveries
         WHEN OLD.delivered_at IS NULL AND NEW.delivered_at IS NOT NULL
         BEGIN
-            UPDATE webhook_deliveries SET head = 0 WHERE event_id = NEW.event_id AND endpoint_id = NEW.endpoint_id AND head;
-            UPDATE webhook_deliveries SET head = 1 WHERE endpoint_id = NEW.endpoint_id AND NOT head AND event_id = (
-                SELECT MIN(event_id) FROM webhook_deliveries WHERE endpoint_id = NEW.endpoint_id AND account_id IS NEW.account_id
+            UPDATE webhook_deliveries SET head = 0
+            WHERE tenant_id = NEW.tenant_id AND event_id = NEW.event_id AND endpoint_id = NEW.endpoint_id AND head;
+            UPDATE webhook_deliveries SET head = 1
+            WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND NOT head AND event_id = (
+                SELECT MIN(event_id) FROM webhook_deliveries
+                WHERE tenant_id = NEW.tenant_id AND endpoint_id = NEW.endpoint_id AND account_id IS NEW.account_id
                 AND delivered_at IS NULL);
         END
         """,

@@ -1120,15 +1120,9 @@ struct TenantIsolationTests {
     /// Two tenants' webhook endpoints and accounts under the same ids (each key is the
     /// tenant's, so the schema allows it) deliver apart: an undelivered delivery of A's does not
     /// hold B's back, and delivering A's passes A's queue on to A's next delivery, not to B's.
-    ///
-    /// Known leak (reported, not fixed here): the outbox triggers of migration 16 look for an
-    /// older undelivered delivery, and for the next head, by endpoint and account alone, without
-    /// the tenant: SQLite's `audit_events_outbox` (`NOT EXISTS (SELECT 1 FROM webhook_deliveries
-    /// p WHERE p.endpoint_id = e.id AND p.account_id IS NEW.account_id …)`) and
-    /// `webhook_deliveries_pass_head`, PostgreSQL's `audit_events_outbox()` (`PERFORM 1 FROM
-    /// webhook_deliveries WHERE endpoint_id = endpoint AND account_id = NEW.account_id …`) and
-    /// migration 14's `webhook_deliveries_pass_head()`. Endpoint ids are random, so only equal
-    /// ids in two tenants (a copy of one tenant's rows into another) meet it.
+    /// The outbox triggers (migration 16, both databases) look for an older undelivered
+    /// delivery, and hand the head on, within the tenant: without it, equal ids in two tenants
+    /// (a copy of one tenant's rows into another) held each other's queues.
     @Test(arguments: TestDatabase.kinds)
     func webhookQueuesOfTwoTenantsNeverMeetUnderTheSameIDs(_ kind: TestDatabase.Kind) async throws {
         let a = try await TestDatabase.makeStore(kind)
@@ -1147,9 +1141,7 @@ struct TenantIsolationTests {
         let now = Self.t0.addingTimeInterval(60)
         let lease = now.addingTimeInterval(60)
         let fromB = try await b.claimWebhookDeliveries(endpointID: endpoint.id, now: now, leaseUntil: lease, limit: 10)
-        withKnownIssue("audit_events_outbox finds A's undelivered delivery: B's first is made no head") {
-            #expect(fromB.count == 1, "B's first delivery waits behind A's")
-        }
+        #expect(fromB.count == 1, "B's first delivery waits behind A's")
         let fromA = try await a.claimWebhookDeliveries(endpointID: endpoint.id, now: now, leaseUntil: lease, limit: 10)
         #expect(fromA.count == 1)
         let first = try #require(fromA.first?.0)
@@ -1157,9 +1149,7 @@ struct TenantIsolationTests {
             eventID: first.eventID, endpointID: endpoint.id, deliveredAt: now, status: 204, error: nil, retryAt: now)
         let next = try await a.claimWebhookDeliveries(
             endpointID: endpoint.id, now: lease, leaseUntil: lease.addingTimeInterval(60), limit: 10)
-        withKnownIssue("webhook_deliveries_pass_head passes A's head to B's delivery") {
-            #expect(next.count == 1, "A's second delivery waits behind B's")
-        }
+        #expect(next.count == 1, "A's second delivery waits behind B's")
         #expect(try await a.webhookBacklog(now: now) == 1)
         #expect(try await b.webhookBacklog(now: now) == 1)
     }
