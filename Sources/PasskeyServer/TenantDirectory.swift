@@ -55,6 +55,9 @@ public final class TenantDirectory: Service, Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether any tenant is added: the fast path of every request of a server without tenants
+    /// (no host read, no lock).
+    private let anyTenant = Atomic(false)
 
     public init(
         server: ServerSettings?, edge: EdgeConfiguration, defaultService: PasskeyService, defaultResponder: Responder, logger: Logger,
@@ -90,6 +93,7 @@ public final class TenantDirectory: Service, Sendable {
             for record in records { for host in record.hosts { state.hosts[host] = record.id } }
             state.built = state.built.filter { id, built in state.records[id] == built.record }
         }
+        anyTenant.store(!records.isEmpty, ordering: .releasing)
         logger.debug("tenants read", metadata: ["version": "\(version)", "tenants": "\(records.count)"])
     }
 
@@ -120,10 +124,15 @@ public final class TenantDirectory: Service, Sendable {
         case unknown
     }
 
+    /// The tenant a request is for, by its host (``host(of:peer:)``).
+    func route(_ request: Request, peer: String?) -> Route {
+        guard anyTenant.load(ordering: .acquiring) else { return .defaultTenant }
+        return route(host: host(of: request, peer: peer), path: request.uri.path)
+    }
+
     /// The tenant `host` (normalized, see ``TenantHost``) is served for.
     func route(host: String?, path: String) -> Route {
-        let (hosts, any) = state.withLock { ($0.hosts, !$0.records.isEmpty) }
-        guard any else { return .defaultTenant }
+        let hosts = state.withLock { $0.hosts }
         if let host, let tenant = hosts[host] { return .tenant(tenant) }
         if let host, defaultHosts.contains(host) { return .defaultTenant }
         // The process's own endpoints answer on any host (load balancers ask by address).
@@ -175,7 +184,7 @@ struct TenantResponder: HTTPResponder {
     let directory: TenantDirectory
 
     func respond(to request: Request, context: PasskeyRequestContext) async throws -> Response {
-        switch directory.route(host: directory.host(of: request, peer: context.peerAddress), path: request.uri.path) {
+        switch directory.route(request, peer: context.peerAddress) {
         case .defaultTenant:
             return try await directory.defaultResponder.respond(to: request, context: context)
         case .tenant(let id):

@@ -39,6 +39,26 @@ import WebAuthnTesting
         try await app.test(.live) { client in try await body(store, client) }
     }
 
+    @Test func hostsAreNormalizedOneWayAndAnythingElseIsNoHost() {
+        let same: [(String, String)] = [
+            ("a.localhost", "a.localhost"), ("A.LocalHost", "a.localhost"), ("a.localhost.", "a.localhost"),
+            ("a.localhost:8443", "a.localhost"), (" a.localhost:80 ", "a.localhost"), ("A.LOCALHOST.:65535", "a.localhost"),
+            ("xn--bcher-kva.example", "xn--bcher-kva.example"), ("127.0.0.1:8080", "127.0.0.1"), ("[::1]:8080", "[::1]"),
+            ("[FE80::1]", "[fe80::1]"), ("a-b.c-d.example", "a-b.c-d.example"),
+        ]
+        for (raw, host) in same { #expect(TenantHost.normalize(raw) == host, "\(raw)") }
+        let none = [
+            "", " ", "a..b", ".a", "a.localhost..", "-a.example", "a-.example", "a b.example", "bücher.example", "a_b.example",
+            "a.localhost:", "a.localhost:99999", "a.localhost:8o", "a.localhost:8080:80", "[::1", "[::1]x", "[]", "[::g]",
+            String(repeating: "a", count: 64) + ".example", String(repeating: "a.", count: 130) + "a", "a\u{0}.example", "a/b",
+        ]
+        for raw in none { #expect(TenantHost.normalize(raw) == nil, "\(raw)") }
+        #expect(
+            TenantHost.hosts(ofOrigins: ["https://Shop.Example.com:8443", "android:apk-key-hash:abc", "http://[::1]:8080"]) == [
+                "shop.example.com", "[::1]",
+            ])
+    }
+
     @Test func theSameUsernameIsOneAccountPerTenantAndNoCredentialCrosses() async throws {
         try await Self.server { store, client in
             let a = try APIClient(live: client, host: Self.alpha), b = try APIClient(live: client, host: Self.beta)
