@@ -25,9 +25,22 @@ struct API {
     }
 
     func call(_ method: HTTPMethod, _ path: String, json: [UInt8]? = nil, token: String? = nil) async throws -> Answer {
-        let url = server.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path
+        var target = server
+        var host: String?
+        // Localhost names are the loopback address (RFC 6761 §6.3), as browsers treat them: the
+        // connection goes to 127.0.0.1 and the request names the host (a server that serves
+        // tenants by host on this machine).
+        if let name = server.host?.lowercased(), name.hasSuffix(".localhost"),
+            var components = URLComponents(url: server, resolvingAgainstBaseURL: false)
+        {
+            components.host = "127.0.0.1"
+            target = components.url ?? server
+            host = server.port.map { "\(name):\($0)" } ?? name
+        }
+        let url = target.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path
         var request = HTTPClientRequest(url: url)
         request.method = method
+        if let host { request.headers.add(name: "Host", value: host) }
         request.headers.add(name: "Origin", value: origin)
         request.headers.add(name: "User-Agent", value: "passkey-cli/1")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

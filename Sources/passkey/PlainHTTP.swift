@@ -88,7 +88,11 @@ final class PlainHTTPConnection {
         hints.ai_family = AF_INET
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(url.port ?? 80), &hints, &found) == 0, let address = found else {
+        // Localhost names are the loopback address (RFC 6761 §6.3), as browsers treat them:
+        // `a.localhost` reaches a server that serves tenants by host on this machine.
+        let lowered = host.lowercased()
+        let resolved = lowered == "localhost" || lowered.hasSuffix(".localhost") ? "127.0.0.1" : host
+        guard getaddrinfo(resolved, String(url.port ?? 80), &hints, &found) == 0, let address = found else {
             throw Failure("cannot resolve \(host)")
         }
         defer { freeaddrinfo(found) }

@@ -1,0 +1,190 @@
+"""Tenants (issue 44), measured with the release build and `passkey load` on this machine:
+
+1. sign-in with 1 tenant (the server's own, nothing added) and with 1,000 tenants added (each
+   with its host and settings; load on one of them, `t0042.localhost`, and on the default
+   tenant): server CPU per sign-in and throughput, which must stay within 5%;
+2. the noisy neighbour: tenant A's sign-ins while another tenant, B, is flooded past its per-
+   address rate limit by a second generator (B's requests answered 429), against A's sign-ins
+   alone. Both generators and the server share the 2 cores, so the flood's own CPU is part of
+   what A feels; the figure is A's sign-ins per second and p99.
+
+SQLite by default; `--postgres` adds the same on a throwaway PostgreSQL. Figures go to
+docs/PERFORMANCE.md. Usage: python3 scripts/bench_tenants.py [--seconds S] [--postgres]
+"""
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_http as b  # noqa: E402
+
+TENANTS = 1_000
+
+
+def passkeyd(*args, database):
+    env = dict(os.environ, PASSKEYD_CONFIG="", PASSKEYD_ORIGINS="http://localhost:8080")
+    return subprocess.run([os.path.join(b.RELEASE, "passkeyd"), *args, "--database", database], env=env, check=True,
+                          capture_output=True, text=True)
+
+
+def add_tenants(database, count, port, limited=None):
+    """`count` tenants t0000…, each on tNNNN.localhost with its RP ID and origin, written the way
+    `passkeyd tenant add` writes them (one transaction here: 1,000 CLI runs would take minutes).
+    `limited`: tenant → its per-address limit (the others inherit the server's: off)."""
+    limited = limited or {}
+    settings = lambda name: {"rpID": f"{name}.localhost", "origins": [f"http://{name}.localhost:{port}"], "rpName": name,
+                             **({"rateLimits": {"enabled": True, "perIP": limited[name]}} if name in limited else {})}
+    now = int(time.time() * 1000)
+    rows = [(f"t{i:04d}", json.dumps(settings(f"t{i:04d}"), sort_keys=True)) for i in range(count)]
+    if database.startswith("sqlite://"):
+        db = sqlite3.connect(database[len("sqlite://"):])
+        with db:
+            db.executemany("INSERT INTO tenants (id, settings, created_at, updated_at, version) VALUES (?, ?, ?, ?, 1)",
+                           [(name, text, now, now) for name, text in rows])
+            db.executemany("INSERT INTO tenant_hosts (host, tenant_id) VALUES (?, ?)", [(f"{name}.localhost", name) for name, _ in rows])
+            db.execute("INSERT INTO settings (name, value) VALUES ('tenants', CAST('1' AS BLOB)) "
+                       "ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+        db.close()
+    else:
+        values = ",".join(f"('{name}', $j${text}$j$, {now}, {now}, 1)" for name, text in rows)
+        hosts = ",".join(f"('{name}.localhost', '{name}')" for name, _ in rows)
+        sql = (f"INSERT INTO tenants (id, settings, created_at, updated_at, version) VALUES {values}; "
+               f"INSERT INTO tenant_hosts (host, tenant_id) VALUES {hosts}; "
+               "INSERT INTO settings (name, value) VALUES ('tenants', convert_to('1', 'UTF8')) "
+               "ON CONFLICT (name) DO UPDATE SET value = excluded.value;")
+        subprocess.run(["psql", database, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True, capture_output=True)
+
+
+def load(server, host, mode, users, seconds, store):
+    """`passkey load` against `host` on the server's port (localhost names reach 127.0.0.1)."""
+    out = subprocess.run([os.path.join(b.RELEASE, "passkey"), "load", "--server", f"http://{host}:{server.port}", "--users", str(users),
+                          "--duration", str(seconds), "--mode", mode, "--store", store, "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def measured(server, host, users, seconds, vault, runs=3):
+    """The median of `runs` sign-in loads on `host`: per second, server CPU ms per sign-in, p99."""
+    results = []
+    for run in range(runs):
+        before = b.cpu_seconds(server.process.pid)
+        report = load(server, host, "sign-in", users, seconds, f"{vault}-{run}.json")
+        total = max(1, report["ceremonies"] + users)
+        report["serverCPUms"] = (b.cpu_seconds(server.process.pid) - before) * 1000 / total
+        results.append(report)
+    results.sort(key=lambda r: r["serverCPUms"])
+    return results[len(results) // 2]
+
+
+class Server(b.Server):
+    """bench_http's server with the default tenant's origin on its own port, and settings given."""
+
+    def __init__(self, database, workdir, extra=None):
+        self.port = b.free_port()
+        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=f"http://localhost:{self.port}",
+                   PASSKEYD_RATE_LIMITS="off", PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="", **(extra or {}))
+        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
+        self.process = subprocess.Popen([os.path.join(b.RELEASE, "passkeyd"), "serve", "--database", database], env=env,
+                                        stdout=self.log, stderr=self.log, cwd=workdir)
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1).read()
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise SystemExit(f"server did not start; see {self.log.name}")
+
+
+def flood(port, host, stop):
+    """Sign-in option requests on `host` as fast as one connection goes, until `stop`: past the
+    tenant's per-address limit they are answered 429. Returns [answered, limited]."""
+    import http.client
+    counts = [0, 0]
+
+    def run():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        while not stop.is_set():
+            connection.request("POST", "/api/auth/authenticate/options", body="{}",
+                               headers={"Host": f"{host}:{port}", "Origin": f"http://{host}:{port}", "Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            counts[0] += 1
+            counts[1] += response.status == 429
+    thread = threading.Thread(target=run)
+    thread.start()
+    return counts, thread
+
+
+def run(label, make_database, workdir, seconds, users, lines):
+    database = make_database("plain")
+    server = Server(database, workdir)
+    try:
+        one = measured(server, "localhost", users, seconds, os.path.join(workdir, f"vault-{label}-one"))
+    finally:
+        server.stop()
+    database = make_database("many")
+    server = Server(database, workdir)
+    # Written while the server runs (the origins name its port): served after its next poll.
+    add_tenants(database, TENANTS, server.port, limited={"t0007": 50})
+    time.sleep(3)
+    try:
+        default = measured(server, "localhost", users, seconds, os.path.join(workdir, f"vault-{label}-many-default"))
+        tenant = measured(server, "t0042.localhost", users, seconds, os.path.join(workdir, f"vault-{label}-many-t0042"))
+        # The noisy neighbour: t0007 flooded past its limit while t0042 signs in.
+        stop = threading.Event()
+        counts, thread = flood(server.port, "t0007.localhost", stop)
+        try:
+            noisy = measured(server, "t0042.localhost", users, seconds, os.path.join(workdir, f"vault-{label}-noisy"))
+        finally:
+            stop.set()
+            thread.join()
+    finally:
+        server.stop()
+    for name, report in [("1 tenant, default", one), (f"{TENANTS:,} tenants, default", default),
+                         (f"{TENANTS:,} tenants, t0042", tenant), (f"{TENANTS:,} tenants, t0042 beside a flooded t0007", noisy)]:
+        lines.append(f"| {label} | {name} | {report['perSecond']:,.0f}/s | {report['serverCPUms']:.3f} ms | "
+                     f"{report['p99Milliseconds']:.1f} ms |")
+    lines.append(f"| {label} | flood of t0007 | {counts[0]:,} requests, {counts[1]:,} answered 429 | | |")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--postgres", action="store_true")
+    args = parser.parse_args()
+    lines = ["| store | case | sign-ins | server CPU per sign-in | p99 |", "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory(prefix="bench-tenants-") as workdir:
+        def sqlite_database(name):
+            path = os.path.join(workdir, f"{name}.sqlite")
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(path + suffix):
+                    os.remove(path + suffix)
+            passkeyd("migrate", database=f"sqlite://{path}")
+            return f"sqlite://{path}"
+        run("SQLite", sqlite_database, workdir, args.seconds, args.users, lines)
+        if args.postgres:
+            pgdir = tempfile.mkdtemp(prefix="bench-tenants-pg-")
+            url = subprocess.run([os.path.join(b.ROOT, "scripts", "postgres"), "start", pgdir, str(b.free_port())], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            try:
+                def postgres_database(name):
+                    subprocess.run(["psql", url, "-q", "-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"], check=True,
+                                   capture_output=True)
+                    passkeyd("migrate", database=url)
+                    return url
+                run("PostgreSQL", postgres_database, workdir, args.seconds, args.users, lines)
+            finally:
+                subprocess.run([os.path.join(b.ROOT, "scripts", "postgres"), "stop", pgdir], capture_output=True)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
