@@ -62,6 +62,11 @@ public final class RateLimiter: Sendable {
     private let backend: Backend
     private let windowMillis: Int64
     private let table = Mutex(Table())
+    /// Store backend: the keys this process saw past their limit in the current window. Hits only
+    /// grow within a window, so the next hit on such a key is refused here, without a database
+    /// write: a flood's refusals cost the database nothing after the first (issue 44, the noisy
+    /// neighbour). Emptied when a window starts; a refund on a key takes it out.
+    private let overLimit = Mutex((window: Int64(0), keys: Set<Digest>()))
     /// Most keys held in memory (≈ 100 bytes each: ~10 MB at the default).
     public let maxKeys: Int
 
@@ -86,8 +91,22 @@ public final class RateLimiter: Sendable {
     /// Counts one hit on `key` and decides against `limit` per window.
     public func hit(_ key: String, limit: Int, now: Date) async throws -> Decision {
         let (start, nowMillis) = window(now)
+        guard case .store = backend else {
+            let hits = try await add(key, start: start)
+            return hits > limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
+        }
+        let digest = Digest(key)
+        let known = overLimit.withLock { memo in
+            if memo.window != start { memo = (start, []) }
+            return memo.keys.contains(digest)
+        }
+        if known { return .limited(retryAfter: retryAfter(start, nowMillis)) }
         let hits = try await add(key, start: start)
-        return hits > limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
+        guard hits > limit else { return .allowed }
+        overLimit.withLock { memo in
+            if memo.window == start && memo.keys.count < maxKeys { memo.keys.insert(digest) }
+        }
+        return .limited(retryAfter: retryAfter(start, nowMillis))
     }
 
     /// Whether `key` is already at `limit` in this window, without counting a hit.
@@ -119,7 +138,9 @@ public final class RateLimiter: Sendable {
                 table.entries[digest] = entry
             }
         case .store(let store):
-            try await store.refundHit(key: Digest(key).hex, windowStart: Date(timeIntervalSince1970: Double(start) / 1000))
+            let digest = Digest(key)
+            overLimit.withLock { _ = $0.keys.remove(digest) }
+            try await store.refundHit(key: digest.hex, windowStart: Date(timeIntervalSince1970: Double(start) / 1000))
         }
     }
 

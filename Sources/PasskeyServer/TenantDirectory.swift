@@ -154,9 +154,10 @@ public final class TenantDirectory: Service, Sendable {
 
     /// A tenant's routes, built on first use; nil when it is not (or no longer) a tenant.
     func responder(tenant id: String) async throws -> Responder? {
-        let (record, built) = state.withLock { ($0.records[id], $0.built[id]) }
+        // A built tenant stays built until a reload finds its record changed (reload() drops it).
+        let (record, built) = state.withLock { state in state.built[id].map { (nil, $0) } ?? (state.records[id], nil) }
+        if let built { return built.responder }
         guard let record, let server else { return nil }
-        if let built, built.record == record { return built.responder }
         let (domain, edge) = try TenantSettings.read(tenant: id, json: Data(record.settings.utf8), server: server)
         let service = try makeService(domain, store.scoped(to: id))
         try await service.prepareIntegrations()

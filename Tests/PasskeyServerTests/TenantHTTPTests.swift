@@ -39,6 +39,23 @@ import WebAuthnTesting
         try await app.test(.live) { client in try await body(store, client) }
     }
 
+    /// The noisy neighbour's refusals: with counts in the store (several instances), a key past
+    /// its limit is refused in this process for the rest of the window without another write,
+    /// and counted again when the next window starts.
+    @Test func aKeyPastItsLimitIsRefusedWithoutWritingAgainUntilTheWindowEnds() async throws {
+        let store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
+        let limiter = RateLimiter(window: .seconds(60), store: store)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let key = "ip:192.0.2.7"
+        for _ in 0..<3 { #expect(try await limiter.hit(key, limit: 3, now: now) == .allowed) }
+        for _ in 0..<50 { #expect(try await limiter.hit(key, limit: 3, now: now) != .allowed) }
+        let window = Date(timeIntervalSince1970: 1_800_000_000 - 1_800_000_000.truncatingRemainder(dividingBy: 60))
+        #expect(try await store.rateLimitHits(key: RateLimiter.Digest(key).hex, windowStart: window) == 4, "one write past the limit")
+        // Another instance (its own limiter) reads the stored count: refused too.
+        #expect(try await RateLimiter(window: .seconds(60), store: store).check(key, limit: 3, now: now) != .allowed)
+        #expect(try await limiter.hit(key, limit: 3, now: now.addingTimeInterval(60)) == .allowed)
+    }
+
     @Test func hostsAreNormalizedOneWayAndAnythingElseIsNoHost() {
         let same: [(String, String)] = [
             ("a.localhost", "a.localhost"), ("A.LocalHost", "a.localhost"), ("a.localhost.", "a.localhost"),
