@@ -50,15 +50,20 @@ public enum TenantSettings {
         let ledger = SettingsLedger()
         let inherited = server.providers.map { HidingProvider(base: $0, hidden: hidden) as any ConfigProvider }
         let reader = ConfigReader(providers: [file] + inherited, accessReporter: ledger)
-        let domain = try ServerConfiguration(reader: reader, readFile: readFile)
-        let edge = try EdgeConfiguration(reader: reader, webOrigins: domain.webOrigins, defaultPublicDirectory: server.edge.publicDirectory)
-        if let unknown = ledger.unknownKeys(in: file).first {
-            throw ConfigurationError(setting: name, problem: "\(unknown) is not a setting")
+        do throws(ConfigurationError) {
+            let domain = try ServerConfiguration(reader: reader, readFile: readFile)
+            let edge = try EdgeConfiguration(
+                reader: reader, webOrigins: domain.webOrigins, defaultPublicDirectory: server.edge.publicDirectory)
+            if let unknown = ledger.unknownKeys(in: file).first {
+                throw ConfigurationError(setting: name, problem: "\(unknown) is not a setting")
+            }
+            // What the server checks of its own relying party when it starts (app IDs, …).
+            _ = try domain.relyingParty()
+            return (domain, edge)
+        } catch  where !error.setting.hasPrefix(name) {
+            // Named as the tenant's (a missing `email.from` beside the server's mail relay, …).
+            throw ConfigurationError(setting: "\(name): \(error.setting)", problem: error.problem)
         }
-        // What the server checks of its own relying party when it starts (origins under the RP
-        // ID, app IDs, …).
-        _ = try domain.relyingParty()
-        return (domain, edge)
     }
 }
 

@@ -47,6 +47,23 @@ import WebAuthnTesting
         #expect(try Self.run(["tenant", "show", "shop"], in: directory).status == 2)
     }
 
+    /// Beside the server's mail relay, a tenant sends under its own sender, so it must name one.
+    @Test func aTenantNamesItsOwnSenderWhenTheServerHasAMailRelay() throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = [
+            "PASSKEYD_RP_ID": "localhost", "PASSKEYD_ORIGINS": "http://localhost:8080", "PASSKEYD_SMTP_URL": "smtp://127.0.0.1:2525",
+            "PASSKEYD_SMTP_ALLOW_PLAINTEXT": "1", "PASSKEYD_EMAIL_FROM": "Example <auth@example.com>",
+        ]
+        let base = ["tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com"]
+        let refused = try ServeCommandTests.run(base + ["--database", "sqlite://db.sqlite"], environment: environment, in: directory)
+        #expect(refused.status == 2 && refused.stderr.contains("tenant shop: email.from"), "\(refused.stderr)")
+        let added = try ServeCommandTests.run(
+            base + ["--setting", "email.from=Shop <auth@shop.example.com>", "--database", "sqlite://db.sqlite"], environment: environment,
+            in: directory)
+        #expect(added.status == 0, "\(added.stderr)")
+    }
+
     @Test func mistakesAreRefusedWithTheirReasonAndNothingIsWritten() throws {
         let directory = try ServeCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

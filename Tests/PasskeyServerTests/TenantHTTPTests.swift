@@ -3,10 +3,12 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
 import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import PasskeyStoreTesting
+import Synchronization
 import Testing
 import WebAuthn
 import WebAuthnTesting
@@ -20,8 +22,27 @@ import WebAuthnTesting
 
     /// A live server with tenants alpha and beta (and the default tenant on localhost), the
     /// tenants' records written before it starts.
+    /// Clients of the live server, each naming its host; every connection is closed before the
+    /// server stops (one left open made NIO trap at shutdown: a writer deinited unfinished).
+    final class HostedClients: Sendable {
+        let live: any TestClientProtocol
+        private let opened = Mutex<[TestClient]>([])
+
+        init(live: any TestClientProtocol) { self.live = live }
+
+        func on(_ host: String) throws -> APIClient {
+            let client = try APIClient(live: live, host: host)
+            if let hosted = client.hosted { opened.withLock { $0.append(hosted.client) } }
+            return client
+        }
+
+        func closeAll() async {
+            for client in opened.withLock({ $0 }) { try? await client.shutdown() }
+        }
+    }
+
     static func server(
-        extraSettings: [String: String] = [:], _ body: @escaping @Sendable (any PasskeyStore, any TestClientProtocol) async throws -> Void
+        extraSettings: [String: String] = [:], _ body: @escaping @Sendable (any PasskeyStore, HostedClients) async throws -> Void
     ) async throws {
         let store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
         let now = Date()
@@ -36,7 +57,16 @@ import WebAuthnTesting
         var logger = Logger(label: "passkeyd-test")
         logger.logLevel = .warning
         let app = PasskeyServer.application(service: service, edge: settings.edge, port: 0, logger: logger, settings: settings)
-        try await app.test(.live) { client in try await body(store, client) }
+        try await app.test(.live) { client in
+            let clients = HostedClients(live: client)
+            do {
+                try await body(store, clients)
+            } catch {
+                await clients.closeAll()
+                throw error
+            }
+            await clients.closeAll()
+        }
     }
 
     /// The noisy neighbour's refusals: with counts in the store (several instances), a key past
@@ -78,7 +108,7 @@ import WebAuthnTesting
 
     @Test func theSameUsernameIsOneAccountPerTenantAndNoCredentialCrosses() async throws {
         try await Self.server { store, client in
-            let a = try APIClient(live: client, host: Self.alpha), b = try APIClient(live: client, host: Self.beta)
+            let a = try client.on(Self.alpha), b = try client.on(Self.beta)
             var deviceA = SoftwareAuthenticator(), deviceB = SoftwareAuthenticator()
             let (tokenA, firstCredential, _) = try await a.signUp("sam", authenticator: &deviceA, origin: "http://a.localhost:8080")
             var credentialA = firstCredential
@@ -92,7 +122,7 @@ import WebAuthnTesting
             #expect(try await a.request(.get, "/api/auth/session", token: tokenA).status == .ok)
             #expect(try await b.request(.get, "/api/auth/session", token: tokenA).status == .unauthorized)
             #expect(try await b.request(.get, "/api/auth/session", cookie: "passkeyd_session=\(tokenA)").status == .unauthorized)
-            let root = try APIClient(live: client, host: "localhost")
+            let root = try client.on("localhost")
             #expect(try await root.request(.get, "/api/auth/session", token: tokenA).status == .unauthorized)
             #expect(try await a.request(.get, "/api/auth/session", token: tokenB).status == .unauthorized)
 
@@ -125,7 +155,7 @@ import WebAuthnTesting
 
     @Test func wellKnownDiscoveryAndKeysAnswerPerHost() async throws {
         try await Self.server { _, client in
-            let a = try APIClient(live: client, host: Self.alpha), b = try APIClient(live: client, host: Self.beta)
+            let a = try client.on(Self.alpha), b = try client.on(Self.beta)
             let aasaA = try await a.request(.get, "/.well-known/apple-app-site-association", origin: nil)
             let aasaB = try await b.request(.get, "/.well-known/apple-app-site-association", origin: nil)
             #expect(String(decoding: aasaA.bytes, as: UTF8.self).contains("AAAAAAAAAA.com.alpha"))
@@ -151,7 +181,7 @@ import WebAuthnTesting
     @Test func aHostThatIsNoTenantsGetsUnknownTenantAndNothingElse() async throws {
         try await Self.server { _, client in
             for host in ["nowhere.example", "a.localhost.evil", "xn--bcher-kva.example", "localhost.localdomain"] {
-                let response = try await APIClient(live: client, host: host).request(.get, "/api/auth/session", origin: nil)
+                let response = try await client.on(host).request(.get, "/api/auth/session", origin: nil)
                 #expect(response.status == .notFound && response.errorCode == "unknown_tenant", "\(host): \(response.json)")
                 #expect(
                     String(decoding: response.bytes, as: UTF8.self)
@@ -159,11 +189,11 @@ import WebAuthnTesting
                 #expect(response.headers[.setCookie] == nil)
             }
             // The process's own endpoints answer on any host (load balancers ask by address).
-            let health = try await APIClient(live: client, host: "10.0.0.5:8080").request(.get, "/healthz", origin: nil)
+            let health = try await client.on("10.0.0.5:8080").request(.get, "/healthz", origin: nil)
             #expect(health.status == .ok)
             // Odd spellings of a tenant's host are its host.
             for host in ["A.LOCALHOST", "a.localhost.", "a.localhost:9999", "a.LocalHost.:8080"] {
-                let aasa = try await APIClient(live: client, host: host).request(
+                let aasa = try await client.on(host).request(
                     .get, "/.well-known/apple-app-site-association", origin: nil)
                 #expect(String(decoding: aasa.bytes, as: UTF8.self).contains("com.alpha"), "\(host)")
             }
@@ -172,14 +202,14 @@ import WebAuthnTesting
 
     @Test func aForwardedHostCountsOnlyFromATrustedProxy() async throws {
         try await Self.server { _, client in
-            let direct = try APIClient(live: client, host: "nowhere.example")
+            let direct = try client.on("nowhere.example")
             var headers = HTTPFields()
             headers[HTTPField.Name("X-Forwarded-Host")!] = Self.alpha
             let ignored = try await direct.request(.get, "/.well-known/apple-app-site-association", origin: nil, headers: headers)
             #expect(ignored.errorCode == "unknown_tenant", "\(ignored.json)")
         }
         try await Self.server(extraSettings: ["PASSKEYD_TRUSTED_PROXIES": "127.0.0.1"]) { _, client in
-            let proxied = try APIClient(live: client, host: "proxy.internal")
+            let proxied = try client.on("proxy.internal")
             var headers = HTTPFields()
             headers[HTTPField.Name("X-Forwarded-Host")!] = "spoofed.example, \(Self.beta)"
             let answer = try await proxied.request(.get, "/.well-known/apple-app-site-association", origin: nil, headers: headers)
@@ -189,7 +219,7 @@ import WebAuthnTesting
 
     @Test func aTenantAddedOrRemovedIsServedWithinAPollAndItsPeopleGetAClearAnswer() async throws {
         try await Self.server { store, client in
-            let b = try APIClient(live: client, host: Self.beta)
+            let b = try client.on(Self.beta)
             var device = SoftwareAuthenticator()
             let (token, _, _) = try await b.signUp("ria", authenticator: &device, origin: "http://b.localhost:8080")
             #expect(try await store.removeTenant(id: "beta", deleteData: false) == .hasAccounts(1))
@@ -208,7 +238,7 @@ import WebAuthnTesting
                 TenantRecord(
                     id: "gamma", hosts: ["c.localhost"], settings: #"{"rpID":"c.localhost","origins":["http://c.localhost:8080"]}"#,
                     createdAt: now, updatedAt: now))
-            let c = try APIClient(live: client, host: "c.localhost")
+            let c = try client.on("c.localhost")
             var options = try await c.post("/api/auth/register/options", ["username": "ria"])
             for _ in 0..<200 where options.status != .ok {
                 try await Task.sleep(for: .milliseconds(100))
