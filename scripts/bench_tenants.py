@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_http as b  # noqa: E402
@@ -85,25 +84,6 @@ def measured(server, host, users, seconds, vault, runs=3):
     return results[len(results) // 2]
 
 
-class Server(b.Server):
-    """bench_http's server with the default tenant's origin on its own port, and settings given."""
-
-    def __init__(self, database, workdir, extra=None):
-        self.port = b.free_port()
-        env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=f"http://localhost:{self.port}",
-                   PASSKEYD_RATE_LIMITS="off", PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="", **(extra or {}))
-        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
-        self.process = subprocess.Popen(["taskset", "-c", "0", os.path.join(b.RELEASE, "passkeyd"), "serve", "--database", database], env=env,
-                                        stdout=self.log, stderr=self.log, cwd=workdir)
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=1).read()
-                return
-            except Exception:
-                time.sleep(0.1)
-        raise SystemExit(f"server did not start; see {self.log.name}")
-
-
 def flood(port, host, stop, rate=1_000):
     """Sign-in option requests on `host`, `rate` a second on one connection, until `stop`: past
     the tenant's per-address limit they are answered 429. Returns [answered, limited]."""
@@ -130,13 +110,13 @@ def flood(port, host, stop, rate=1_000):
 
 def run(label, make_database, workdir, seconds, users, lines):
     database = make_database("plain")
-    server = Server(database, workdir)
+    server = b.Server(database, workdir, pin="0")
     try:
         one = measured(server, "localhost", users, seconds, os.path.join(workdir, f"vault-{label}-one"))
     finally:
         server.stop()
     database = make_database("many")
-    server = Server(database, workdir)
+    server = b.Server(database, workdir, pin="0")
     # Written while the server runs (the origins name its port): served after its next poll.
     add_tenants(database, TENANTS, server.port, limited={"t0007": 50})
     time.sleep(3)

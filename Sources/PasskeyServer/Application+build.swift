@@ -53,7 +53,9 @@ public enum PasskeyServer {
             },
             logger: logger)
         for extra in services { app.addServices(extra) }
-        app.addServices(tenants)
+        // The registry's poll, when tenants can be added (a service that returned would end the
+        // whole service group, the server with it).
+        if settings != nil { app.addServices(tenants) }
         app.beforeServerStarts {
             try await beforeServerStarts?()
             if settings != nil { try await tenants.reload() }

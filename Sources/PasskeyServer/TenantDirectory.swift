@@ -98,7 +98,12 @@ public final class TenantDirectory: Service, Sendable {
     }
 
     public func run() async throws {
-        guard server != nil else { return }
+        // Without the server's settings there is nothing to poll; returning would end the
+        // service group (the server with it), so this waits for the shutdown instead.
+        guard server != nil else {
+            try? await gracefulShutdown()
+            return
+        }
         var polls = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
