@@ -118,8 +118,23 @@ public final class TenantDirectory: Service, Sendable {
                 let now = defaultService.now()
                 for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
             }
+            // As often as the default tenant's MetadataRefresher: the FIDO metadata of the
+            // tenants built so far.
+            if polls % Self.metadataPolls == 0 { await refreshMetadata() }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
         }
+    }
+
+    /// Polls between two metadata refreshes (``PasskeyService/metadataRefreshInterval``).
+    static var metadataPolls: Int {
+        max(1, Int(PasskeyService.metadataRefreshInterval.components.seconds / pollInterval.components.seconds))
+    }
+
+    /// Reloads the FIDO metadata of every tenant built so far, as the default tenant's
+    /// `MetadataRefresher` does for its own: each service reads the stored BLOB's number and
+    /// takes a newer BLOB (a revoked model is then refused in every tenant).
+    func refreshMetadata() async {
+        for service in builtServices { await service.refreshMetadata() }
     }
 
     /// Where a request goes.
