@@ -68,10 +68,8 @@ struct Import: AsyncParsableCommand {
         }
         // Pass 2: insert the good rows.
         let loaded = try options.load()
-        let (opened, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))
-        defer { (opened as? PostgresStore)?.close() }
-        // Into the tenant `--tenant` names (the server's own by default).
-        let store = try await Tenant.store(opened, for: options.tenant)
+        let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))
+        defer { (store as? PostgresStore)?.close() }
         let badLines = Set(problems.map(\.line))
         var batch: [(Account, String)] = []
         var inserted = 0, present = 0
