@@ -72,8 +72,20 @@ extension PasskeyService {
 
     /// A credential ID that looks real and is the same every time for one unknown username.
     func decoyCredentialID(for username: String) async throws -> [UInt8] {
-        let secret = SymmetricKey(data: try await serverSecret())
+        let secret = SymmetricKey(data: try await decoySecret())
         return Array(HMAC<SHA256>.authenticationCode(for: Array(("unknown-user:" + Account.key(for: username)).utf8), using: secret))
+    }
+
+    /// The key of this tenant's decoys (an unknown name's credential ID and PRF salt): the
+    /// server secret for the default tenant (as before tenants), a key derived from it and the
+    /// tenant's name for every other. One key for all tenants would give an unknown name the
+    /// same decoy on every host, and a name with passkeys on one host a different one: an
+    /// oracle, asked on a tenant where the name is unknown, for which names have passkeys on
+    /// another.
+    package func decoySecret() async throws -> [UInt8] {
+        let secret = try await serverSecret()
+        guard store.tenant != TenantID.defaultTenant else { return secret }
+        return Array(HMAC<SHA256>.authenticationCode(for: Array(("tenant decoys:" + store.tenant).utf8), using: SymmetricKey(data: secret)))
     }
 
     /// The store's server secret, read once.

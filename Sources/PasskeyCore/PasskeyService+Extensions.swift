@@ -85,7 +85,7 @@ extension PasskeyService {
                 // passkey: the same ID asked again gives the same salt, another ID another one
                 // (a salt of the name alone would match across IDs, which a real account's
                 // never do: an oracle for which names have passkeys).
-                let secret = SymmetricKey(data: try await serverSecret())
+                let secret = SymmetricKey(data: try await decoySecret())
                 let message = Array(("prf-salt:" + Account.key(for: decoy.username) + ":").utf8) + decoy.credentialID
                 salts[decoy.credentialID] = PRFValues(first: Array(HMAC<SHA256>.authenticationCode(for: message, using: secret)))
             }

@@ -90,10 +90,14 @@ public final class TenantDirectory: Service, Sendable {
             state.version = version
             state.records = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
             state.hosts = [:]
-            for record in records { for host in record.hosts { state.hosts[host] = record.id } }
+            // The default tenant's hosts stay its own, whatever a tenant's record says (the CLI
+            // checks against its own settings, which may not be the server's).
+            for record in records { for host in record.hosts where !defaultHosts.contains(host) { state.hosts[host] = record.id } }
             state.built = state.built.filter { id, built in state.records[id] == built.record }
         }
-        anyTenant.store(!records.isEmpty, ordering: .releasing)
+        // Once tenants have been added (the registry's version moved), hosts stay strict even
+        // when the last one is removed: its hosts answer unknown_tenant, not the default tenant.
+        anyTenant.store(!records.isEmpty || version > 0, ordering: .releasing)
         logger.debug("tenants read", metadata: ["version": "\(version)", "tenants": "\(records.count)"])
     }
 
@@ -152,9 +156,9 @@ public final class TenantDirectory: Service, Sendable {
 
     /// The tenant `host` (normalized, see ``TenantHost``) is served for.
     func route(host: String?, path: String) -> Route {
+        if let host, defaultHosts.contains(host) { return .defaultTenant }
         let hosts = state.withLock { $0.hosts }
         if let host, let tenant = hosts[host] { return .tenant(tenant) }
-        if let host, defaultHosts.contains(host) { return .defaultTenant }
         // The process's own endpoints answer on any host (load balancers ask by address).
         if ["/healthz", "/readyz", "/metrics"].contains(path) { return .defaultTenant }
         return .unknown

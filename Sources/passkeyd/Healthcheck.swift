@@ -15,6 +15,7 @@ struct Healthcheck: AsyncParsableCommand {
     var url: String?
 
     func run() async throws {
+        try options.refuseTenant("healthcheck")
         let target: String
         if let url {
             target = url

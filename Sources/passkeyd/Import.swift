@@ -68,8 +68,10 @@ struct Import: AsyncParsableCommand {
         }
         // Pass 2: insert the good rows.
         let loaded = try options.load()
-        let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))
-        defer { (store as? PostgresStore)?.close() }
+        let (opened, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))
+        defer { (opened as? PostgresStore)?.close() }
+        // Into the tenant `--tenant` names (the server's own by default).
+        let store = try await Tenant.store(opened, for: options.tenant)
         let badLines = Set(problems.map(\.line))
         var batch: [(Account, String)] = []
         var inserted = 0, present = 0

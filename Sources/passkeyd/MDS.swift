@@ -25,6 +25,7 @@ struct MDS: AsyncParsableCommand {
         @Flag(help: "Store it even when the stored BLOB's number is the same or greater (a deliberate rollback).") var force = false
 
         func run() async throws {
+            try options.refuseTenant("mds import")
             let loaded = try options.load()
             let roots = try MDS.roots(root, loaded: loaded)
             let blob = try MDS.readBLOB(file)

@@ -18,6 +18,11 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "The tenant an admin verb acts on (default: the server's own; see passkeyd tenant list).")
     var tenant: String?
 
+    /// Refuses `--tenant` on a command that acts on the whole server.
+    func refuseTenant(_ command: String) throws {
+        if tenant != nil { throw ValidationError("--tenant does not apply to passkeyd \(command): it acts on the whole server") }
+    }
+
     func load(listen: String? = nil) throws -> ServerSettings {
         var loaded: ServerSettings
         var environment = ProcessInfo.processInfo.environment
@@ -42,6 +47,7 @@ struct Serve: AsyncParsableCommand {
     var listen: String?
 
     func run() async throws {
+        try options.refuseTenant("serve")
         Self.keepFreedMemory()
         let loaded = try options.load(listen: listen)
         let environment = ProcessInfo.processInfo.environment
@@ -130,6 +136,7 @@ struct Migrate: AsyncParsableCommand {
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
+        try options.refuseTenant("migrate")
         let loaded = try options.load()
         let (store, applied) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.database"))
         defer { (store as? PostgresStore)?.close() }

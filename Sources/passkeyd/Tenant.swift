@@ -95,10 +95,18 @@ struct Tenant: AsyncParsableCommand {
     }
 
     static func withStore<T>(_ options: ServerOptions, _ body: (any PasskeyStore, ServerSettings) async throws -> T) async throws -> T {
+        try options.refuseTenant("tenant")
         let loaded = try options.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.tenant"))
         defer { (store as? PostgresStore)?.close() }
         return try await body(store, loaded)
+    }
+
+    /// `store` scoped to the tenant `name` (an existing one; nil or `default`: the server's own).
+    static func store(_ store: any PasskeyStore, for name: String?) async throws -> any PasskeyStore {
+        guard let name, name != TenantID.defaultTenant else { return store }
+        _ = try await record(name, in: store)
+        return store.scoped(to: name)
     }
 
     static func record(_ name: String, in store: any PasskeyStore) async throws -> TenantRecord {

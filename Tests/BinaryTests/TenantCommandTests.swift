@@ -64,6 +64,28 @@ import WebAuthnTesting
         #expect(added.status == 0, "\(added.stderr)")
     }
 
+    /// `passkeyd import --tenant NAME` imports into that tenant; commands that act on the whole
+    /// server refuse `--tenant` instead of ignoring it.
+    @Test func importTakesItsTenantAndServerWideCommandsRefuseOne() throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(
+            try Self.run(["tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com"], in: directory)
+                .status == 0)
+        let file = directory.appendingPathComponent("people.csv")
+        try "username,displayName,passwordHash\ngrace,Grace,\(ImportCommandTests.hash)\n".write(to: file, atomically: true, encoding: .utf8)
+        let imported = try Self.run(["import", file.path, "--tenant", "shop"], in: directory)
+        #expect(imported.status == 0, "\(imported.stdout) \(imported.stderr)")
+        let shown = try JSONReader.parse(Array(try Self.run(["tenant", "show", "shop"], in: directory).stdout.utf8))
+        #expect(shown["accounts"] == .number(1))
+        #expect(try Self.run(["tenant", "list"], in: directory).stdout.contains("default\tlocalhost\tlocalhost\t0 accounts"))
+        #expect(try Self.run(["import", file.path, "--tenant", "nope"], in: directory).stderr.contains("no tenant nope"))
+        for command in [["migrate"], ["tenant", "list"], ["healthcheck"]] {
+            let refused = try Self.run(command + ["--tenant", "shop"], in: directory)
+            #expect(refused.status == 2 && refused.stderr.contains("--tenant does not apply"), "\(command): \(refused.stderr)")
+        }
+    }
+
     @Test func mistakesAreRefusedWithTheirReasonAndNothingIsWritten() throws {
         let directory = try ServeCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -153,6 +153,49 @@ import WebAuthnTesting
         }
     }
 
+    /// An unknown name's decoy credential ID differs per tenant: one key for all would answer a
+    /// name unknown on both hosts alike and a name with passkeys on one host differently, telling
+    /// on a tenant where the name is unknown which names have passkeys on another.
+    @Test func anUnknownNamesDecoyIsEachTenantsOwn() async throws {
+        try await Self.server { _, client in
+            let a = try client.on(Self.alpha), b = try client.on(Self.beta)
+            func decoy(_ api: APIClient) async throws -> JSONValue? {
+                try await api.post("/api/auth/authenticate/options", ["username": "nobody-here"]).json["allowCredentials"]?.array?.first?[
+                    "id"]
+            }
+            let onA = try await decoy(a), onB = try await decoy(b)
+            #expect(onA != nil && onB != nil)
+            #expect(onA == (try await decoy(a)), "the same every time on one host")
+            #expect(onA != onB)
+        }
+    }
+
+    /// A tenant's record naming one of the default tenant's hosts does not take it, and once
+    /// tenants were added, removing the last one keeps hosts strict (its host: unknown_tenant).
+    @Test func theDefaultTenantsHostsStayItsOwnAndRoutingStaysStrict() async throws {
+        try await Self.server { store, client in
+            let now = Date()
+            try await store.addTenant(
+                TenantRecord(
+                    id: "grabby", hosts: ["localhost"], settings: #"{"rpID":"localhost","origins":["http://localhost:8080"]}"#,
+                    createdAt: now, updatedAt: now))
+            let root = try client.on("localhost")
+            for _ in 0..<30 { try await Task.sleep(for: .milliseconds(100)) }
+            let options = try await root.post("/api/auth/register/options", ["username": "ria"])
+            #expect(options.status == .ok, "\(options.json)")
+            #expect(try await store.scoped(to: "grabby").statistics(now: now, activeSince: now).openChallenges == 0)
+            for name in ["alpha", "beta", "grabby"] { #expect(try await store.removeTenant(id: name, deleteData: true) == .removed) }
+            let a = try client.on(Self.alpha)
+            var answer = try await a.request(.get, "/.well-known/webauthn", origin: nil)
+            for _ in 0..<200 where answer.errorCode != "unknown_tenant" {
+                try await Task.sleep(for: .milliseconds(100))
+                answer = try await a.request(.get, "/.well-known/webauthn", origin: nil)
+            }
+            #expect(answer.errorCode == "unknown_tenant", "\(answer.json)")
+            #expect(try await root.request(.get, "/.well-known/webauthn", origin: nil).status == .ok)
+        }
+    }
+
     @Test func wellKnownDiscoveryAndKeysAnswerPerHost() async throws {
         try await Self.server { _, client in
             let a = try client.on(Self.alpha), b = try client.on(Self.beta)
