@@ -179,9 +179,8 @@ import WebAuthnTesting
                 TenantRecord(
                     id: "grabby", hosts: ["localhost"], settings: #"{"rpID":"localhost","origins":["http://localhost:8080"]}"#,
                     createdAt: now, updatedAt: now))
-            let root = try client.on("localhost")
             for _ in 0..<30 { try await Task.sleep(for: .milliseconds(100)) }
-            let options = try await root.post("/api/auth/register/options", ["username": "ria"])
+            let options = try await client.on("localhost").post("/api/auth/register/options", ["username": "ria"])
             #expect(options.status == .ok, "\(options.json)")
             #expect(try await store.scoped(to: "grabby").statistics(now: now, activeSince: now).openChallenges == 0)
             for name in ["alpha", "beta", "grabby"] { #expect(try await store.removeTenant(id: name, deleteData: true) == .removed) }
@@ -192,7 +191,8 @@ import WebAuthnTesting
                 answer = try await a.request(.get, "/.well-known/webauthn", origin: nil)
             }
             #expect(answer.errorCode == "unknown_tenant", "\(answer.json)")
-            #expect(try await root.request(.get, "/.well-known/webauthn", origin: nil).status == .ok)
+            // A fresh connection: the server may close an idle one while the loop above waits.
+            #expect(try await client.on("localhost").request(.get, "/.well-known/webauthn", origin: nil).status == .ok)
         }
     }
 
