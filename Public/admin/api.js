@@ -85,6 +85,7 @@ export async function call(method, path, body, { retried = false } = {}) {
 export const get = (path) => call('GET', path);
 export const post = (path, body) => call('POST', path, body);
 export const del = (path, body) => call('DELETE', path, body);
+export const patch = (path, body) => call('PATCH', path, body);
 
 /** A path segment: ids and usernames never change the path's shape. */
 export const segment = (value) => encodeURIComponent(String(value));

@@ -1,5 +1,6 @@
 // The operator's console: sign-in, the first admin's bootstrap, and the pages, one per address
-// (#/overview, #/accounts, #/accounts/<id>, #/audit, #/integrations, #/policy, #/admins).
+// (#/overview, #/accounts, #/accounts/<id>, #/audit, #/integrations, #/policy, #/admins, and
+// #/tenants for a server operator).
 // Each page is a module in pages/ that returns its content; this file decides which one shows.
 import * as api from './api.js';
 import { loadLanguage, t, translate } from './i18n.js';
@@ -14,6 +15,7 @@ const PAGES = {
   integrations: () => import('./pages/integrations.js'),
   policy: () => import('./pages/policy.js'),
   admins: () => import('./pages/admins.js'),
+  tenants: () => import('./pages/tenants.js'),
 };
 
 let admin = null;          // {id, username, displayName, role} once signed in
@@ -38,6 +40,8 @@ function focusHeading(root) {
 function showAdmin() {
   $('who-name').textContent = admin.displayName && admin.displayName !== admin.username ? `${admin.displayName} (${admin.username})` : admin.username;
   $('who-role').textContent = t('role.' + admin.role);
+  // Tenants are a server operator's (the server answers 403 operator_role_required to others).
+  $('nav-tenants').hidden = admin.role !== 'operator';
 }
 
 /** `#/accounts/<id>?q=…` → {page, id, params}. */
@@ -87,7 +91,7 @@ async function route({ focus = true } = {}) {
   let content;
   try {
     const module = await PAGES[page]();
-    content = await module.default({ id, params, admin, canChange: admin.role === 'admin', go, reload: () => route({ focus: false }) });
+    content = await module.default({ id, params, admin, canChange: admin.role !== 'viewer', go, reload: () => route({ focus: false }) });
   } catch (error) {
     if (mine !== generation) return;
     if (error && error.code === 'admin_required') return; // signedOut() took over

@@ -171,10 +171,10 @@ export async function confirm({ title, text, confirmLabel, danger = true }) {
 
 /**
  * A small form in a dialog. `fields`: [{name, label, type?: 'text'|'textarea'|'select',
- * options?: [[value, label]], required?, hint?, maxlength?, check?: (value) => error|null}].
- * Resolves with {name: value} or null.
+ * options?: [[value, label]], required?, hint?, maxlength?, rows?, check?: (value) => error|null}],
+ * `initial`: {name: value} to start from. Resolves with {name: value} or null.
  */
-export function ask({ title, text, fields, submitLabel, danger = false }) {
+export function ask({ title, text, fields, submitLabel, danger = false, initial = {} }) {
   const inputs = {};
   const body = [text ? h('p', {}, text) : null];
   for (const field of fields) {
@@ -182,9 +182,10 @@ export function ask({ title, text, fields, submitLabel, danger = false }) {
     const hintId = field.hint ? uid('h') : null;
     const common = { id, name: field.name, required: field.required, 'aria-describedby': hintId, autocomplete: 'off', maxlength: field.maxlength, spellcheck: 'false' };
     let input;
-    if (field.type === 'textarea') input = h('textarea', { ...common, rows: '3' });
+    if (field.type === 'textarea') input = h('textarea', { ...common, rows: String(field.rows || 3) });
     else if (field.type === 'select') input = h('select', common, field.options.map(([value, label]) => h('option', { value }, label)));
     else input = h('input', { ...common, type: 'text', autocapitalize: 'none' });
+    if (typeof initial[field.name] === 'string') input.value = initial[field.name];
     inputs[field.name] = input;
     body.push(h('label', { for: id }, field.label), input, field.hint ? h('p', { class: 'hint', id: hintId }, field.hint) : null);
   }

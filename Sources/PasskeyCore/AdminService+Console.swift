@@ -7,8 +7,13 @@ import WebAuthn
 extension AdminService {
     // MARK: Roles
 
-    /// Gives `account` a console role (or changes it). Demoting the last `admin` is refused.
+    /// Gives `account` a console role (or changes it). Demoting the last `admin` is refused;
+    /// `operator` is held only in the default tenant (it manages the others).
     public func grantRole(_ role: AdminRole, to account: Account, by operatorName: String) async throws {
+        guard role != .serverOperator || store.tenant == TenantID.defaultTenant else {
+            throw PasskeyServiceError(
+                .invalidValue, "The operator role is the server's own: it is granted in the default tenant, not in a tenant.")
+        }
         let line = AuditEvent(time: now(), kind: .adminRoleGranted, accountID: account.id, userAgent: operatorName, detail: role.rawValue)
         try await roleChange(try await store.setAdminRole(accountID: account.id, role: role, by: operatorName, at: now(), audit: [line]))
     }

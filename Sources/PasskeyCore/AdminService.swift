@@ -144,7 +144,8 @@ public struct AdminService: Sendable {
 
     // MARK: API keys
 
-    public static let scopes = ["introspect", "users:read", "users:write", "webhooks", "clients"]
+    /// `tenants` (issue 44) manages the server's tenants: only the default tenant's keys hold it.
+    public static let scopes = ["introspect", "users:read", "users:write", "webhooks", "clients", "tenants"]
 
     /// A new API key: the key itself (shown once) and its record (only its hash is stored).
     public func createAPIKey(name: String, scopes: [String], by operatorName: String) async throws -> (key: String, record: APIKey) {
@@ -154,6 +155,9 @@ public struct AdminService: Sendable {
         }
         guard !scopes.isEmpty, scopes.allSatisfy(Self.scopes.contains) else {
             throw PasskeyServiceError(.invalidValue, "scopes must be among \(Self.scopes.joined(separator: ", "))")
+        }
+        guard !scopes.contains("tenants") || store.tenant == TenantID.defaultTenant else {
+            throw PasskeyServiceError(.invalidValue, "the tenants scope is the server's own: only the default tenant's keys hold it")
         }
         let key = "pkd_" + Base64URLBytes(RelyingParty.randomBytes(32)).base64URL
         let record = APIKey(name: trimmed, keyHash: Self.hash(Array(key.utf8)), scopes: Array(Set(scopes)).sorted(), createdAt: now())

@@ -151,6 +151,15 @@ extension PasskeyServiceError.Code {
     public static let invalidQuery = Self(rawValue: "invalid_query")
     public static let lastAdmin = Self(rawValue: "last_admin")
 
+    /// Tenants (issue 44): the server API's `/api/admin/tenants` and the console's operator
+    /// pages. A console session that is not a server operator's asking for them, no tenant by
+    /// that name, a tenant's name, hosts or settings refused, a removal refused while the tenant
+    /// has accounts.
+    public static let operatorRoleRequired = Self(rawValue: "operator_role_required")
+    public static let tenantNotFound = Self(rawValue: "tenant_not_found")
+    public static let invalidTenant = Self(rawValue: "invalid_tenant")
+    public static let tenantHasAccounts = Self(rawValue: "tenant_has_accounts")
+
     /// Every code the service throws (ceremony codes come from `WebAuthnError.Code`).
     public static let all: [Self] = [
         .notSignedIn, .reauthenticationRequired, .challengeUnknown, .challengeExpired, .ceremonyMismatch, .accountMismatch,
@@ -162,7 +171,7 @@ extension PasskeyServiceError.Code {
         .consentRequired, .signUpNotAllowed, .alreadySignedIn, .invalidWebhookURL, .invalidValue, .notFound, .invalidExtension,
         .largeBlobTooLarge, .adminRequired, .adminRoleRequired, .csrfTokenInvalid, .bootstrapInvalid, .confirmationMismatch,
         .reasonRequired, .invalidQuery, .lastAdmin, .emailNotEnabled, .invalidEmail, .emailRequired, .invalidEmailLink,
-        .invalidEmailCode, .emailTaken,
+        .invalidEmailCode, .emailTaken, .operatorRoleRequired, .tenantNotFound, .invalidTenant, .tenantHasAccounts,
     ]
 }
 
@@ -201,6 +210,8 @@ extension PasskeyServiceError {
     package static let csrfTokenInvalid = Self(
         .csrfTokenInvalid, "This change lacks the console's current X-CSRF-Token; reload the console.")
     package static let bootstrapInvalid = Self(.bootstrapInvalid, "This bootstrap link is unknown, expired or already used.")
+    package static let operatorRoleRequired = Self(
+        .operatorRoleRequired, "Only a server operator manages tenants; ask one (passkeyd admin grant NAME --role operator).")
     package static let lastAdmin = Self(.lastAdmin, "This is the last administrator; grant the role to someone else first.")
     package static func insufficientScope(_ scope: String) -> Self { Self(.insufficientScope, "This API key lacks the \(scope) scope.") }
     package static let noPasskey = Self(.noPasskey, "Add a passkey before turning the password off.")

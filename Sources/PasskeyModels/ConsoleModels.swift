@@ -9,6 +9,15 @@ public enum AdminRole: String, Sendable, Codable, CaseIterable {
     case admin
     /// Sees everything, changes nothing.
     case viewer
+    /// A server operator (issue 44): an `admin` who also adds, changes and removes tenants. Held
+    /// only in the default tenant (the server's own), granted by the CLI or by another operator.
+    case serverOperator = "operator"
+
+    /// The roles that change things (`admin` and `operator`): the last-admin guard counts them.
+    public static let changing: [AdminRole] = [.admin, .serverOperator]
+
+    /// Whether the role may change things (every role but `viewer`).
+    public var changes: Bool { self != .viewer }
 }
 
 /// An account's console role, with who granted it and when.

@@ -279,6 +279,11 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         case emailUndo = "email_undo"
         case emailRecoveryClosed = "email_recovery_closed"
         case emailRecoveryOpened = "email_recovery_opened"
+        /// Tenants (issue 44), in the default tenant's log: added, changed, removed (detail: the
+        /// name and hosts; the actor: `cli`, an API key or a console operator).
+        case tenantAdded = "tenant_added"
+        case tenantChanged = "tenant_changed"
+        case tenantRemoved = "tenant_removed"
     }
 
     /// The line's number (ascending in the order lines were written); nil before it is stored.

@@ -68,7 +68,8 @@ public struct APIError: Error, Sendable, HTTPResponseError {
         .adminRequired: .forbidden, .adminRoleRequired: .forbidden, .csrfTokenInvalid: .forbidden, .bootstrapInvalid: .badRequest,
         .confirmationMismatch: .badRequest, .reasonRequired: .badRequest, .invalidQuery: .badRequest, .lastAdmin: .conflict,
         .emailNotEnabled: .notFound, .invalidEmail: .badRequest, .emailRequired: .badRequest, .invalidEmailLink: .unauthorized,
-        .invalidEmailCode: .unauthorized, .emailTaken: .conflict,
+        .invalidEmailCode: .unauthorized, .emailTaken: .conflict, .operatorRoleRequired: .forbidden, .tenantNotFound: .notFound,
+        .invalidTenant: .badRequest, .tenantHasAccounts: .conflict,
     ]
 
     /// Ceremony codes the authenticator policy refuses with (403).

@@ -33,7 +33,11 @@ public enum PasskeyServer {
         // Every request finds its tenant first (TenantDirectory); the default tenant's routes are
         // the server's own settings'.
         let tenants = TenantDirectory(
-            server: settings, edge: edge, defaultService: service, defaultResponder: router(service: service, edge: edge).buildResponder(),
+            server: settings, edge: edge, defaultService: service,
+            defaultResponder: router(
+                service: service, edge: edge,
+                tenants: settings.map { TenantAdmin(store: service.store, server: $0, namesFiles: false, now: service.now) }
+            ).buildResponder(),
             logger: logger, makeService: makeTenantService)
         var app = Application(
             responder: TenantResponder(directory: tenants),
@@ -71,8 +75,12 @@ public enum PasskeyServer {
         return app
     }
 
-    /// Every route and the middleware around it.
-    public static func router(service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration()) -> Router<PasskeyRequestContext> {
+    /// Every route and the middleware around it. `tenants`: the tenants' administration, on the
+    /// default tenant's routes of a server that serves tenants (the server API's
+    /// `/api/admin/tenants`, the console's server operators).
+    public static func router(
+        service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration(), tenants: TenantAdmin? = nil
+    ) -> Router<PasskeyRequestContext> {
         let configuration = service.configuration
         let router = Router(context: PasskeyRequestContext.self)
         // Outermost first: a span per request when tracing is on; every answer (errors included)
@@ -96,9 +104,9 @@ public enum PasskeyServer {
         if edge.compatibilityRoutes {
             router.addRoutes(CompatibilityAPI(service: service, edge: edge).routes)
         }
-        router.addRoutes(ServerAPI(service: service, edge: edge).routes, atPath: "/api/admin")
+        router.addRoutes(ServerAPI(service: service, edge: edge, tenants: tenants).routes, atPath: "/api/admin")
         if configuration.console.enabled {
-            router.addRoutes(ConsoleAPI(service: service, edge: edge).routes, atPath: "/admin/api")
+            router.addRoutes(ConsoleAPI(service: service, edge: edge, tenants: tenants).routes, atPath: "/admin/api")
         }
         router.addRoutes(OpenIDProvider(service: service, edge: edge).routes)
         router.group("api/auth/introspect").add(middleware: APIKeyMiddleware(service: service, scope: "introspect"))

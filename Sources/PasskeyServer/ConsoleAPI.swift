@@ -15,11 +15,14 @@ struct ConsoleAPI: Sendable {
     let service: PasskeyService
     let edge: EdgeConfiguration
     let console: ConsoleService
+    /// The tenants' administration, for server operators: the default tenant's console only.
+    let tenants: TenantAdmin?
     var limit: Int { edge.maxBodySize }
 
-    init(service: PasskeyService, edge: EdgeConfiguration) {
+    init(service: PasskeyService, edge: EdgeConfiguration, tenants: TenantAdmin? = nil) {
         self.service = service
         self.edge = edge
+        self.tenants = tenants
         console = ConsoleService(service: service)
     }
 
@@ -200,11 +203,14 @@ struct ConsoleAPI: Sendable {
             return try HTTP.json(SigningKeyJSON(key), status: .created)
         }
 
+        if let tenants { addTenantRoutes(gated: gated, change: change, tenants) }
+
         // Any other path under /admin/api: the gate answered for it already (403 without a
         // session); with one, it names nothing. A path above asked with a method it does not
         // take, or a stem of one, would miss the wildcard (the router answers 404 itself,
         // before the gate: the route map would show); those go through the gate as well.
-        for (path, taken) in Self.methods {
+        for (path, listed) in Self.methods {
+            let taken = tenants == nil && path.hasPrefix("tenants") ? [] : listed
             for method in Self.anyMethod where !taken.contains(method) {
                 gated.on(RouterPath(path), method: method) { _, _ -> Response in throw APIError.notFound }
             }
@@ -230,7 +236,46 @@ struct ConsoleAPI: Sendable {
         "webhooks/:id": [.delete], "webhooks/:id/pause": [.post], "webhooks/:id/resume": [.post],
         "webhooks/:id/rotate-secret": [.post], "webhooks/:id/deliveries": [], "webhooks/:id/deliveries/:event": [],
         "webhooks/:id/deliveries/:event/retry": [.post], "signing-keys": [], "signing-keys/rotate": [.post],
+        "tenants": [.get, .post], "tenants/:name": [.patch, .delete],
     ]
+
+    /// The server's tenants, for a server operator's console session (403
+    /// `operator_required` for any other); changes go through the change gate first.
+    func addTenantRoutes(gated: RouterGroup<PasskeyRequestContext>, change: RouterGroup<PasskeyRequestContext>, _ tenants: TenantAdmin) {
+        @Sendable func serverOperator(_ context: PasskeyRequestContext) throws -> ConsoleService.Session {
+            let session = try self.session(context)
+            guard session.role == .serverOperator else { throw PasskeyServiceError.operatorRoleRequired }
+            return session
+        }
+        gated.get("tenants") { _, context in
+            _ = try serverOperator(context)
+            return try HTTP.json(TenantListJSON(tenants: try await tenants.list().map(TenantJSON.init)))
+        }
+        change.post("tenants") { request, context in
+            let session = try serverOperator(context)
+            let body = try await request.decode(AddTenantBody.self, limit: limit)
+            let record = try await tenants.add(name: body.name, hosts: body.hosts, settings: body.settings, by: session.actor)
+            return try HTTP.json(TenantJSON(record, accounts: 0), status: .created)
+        }
+        change.patch("tenants/:name") { request, context in
+            let session = try serverOperator(context)
+            let body = try await request.decode(ChangeTenantBody.self, limit: limit)
+            let record = try await tenants.change(
+                name: context.parameters.get("name") ?? "", hosts: body.hosts, patch: body.settings, by: session.actor)
+            return try HTTP.json(TenantJSON(record, accounts: nil))
+        }
+        // The tenant's name typed again (`confirm`), and `deleteData` to delete what it owns.
+        change.delete("tenants/:name") { request, context in
+            let session = try serverOperator(context)
+            let body = try await request.decode(RemoveTenantBody.self, limit: limit)
+            let name = context.parameters.get("name") ?? ""
+            guard body.confirm == name else {
+                throw PasskeyServiceError(.confirmationMismatch, "Type the tenant's name to remove it.")
+            }
+            try await tenants.remove(name: name, deleteData: body.deleteData, by: session.actor)
+            return HTTP.noContent()
+        }
+    }
 
     // MARK: Helpers
 

@@ -31,6 +31,16 @@ struct ConfirmBody: APIRequestBody {
     init(json: JSONObject) throws { confirm = try json.optionalString("confirm") }
 }
 
+/// `{confirm, deleteData}`: a tenant's removal, its name typed again.
+struct RemoveTenantBody: APIRequestBody {
+    var confirm: String?
+    var deleteData: Bool
+    init(json: JSONObject) throws {
+        confirm = try json.optionalString("confirm")
+        deleteData = try json.optionalBool("deleteData") ?? false
+    }
+}
+
 /// `{account, role}`: grant a console role to an account (username or ID).
 struct GrantBody: APIRequestBody {
     var account: String

@@ -14,6 +14,9 @@ import WebAuthn
 struct ServerAPI: Sendable {
     let service: PasskeyService
     let edge: EdgeConfiguration
+    /// The tenants' administration: the default tenant's routes only (a tenant's routes have no
+    /// `/api/admin/tenants`, and its keys cannot hold the `tenants` scope).
+    var tenants: TenantAdmin? = nil
     var admin: AdminService { service.admin }
     var limit: Int { edge.maxBodySize }
 
@@ -113,6 +116,8 @@ struct ServerAPI: Sendable {
                 status: .created)
         }
 
+        if let tenants { addTenantRoutes(to: api, tenants) }
+
         hooks.get("webhooks") { _, _ in
             try HTTP.json(WebhookListJSON(endpoints: try await admin.webhookEndpoints().map { WebhookJSON($0) }))
         }
@@ -132,6 +137,37 @@ struct ServerAPI: Sendable {
                     deliveries: try await admin.webhookDeliveries(limit: 100).map(WebhookDeliveryJSON.init)))
         }
         return api
+    }
+
+    /// `/api/admin/tenants`: the server's tenants, for a key with the `tenants` scope.
+    func addTenantRoutes(to api: RouteCollection<PasskeyRequestContext>, _ tenants: TenantAdmin) {
+        let group = api.group().add(middleware: APIKeyMiddleware(service: service, scope: "tenants"))
+            .add(middleware: JSONRequestMiddleware())
+        group.get("tenants") { _, _ in try HTTP.json(TenantListJSON(tenants: try await tenants.list().map(TenantJSON.init))) }
+        group.get("tenants/:name") { _, context in
+            try HTTP.json(TenantJSON(try await tenants.show(context.parameters.get("name") ?? "")))
+        }
+        group.post("tenants") { request, context in
+            let body = try await request.decode(AddTenantBody.self, limit: limit)
+            let record = try await tenants.add(name: body.name, hosts: body.hosts, settings: body.settings, by: caller(context))
+            return try HTTP.json(TenantJSON(record, accounts: 0), status: .created)
+        }
+        group.patch("tenants/:name") { request, context in
+            let body = try await request.decode(ChangeTenantBody.self, limit: limit)
+            let record = try await tenants.change(
+                name: context.parameters.get("name") ?? "", hosts: body.hosts, patch: body.settings, by: caller(context))
+            return try HTTP.json(TenantJSON(record, accounts: nil))
+        }
+        // `?deleteData=true` deletes everything the tenant owns with it; without it a tenant
+        // with accounts is kept (409 tenant_has_accounts).
+        group.delete("tenants/:name") { request, context in
+            let flag = request.uri.queryParameters.get("deleteData")
+            guard flag == nil || flag == "true" || flag == "false" else {
+                throw PasskeyServiceError(.invalidValue, "deleteData is true or false")
+            }
+            try await tenants.remove(name: context.parameters.get("name") ?? "", deleteData: flag == "true", by: caller(context))
+            return HTTP.noContent()
+        }
     }
 
     func caller(_ context: PasskeyRequestContext) -> String {

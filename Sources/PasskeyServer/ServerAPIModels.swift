@@ -146,3 +146,60 @@ struct AddClientBody: APIRequestBody {
         idTokenAlgorithm = try json.optionalString("idTokenAlgorithm") ?? "RS256"
     }
 }
+
+// MARK: Tenants (issue 44)
+
+/// A tenant as the server API and the console show it.
+struct TenantJSON: Encodable {
+    let name: String
+    let hosts: [String]
+    let settings: [String: JSONValue]
+    let accounts: Int?
+    let createdAt: Date
+    let updatedAt: Date
+
+    init(_ summary: TenantAdmin.Summary) {
+        self.init(summary.record, accounts: summary.accounts)
+    }
+
+    init(_ record: TenantRecord, accounts: Int?) {
+        name = record.id
+        hosts = record.hosts
+        settings = if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
+        self.accounts = accounts
+        createdAt = record.createdAt
+        updatedAt = record.updatedAt
+    }
+}
+
+struct TenantListJSON: Encodable { let tenants: [TenantJSON] }
+
+/// `POST /api/admin/tenants` (and the console's): a name, its hosts (none: the hosts of its
+/// origins) and its settings, an object of the server's setting names.
+struct AddTenantBody: APIRequestBody {
+    var name: String
+    var hosts: [String]
+    var settings: Data
+    init(json: JSONObject) throws {
+        name = try json.string("name")
+        hosts = try json.optionalStringArray("hosts") ?? []
+        settings = try Self.settings(json) ?? Data("{}".utf8)
+    }
+
+    /// The `settings` member as JSON (an object, or refused as `malformed_json`).
+    static func settings(_ json: JSONObject) throws -> Data? {
+        guard let object = try json.optionalObject("settings") else { return nil }
+        return try JSONEncoder().encode(object.members)
+    }
+}
+
+/// `PATCH /api/admin/tenants/{name}`: hosts replaced when given; settings a JSON merge patch
+/// (RFC 7396: `null` removes a setting).
+struct ChangeTenantBody: APIRequestBody {
+    var hosts: [String]?
+    var settings: Data?
+    init(json: JSONObject) throws {
+        hosts = try json.optionalStringArray("hosts")
+        settings = try AddTenantBody.settings(json)
+    }
+}

@@ -34,7 +34,9 @@ extension SQLStore {
     }
 
     public func adminCount() async throws -> Int {
-        try await reader.count("SELECT COUNT(*) AS n FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue)")
+        try await reader.count(
+            "SELECT COUNT(*) AS n FROM admin_roles WHERE tenant_id = \(tenant) AND role IN (\(AdminRole.admin.rawValue), \(AdminRole.serverOperator.rawValue))"
+        )
     }
 
     public func setAdminRole(accountID: UUID, role: AdminRole?, by grantedBy: String, at time: Date, audit: [AuditEvent]) async throws
@@ -55,7 +57,7 @@ extension SQLStore {
                 try $0.text("role")
             }
             if current == role?.rawValue { return .changed }
-            if admins.contains(accountID) && role != .admin && admins.count <= 1 { return .lastAdmin }
+            if admins.contains(accountID) && role?.changes != true && admins.count <= 1 { return .lastAdmin }
             if let role {
                 try await db.execute(
                     """
@@ -79,7 +81,7 @@ extension SQLStore {
     /// one order: the first step of every change the last-admin guard covers.
     func lockedAdmins(_ db: any SQLConnection, forUpdate: SQLFragment) async throws -> [UUID] {
         try await db.rows(
-            "SELECT account_id FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue) ORDER BY account_id\(sql: forUpdate)"
+            "SELECT account_id FROM admin_roles WHERE tenant_id = \(tenant) AND role IN (\(AdminRole.admin.rawValue), \(AdminRole.serverOperator.rawValue)) ORDER BY account_id\(sql: forUpdate)"
         ).map { try $0.id("account_id") }
     }
 
@@ -101,7 +103,7 @@ extension SQLStore {
         try await reader.run(
             """
             SELECT 1 FROM admin_bootstrap WHERE tenant_id = \(tenant) AND token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
-            AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue))
+            AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role IN (\(AdminRole.admin.rawValue), \(AdminRole.serverOperator.rawValue)))
             """) == 1
     }
 
@@ -118,7 +120,7 @@ extension SQLStore {
                 """
                 UPDATE admin_bootstrap SET used_at = \(now), used_by = \(accountID.uuidString.lowercased())
                 WHERE tenant_id = \(tenant) AND token_hash = \(hash) AND used_at IS NULL AND expires_at > \(now)
-                AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role = \(AdminRole.admin.rawValue))
+                AND NOT EXISTS (SELECT 1 FROM admin_roles WHERE tenant_id = \(tenant) AND role IN (\(AdminRole.admin.rawValue), \(AdminRole.serverOperator.rawValue)))
                 RETURNING 1
                 """)
             guard taken == 1 else { return false }

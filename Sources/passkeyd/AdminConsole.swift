@@ -36,14 +36,15 @@ extension AdminContext {
 extension Admin {
     struct Grant: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Give an account a console role: admin (sees and changes) or viewer (sees only).",
+            abstract:
+                "Give an account a console role: admin (sees and changes), viewer (sees only) or operator (an admin who also manages tenants; default tenant only).",
             discussion: "Granting viewer to the last admin is refused (exit status 1): grant admin to someone else first.")
         @OptionGroup var options: ServerOptions
         @Argument(help: "Username or account ID.") var user: String
-        @Option(help: "admin or viewer.") var role: String
+        @Option(help: "admin, viewer or operator.") var role: String
 
         func validate() throws {
-            guard AdminRole(rawValue: role) != nil else { throw ValidationError("--role must be admin or viewer") }
+            guard AdminRole(rawValue: role) != nil else { throw ValidationError("--role must be admin, viewer or operator") }
         }
 
         func run() async throws {

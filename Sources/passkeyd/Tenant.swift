@@ -31,8 +31,10 @@ struct Tenant: AsyncParsableCommand {
             help: "Any other setting, as in passkeyd.json: key=value with a dotted key; the value is JSON or text (repeat).")
         var settings: [String] = []
 
-        /// `object` with these options written into it (a list option given replaces the list).
-        func apply(to object: inout [String: Any]) throws {
+        /// These options as a JSON merge patch of a tenant's settings (a list option given
+        /// replaces the list; `--setting key=null` removes a setting).
+        func patch() throws -> Data {
+            var object: [String: Any] = [:]
             if let rpID { object["rpID"] = rpID }
             if !origins.isEmpty { object["origins"] = origins }
             if let rpName { object["rpName"] = rpName }
@@ -47,13 +49,14 @@ struct Tenant: AsyncParsableCommand {
                     (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
                 Tenant.set(&object, path: key.split(separator: ".").map(String.init), value: value)
             }
+            return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         }
     }
 
     static func set(_ object: inout [String: Any], path: [String], value: Any) {
         guard let first = path.first else { return }
         if path.count == 1 {
-            object[first] = value is NSNull ? nil : value
+            object[first] = value
             return
         }
         var nested = object[first] as? [String: Any] ?? [:]
@@ -61,63 +64,29 @@ struct Tenant: AsyncParsableCommand {
         object[first] = nested
     }
 
-    /// Checks a tenant before it is written: its name, its hosts (normalized; never the server's
-    /// own), its settings read as the server will read them. Returns the record to write.
-    static func validated(
-        name: String, hosts given: [String], settings object: [String: Any], loaded: ServerSettings, now: Date, createdAt: Date?
-    ) throws -> TenantRecord {
-        guard TenantID.isValid(name), name != TenantID.defaultTenant else {
-            throw ValidationError(
-                "\"\(name)\" cannot name a tenant: use 1 to 63 of a-z, 0-9 and -, not first or last (and not \"default\", the server's own)"
-            )
-        }
-        let json = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        let domain: ServerConfiguration
-        do {
-            (domain, _) = try TenantSettings.read(tenant: name, json: json, server: loaded)
-        } catch {
-            throw ValidationError(error.description)
-        }
-        var hosts: [String] = []
-        for host in given.isEmpty ? TenantHost.hosts(ofOrigins: domain.webOrigins) : given {
-            guard let normalized = TenantHost.normalize(host) else {
-                throw ValidationError("\"\(host)\" is not a host name (an IDN is given as its A-label, xn--…)")
-            }
-            if !hosts.contains(normalized) { hosts.append(normalized) }
-        }
-        guard !hosts.isEmpty else { throw ValidationError("give a --host (its origins name none)") }
-        let own = Swift.Set(TenantHost.hosts(ofOrigins: loaded.domain.webOrigins))
-        if let taken = hosts.first(where: own.contains) {
-            throw ValidationError("\(taken) is the server's own host (the default tenant's origins)")
-        }
-        return TenantRecord(
-            id: name, hosts: hosts, settings: String(decoding: json, as: UTF8.self), createdAt: createdAt ?? now, updatedAt: now)
-    }
-
-    static func withStore<T>(_ options: ServerOptions, _ body: (any PasskeyStore, ServerSettings) async throws -> T) async throws -> T {
+    /// Runs `body` with the tenants' administration on the server's database (files may be named:
+    /// this runs with the server's own access), its refusals as the command's.
+    static func withAdmin<T>(_ options: ServerOptions, _ body: (TenantAdmin, any PasskeyStore) async throws -> T) async throws -> T {
         try options.refuseTenant("tenant")
         let loaded = try options.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.tenant"))
         defer { (store as? PostgresStore)?.close() }
-        return try await body(store, loaded)
+        do {
+            return try await body(TenantAdmin(store: store, server: loaded, namesFiles: true), store)
+        } catch let error as PasskeyServiceError {
+            throw ValidationError(error.message)
+        } catch let error as APIError {
+            throw ValidationError(error.message)
+        }
     }
 
     /// `store` scoped to the tenant `name` (an existing one; nil or `default`: the server's own).
     static func store(_ store: any PasskeyStore, for name: String?) async throws -> any PasskeyStore {
         guard let name, name != TenantID.defaultTenant else { return store }
-        _ = try await record(name, in: store)
-        return store.scoped(to: name)
-    }
-
-    static func record(_ name: String, in store: any PasskeyStore) async throws -> TenantRecord {
-        guard let record = try await store.tenantRecords().first(where: { $0.id == name }) else {
+        guard try await store.tenantRecords().contains(where: { $0.id == name }) else {
             throw ValidationError("no tenant \(name) (passkeyd tenant list)")
         }
-        return record
-    }
-
-    static func settingsObject(_ record: TenantRecord) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(record.settings.utf8))) as? [String: Any] ?? [:]
+        return store.scoped(to: name)
     }
 
     struct Add: AsyncParsableCommand {
@@ -131,17 +100,8 @@ struct Tenant: AsyncParsableCommand {
 
         func run() async throws {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
-            try await withStore(options) { store, loaded in
-                var object: [String: Any] = [:]
-                try settings.apply(to: &object)
-                let record = try validated(
-                    name: name, hosts: settings.hosts, settings: object, loaded: loaded, now: Date(), createdAt: nil)
-                do {
-                    try await store.addTenant(record)
-                } catch let error as StoreError where error.code == .conflict {
-                    throw ValidationError(
-                        error.reason.contains("host") ? error.reason : "the name \(name) or one of its hosts is taken: \(error.reason)")
-                }
+            try await withAdmin(options) { admin, _ in
+                let record = try await admin.add(name: name, hosts: settings.hosts, settings: try settings.patch(), by: "cli")
                 print("added tenant \(name), served on \(record.hosts.joined(separator: ", "))")
                 FileHandle.standardError.write(
                     Data(
@@ -156,14 +116,13 @@ struct Tenant: AsyncParsableCommand {
         @OptionGroup var options: ServerOptions
 
         func run() async throws {
-            try await withStore(options) { store, loaded in
-                let own = TenantHost.hosts(ofOrigins: loaded.domain.webOrigins)
+            try await withAdmin(options) { admin, store in
+                let own = TenantHost.hosts(ofOrigins: admin.server.domain.webOrigins)
                 let accounts = try await store.statistics(now: Date(), activeSince: Date()).accounts
-                print("\(TenantID.defaultTenant)\t\(loaded.domain.rpID)\t\(own.joined(separator: ","))\t\(accounts) accounts")
-                for record in try await store.tenantRecords() {
-                    let rpID = settingsObject(record)["rpID"] as? String ?? "?"
-                    let count = try await store.scoped(to: record.id).statistics(now: Date(), activeSince: Date()).accounts
-                    print("\(record.id)\t\(rpID)\t\(record.hosts.joined(separator: ","))\t\(count) accounts")
+                print("\(TenantID.defaultTenant)\t\(admin.server.domain.rpID)\t\(own.joined(separator: ","))\t\(accounts) accounts")
+                for tenant in try await admin.list() {
+                    let rpID = if case .string(let text)? = tenant.settings["rpID"] { text } else { "?" }
+                    print("\(tenant.record.id)\t\(rpID)\t\(tenant.record.hosts.joined(separator: ","))\t\(tenant.accounts) accounts")
                 }
             }
         }
@@ -175,11 +134,12 @@ struct Tenant: AsyncParsableCommand {
         @Argument var name: String
 
         func run() async throws {
-            try await withStore(options) { store, _ in
-                let record = try await record(name, in: store)
-                let accounts = try await store.scoped(to: name).statistics(now: Date(), activeSince: Date()).accounts
+            try await withAdmin(options) { admin, _ in
+                let tenant = try await admin.show(name)
+                let record = tenant.record
+                let settings = (try? JSONSerialization.jsonObject(with: Data(record.settings.utf8))) as? [String: Any] ?? [:]
                 let shown: [String: Any] = [
-                    "name": record.id, "hosts": record.hosts, "settings": settingsObject(record), "accounts": accounts,
+                    "name": record.id, "hosts": record.hosts, "settings": settings, "accounts": tenant.accounts,
                     "createdAt": ISO8601DateFormatter().string(from: record.createdAt),
                     "updatedAt": ISO8601DateFormatter().string(from: record.updatedAt),
                 ]
@@ -198,18 +158,9 @@ struct Tenant: AsyncParsableCommand {
         @OptionGroup var settings: SettingOptions
 
         func run() async throws {
-            try await withStore(options) { store, loaded in
-                let current = try await record(name, in: store)
-                var object = settingsObject(current)
-                try settings.apply(to: &object)
-                let record = try validated(
-                    name: name, hosts: settings.hosts.isEmpty ? current.hosts : settings.hosts, settings: object, loaded: loaded,
-                    now: Date(), createdAt: current.createdAt)
-                do {
-                    guard try await store.updateTenant(record) else { throw ValidationError("no tenant \(name)") }
-                } catch let error as StoreError where error.code == .conflict {
-                    throw ValidationError(error.reason)
-                }
+            try await withAdmin(options) { admin, _ in
+                let record = try await admin.change(
+                    name: name, hosts: settings.hosts.isEmpty ? nil : settings.hosts, patch: try settings.patch(), by: "cli")
                 print("changed tenant \(name), served on \(record.hosts.joined(separator: ", "))")
             }
         }
@@ -225,13 +176,9 @@ struct Tenant: AsyncParsableCommand {
 
         func run() async throws {
             guard confirm == name else { throw ValidationError("--confirm must repeat the tenant's name (\(name))") }
-            try await withStore(options) { store, _ in
-                switch try await store.removeTenant(id: name, deleteData: deleteData) {
-                case .removed: print("removed tenant \(name)")
-                case .notFound: throw ValidationError("no tenant \(name)")
-                case .hasAccounts(let count):
-                    throw ValidationError("tenant \(name) has \(count) accounts: remove it with --delete-data to delete them with it")
-                }
+            try await withAdmin(options) { admin, _ in
+                try await admin.remove(name: name, deleteData: deleteData, by: "cli")
+                print("removed tenant \(name)")
             }
         }
     }

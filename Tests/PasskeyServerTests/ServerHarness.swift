@@ -58,10 +58,14 @@ struct ServerHarness: Sendable {
 
     /// Runs `body` against the application: in process, or (`live`) over a real loopback socket,
     /// where the client address is 127.0.0.1 (limits per address, X-Forwarded-For from a trusted proxy).
-    func run(live: Bool = false, _ body: @escaping @Sendable (APIClient) async throws -> Void) async throws {
+    /// `settings`: the server's settings, for a server that serves tenants (the tenants'
+    /// registry polled, `/api/admin/tenants` and the console's operator pages served).
+    func run(
+        live: Bool = false, settings: ServerSettings? = nil, _ body: @escaping @Sendable (APIClient) async throws -> Void
+    ) async throws {
         var logger = Logger(label: "passkeyd-test")
         logger.logLevel = .warning
-        let app = PasskeyServer.application(service: service, edge: edge, port: live ? 0 : 8080, logger: logger)
+        let app = PasskeyServer.application(service: service, edge: edge, port: live ? 0 : 8080, logger: logger, settings: settings)
         try await app.test(live ? .live : .router) { client in
             try await body(APIClient(client: client))
         }

@@ -64,7 +64,10 @@ struct WellKnownTests {
         }
         // The routes the router really has (Hummingbird's own list), `:id` written `{id}`. The
         // console's own API (/admin/api, for its page; docs/admin.md) is not the apps' API.
-        let routes = PasskeyServer.router(service: harness.service, edge: harness.edge).routes.filter {
+        // With the tenants' administration, as a server that serves tenants has it.
+        let settings = try ServerSettings(environment: ["PASSKEYD_RP_ID": "localhost"], file: nil)
+        let tenants = TenantAdmin(store: harness.store, server: settings, namesFiles: false)
+        let routes = PasskeyServer.router(service: harness.service, edge: harness.edge, tenants: tenants).routes.filter {
             !"\($0.path)".drop(while: { $0 == "/" }).hasPrefix("admin/api")
         }.map { route in
             (
@@ -85,14 +88,15 @@ struct WellKnownTests {
             Set(documented) == Set(routes.map { "\($0.0.rawValue) \($0.1)" }),
             "undocumented: \(Set(routes.map { "\($0.0.rawValue) \($0.1)" }).subtracting(documented)); not served: \(Set(documented).subtracting(routes.map { "\($0.0.rawValue) \($0.1)" }))"
         )
-        try await harness.run { api in
+        try await harness.run(settings: settings) { api in
             let served = try await api.request(.get, "/openapi.json")
             #expect(served.status == .ok && served.bytes == OpenAPIDocument.bytes)
             for (method, path) in routes {
                 let response = try await api.request(
                     method,
                     path.replacingOccurrences(of: "{id}", with: "AAAA").replacingOccurrences(of: "{passkey}", with: "AAAA")
-                        .replacingOccurrences(of: "{session}", with: "AAAA"), body: method == .get ? nil : Array("{}".utf8))
+                        .replacingOccurrences(of: "{session}", with: "AAAA").replacingOccurrences(of: "{name}", with: "nobody"),
+                    body: method == .get ? nil : Array("{}".utf8))
                 #expect(response.errorCode != "not_found" && response.errorCode != "method_not_allowed", "\(method) \(path) is not served")
                 if let code = response.errorCode {
                     #expect(OpenAPIDocument.text.contains("\"\(code)\""), "error code \(code) is not documented")

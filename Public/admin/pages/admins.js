@@ -4,6 +4,8 @@ import { t, when } from '../i18n.js';
 import { h, section, table, badge, button, busy, confirm, say, uid } from '../ui.js';
 
 const ROLES = ['admin', 'viewer'];
+// Only a server operator grants the operator role (the server refuses it to others).
+const rolesFor = (admin) => (admin.role === 'operator' ? [...ROLES, 'operator'] : ROLES);
 
 export default async function admins({ admin, canChange, reload }) {
   const answer = await get('/admins');
@@ -37,7 +39,7 @@ export default async function admins({ admin, canChange, reload }) {
     const accountId = uid('f');
     const roleId = uid('f');
     const account = h('input', { id: accountId, name: 'account', type: 'text', maxlength: '64', required: true, autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false', 'aria-describedby': accountId + '-hint' });
-    const role = h('select', { id: roleId, name: 'role' }, ROLES.map((name) => h('option', { value: name }, t('role.' + name) + ' — ' + t('role.' + name + '.description'))));
+    const role = h('select', { id: roleId, name: 'role' }, rolesFor(admin).map((name) => h('option', { value: name }, t('role.' + name) + ' — ' + t('role.' + name + '.description'))));
     role.value = 'viewer';
     grant = h('form', {
       class: 'add-form', novalidate: true,

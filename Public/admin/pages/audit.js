@@ -14,7 +14,7 @@ export const KINDS = ['sign_up', 'sign_in', 'sign_in_failed', 'registration_fail
   'admin_bootstrap_used', 'admin_role_granted', 'admin_role_revoked', 'account_deleted', 'webhook_added', 'webhook_removed', 'webhook_paused',
   'webhook_resumed', 'webhook_secret_rotated', 'webhook_delivery_retried', 'oauth_client_secret_rotated', 'signing_key_rotated', 'account_imported',
   'email_verification_sent', 'email_verified', 'email_removed', 'email_recovery_requested', 'email_undo', 'email_recovery_closed',
-  'email_recovery_opened'];
+  'email_recovery_opened', 'tenant_added', 'tenant_changed', 'tenant_removed'];
 
 /** A kind in words when the catalogue has it, else as stored. */
 export const kindLabel = (kind) => (has('kind.' + kind) ? t('kind.' + kind) : kind);

@@ -26,7 +26,9 @@ function checkboxes(legend, name, values, label, checked = []) {
 
 const checkedValues = (form, name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)].map((input) => input.value);
 
-export default async function integrations({ canChange, reload }) {
+export default async function integrations({ admin, canChange, reload }) {
+  // `tenants` manages the server's tenants: a server operator's keys only.
+  const scopes = admin && admin.role === 'operator' ? [...SCOPES, 'tenants'] : SCOPES;
   const answer = await get('/integrations');
   const clients = answer.clients || [];
   const apiKeys = answer.apiKeys || [];
@@ -124,7 +126,7 @@ export default async function integrations({ canChange, reload }) {
     },
   }, h('h3', {}, t('keys.add')),
   field(t('keys.name'), keyName),
-  checkboxes(t('keys.scopes'), 'scopes', SCOPES, (scope) => [h('code', {}, scope), ' ', scopeLabel(scope)]),
+  checkboxes(t('keys.scopes'), 'scopes', scopes, (scope) => [h('code', {}, scope), ' ', scopeLabel(scope)]),
   h('button', { type: 'submit', class: 'primary inline' }, t('keys.add_button'))) : null;
 
   // MARK: webhooks

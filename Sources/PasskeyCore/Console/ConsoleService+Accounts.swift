@@ -107,14 +107,25 @@ extension ConsoleService {
 
     // MARK: Roles
 
+    /// Only an operator grants `operator`, or changes or takes an operator's role (an admin
+    /// cannot lift itself to managing tenants, nor lock the operators out).
     public func grantRole(_ role: AdminRole, to user: String, by session: Session) async throws -> Account {
         let account = try await admin.account(user)
+        try await operatorGuard(granting: role, to: account, by: session)
         try await admin.grantRole(role, to: account, by: session.actor)
         return account
     }
 
     public func revokeRole(of id: UUID, by session: Session) async throws {
-        try await admin.revokeRole(of: try await target(id), by: session.actor)
+        let account = try await target(id)
+        try await operatorGuard(granting: nil, to: account, by: session)
+        try await admin.revokeRole(of: account, by: session.actor)
+    }
+
+    private func operatorGuard(granting role: AdminRole?, to account: Account, by session: Session) async throws {
+        guard session.role != .serverOperator else { return }
+        if role == .serverOperator { throw PasskeyServiceError.operatorRoleRequired }
+        if try await store.adminRole(accountID: account.id) == .serverOperator { throw PasskeyServiceError.operatorRoleRequired }
     }
 
     // MARK: Audit

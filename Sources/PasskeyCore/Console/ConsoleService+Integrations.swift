@@ -35,8 +35,11 @@ extension ConsoleService {
 
     public func removeClient(_ id: String, by session: Session) async throws { try await admin.removeClient(id, by: session.actor) }
 
+    /// A key with `tenants` manages tenants: only a server operator makes one (an admin would
+    /// lift itself to the operator's power through it).
     public func createAPIKey(name: String, scopes: [String], by session: Session) async throws -> (key: String, record: APIKey) {
-        try await admin.createAPIKey(name: name, scopes: scopes, by: session.actor)
+        guard !scopes.contains("tenants") || session.role == .serverOperator else { throw PasskeyServiceError.operatorRoleRequired }
+        return try await admin.createAPIKey(name: name, scopes: scopes, by: session.actor)
     }
 
     public func revokeAPIKey(_ id: UUID, by session: Session) async throws { try await admin.revokeAPIKey(id, by: session.actor) }

@@ -87,10 +87,10 @@ public struct ConsoleService: Sendable {
         await service.audit(.adminConsoleSignOut, accountID: session.account.id, client: client, detail: session.actor)
     }
 
-    /// What a change needs: the `admin` role, the session's CSRF token (compared in constant
+    /// What a change needs: the `admin` (or `operator`) role, the session's CSRF token (compared in constant
     /// time), and a passkey verification within the step-up window.
     public func authorizeChange(_ session: Session, csrfToken: String?) async throws {
-        guard session.role == .admin else { throw PasskeyServiceError.adminRoleRequired }
+        guard session.role.changes else { throw PasskeyServiceError.adminRoleRequired }
         let expected = try await self.csrfToken(for: session.record)
         guard let csrfToken, csrfToken.utf8.count <= 64, ConstantTime.equals(Array(csrfToken.utf8), Array(expected.utf8)) else {
             throw PasskeyServiceError.csrfTokenInvalid

@@ -1,0 +1,193 @@
+import Foundation
+import PasskeyCore
+import PasskeyModels
+import PasskeyStore
+import WebAuthn
+
+/// Adding, changing and removing tenants (issue 44): the one place `passkeyd tenant`, the server
+/// API's `/api/admin/tenants` (an API key with the `tenants` scope) and the console's server
+/// operators go through. Each write is checked as the server will read it (its name, its hosts,
+/// its settings over the server's), then written to the registry every instance polls, and
+/// audited in the default tenant's log.
+public struct TenantAdmin: Sendable {
+    /// The default tenant's store: the registry and its audit log.
+    public let store: any PasskeyStore
+    /// The server's settings, which a tenant's are read over.
+    public let server: ServerSettings
+    /// Whether a tenant's settings may name files on the server (`attestationTrustAnchors`):
+    /// the CLI's, run with the server's own access; not the API's or the console's.
+    public let namesFiles: Bool
+    let now: @Sendable () -> Date
+
+    public init(store: any PasskeyStore, server: ServerSettings, namesFiles: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store.tenant == TenantID.defaultTenant ? store : store.scoped(to: TenantID.defaultTenant)
+        self.server = server
+        self.namesFiles = namesFiles
+        self.now = now
+    }
+
+    /// The settings that name files on the server.
+    static let fileKeys: Set<String> = ["attestationTrustAnchors"]
+
+    /// A tenant with its number of accounts.
+    public struct Summary: Sendable {
+        public let record: TenantRecord
+        public let accounts: Int
+        /// The settings as a JSON object.
+        public var settings: [String: JSONValue] {
+            if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
+        }
+    }
+
+    // MARK: Reading
+
+    public func list() async throws -> [Summary] {
+        var out: [Summary] = []
+        for record in try await store.tenantRecords() { out.append(try await summary(record)) }
+        return out
+    }
+
+    public func show(_ name: String) async throws -> Summary { try await summary(try await record(name)) }
+
+    public func record(_ name: String) async throws -> TenantRecord {
+        guard TenantID.isValid(name), let record = try await store.tenantRecords().first(where: { $0.id == name }) else {
+            throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
+        }
+        return record
+    }
+
+    func summary(_ record: TenantRecord) async throws -> Summary {
+        let accounts = try await store.scoped(to: record.id).statistics(now: now(), activeSince: now()).accounts
+        return Summary(record: record, accounts: accounts)
+    }
+
+    // MARK: Writing
+
+    /// Adds tenant `name`: `settings` is a JSON object of the server's setting names (`rpID` and
+    /// `origins` at least); `hosts` empty means the hosts of its origins.
+    public func add(name: String, hosts: [String], settings: Data, by actor: String) async throws -> TenantRecord {
+        let object = try Self.merged(patch: settings, into: Data("{}".utf8))
+        let record = try validated(name: name, hosts: hosts, settings: object, createdAt: nil)
+        do {
+            try await store.addTenant(record)
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError(
+                .conflict, "conflict",
+                error.reason.contains("host") ? error.reason : "The name \(name) or one of its hosts is taken: \(error.reason)")
+        }
+        try await audit(.tenantAdded, record, by: actor)
+        return record
+    }
+
+    /// Changes tenant `name`: `hosts` replaces its hosts when given; `patch` is a JSON merge
+    /// patch (RFC 7396) of its settings: a member replaces that setting, `null` removes it, an
+    /// object merges into the setting's object.
+    public func change(name: String, hosts: [String]?, patch: Data?, by actor: String) async throws -> TenantRecord {
+        let current = try await record(name)
+        let object = try patch.map { try Self.merged(patch: $0, into: Data(current.settings.utf8)) } ?? Data(current.settings.utf8)
+        let record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
+        do {
+            guard try await store.updateTenant(record) else {
+                throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
+            }
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError(.conflict, "conflict", error.reason)
+        }
+        try await audit(.tenantChanged, record, by: actor)
+        return record
+    }
+
+    /// Removes tenant `name`: refused while it has accounts, unless `deleteData` (every row it
+    /// owns goes with it).
+    public func remove(name: String, deleteData: Bool, by actor: String) async throws {
+        let current = try await record(name)
+        switch try await store.removeTenant(id: name, deleteData: deleteData) {
+        case .removed: try await audit(.tenantRemoved, current, by: actor, detail: deleteData ? "with its data" : nil)
+        case .notFound: throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
+        case .hasAccounts(let count):
+            throw PasskeyServiceError(
+                .tenantHasAccounts, "Tenant \(name) has \(count) accounts: remove it with its data (deleteData) to delete them with it.")
+        }
+    }
+
+    func audit(_ kind: AuditEvent.Kind, _ record: TenantRecord, by actor: String, detail: String? = nil) async throws {
+        let text = "\(record.id) on \(record.hosts.joined(separator: ","))" + (detail.map { " (\($0))" } ?? "")
+        try await store.appendAudit(AuditEvent(time: now(), kind: kind, userAgent: actor, detail: text))
+    }
+
+    // MARK: Checks
+
+    /// Checks a tenant before it is written: its name, its hosts (normalized; never the server's
+    /// own), its settings read as the server will read them. Returns the record to write.
+    func validated(name: String, hosts given: [String], settings json: Data, createdAt: Date?) throws -> TenantRecord {
+        guard TenantID.isValid(name), name != TenantID.defaultTenant else {
+            throw PasskeyServiceError(
+                .invalidTenant,
+                "\(Self.quoted(name)) cannot name a tenant: use 1 to 63 of a-z, 0-9 and -, not first or last (and not \"default\", the server's own)."
+            )
+        }
+        if !namesFiles, case .object(let object)? = try? JSONReader.parse(Array(json)),
+            let key = object.keys.sorted().first(where: Self.fileKeys.contains)
+        {
+            throw PasskeyServiceError(
+                .invalidTenant, "tenant \(name): \(key) names files on the server: set it with passkeyd tenant set, on the server.")
+        }
+        let domain: ServerConfiguration
+        do {
+            (domain, _) = try TenantSettings.read(tenant: name, json: json, server: server)
+        } catch {
+            throw PasskeyServiceError(.invalidTenant, error.description)
+        }
+        guard given.count <= 64 else { throw PasskeyServiceError(.invalidTenant, "A tenant has at most 64 hosts.") }
+        var hosts: [String] = []
+        for host in given.isEmpty ? TenantHost.hosts(ofOrigins: domain.webOrigins) : given {
+            guard let normalized = TenantHost.normalize(host) else {
+                throw PasskeyServiceError(
+                    .invalidTenant, "\(Self.quoted(host)) is not a host name (an IDN is given as its A-label, xn--…).")
+            }
+            if !hosts.contains(normalized) { hosts.append(normalized) }
+        }
+        guard !hosts.isEmpty else { throw PasskeyServiceError(.invalidTenant, "Give a host: its origins name none.") }
+        let own = Set(TenantHost.hosts(ofOrigins: server.domain.webOrigins))
+        if let taken = hosts.first(where: own.contains) {
+            throw PasskeyServiceError(.invalidTenant, "\(taken) is the server's own host (the default tenant's origins).")
+        }
+        return TenantRecord(
+            id: name, hosts: hosts, settings: String(decoding: json, as: UTF8.self), createdAt: createdAt ?? now(), updatedAt: now())
+    }
+
+    /// `patch` (a JSON object) merged into `target` (a JSON object) as RFC 7396 says, written
+    /// with sorted keys.
+    static func merged(patch: Data, into target: Data) throws -> Data {
+        guard let patchObject = try? JSONSerialization.jsonObject(with: patch) as? [String: Any] else {
+            throw PasskeyServiceError(.invalidTenant, "A tenant's settings are a JSON object.")
+        }
+        let targetObject = (try? JSONSerialization.jsonObject(with: target)) as? [String: Any] ?? [:]
+        let result = merge(patchObject, into: targetObject)
+        return try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    static func merge(_ patch: [String: Any], into target: [String: Any]) -> [String: Any] {
+        var result = target
+        for (key, value) in patch {
+            if value is NSNull {
+                result[key] = nil
+            } else if let object = value as? [String: Any] {
+                result[key] = merge(object, into: result[key] as? [String: Any] ?? [:])
+            } else {
+                result[key] = value
+            }
+        }
+        return result
+    }
+
+    /// A name or host from a request, shown in an error: quoted, at most 64 bytes, no control
+    /// characters.
+    static func quoted(_ text: String) -> String {
+        let clean = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(64).filter { !$0.properties.isDefaultIgnorableCodePoint && $0.value >= 0x20 && $0.value != 0x7F }
+            ))
+        return "\"\(clean)\""
+    }
+}
