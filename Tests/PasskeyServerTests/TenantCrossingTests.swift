@@ -12,7 +12,7 @@ import WebAuthnTesting
 /// tenant's (`localhost`) on a live server (issue 44): an account session (bearer and cookie) on
 /// every account route, an API key on every server API route and introspection, an OAuth client
 /// and its code, access, refresh and ID tokens, a registration token, recovery codes and a
-/// recovery link, a console session and a bootstrap link. Each works on alpha's own host (a
+/// recovery link, mail links and codes, a console session and a bootstrap link. Each works on alpha's own host (a
 /// reusable one before and after, a single-use one after the crossings, which shows they did not
 /// spend it); elsewhere each is refused, the refusal names nothing of alpha's (username, account
 /// id, client name) and sets no session. A passkey and a WebAuthn challenge are
@@ -502,6 +502,123 @@ import WebAuthnTesting
             #expect(byCode.status == .ok && byCode.json["user"]?["id"] == .string(ann.id), "\(byCode.json)")
             let byLink = try await own.post("/api/auth/recovery/link", ["token": linkToken])
             #expect(byLink.status == .ok && byLink.json["user"]?["id"] == .string(ann.id), "\(byLink.json)")
+        }
+    }
+
+    // MARK: 5b. Mail: verification, recovery and "this wasn't me" links and codes
+
+    /// The mails the SMTP server got for `address`, the plain-text part decoded: waits for
+    /// `count` of them (the dispatcher sends every tenant's mail; at most 20 s).
+    static func mails(_ smtp: SMTPTestServer, to address: String, count: Int) async throws -> [(from: String, text: String)] {
+        func read() -> [(from: String, text: String)] {
+            smtp.received().filter { $0.recipients.contains(address) }.map { ($0.mailFrom, $0.plainText) }
+        }
+        for _ in 0..<200 where read().count < count { try await Task.sleep(for: .milliseconds(100)) }
+        return read()
+    }
+
+    /// The token of a mail's `#action=` link.
+    static func token(_ text: String, _ action: String) -> String? {
+        guard let range = text.range(of: "#\(action)=") else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+    }
+
+    /// A mail's six-digit code.
+    static func code(_ text: String) -> String? {
+        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first {
+            $0.count == 6 && $0.allSatisfy(\.isNumber)
+        }
+    }
+
+    @Test func mailLinksAndCodesOfOneTenantOpenNothingOnAnother() async throws {
+        guard let smtp = try SMTPTestServer.start(["--no-starttls"]) else {
+            if EmailTests.required { Issue.record("no Python with aiosmtpd (PASSKEYD_PYTHON): ./scripts/test installs it") }
+            return
+        }
+        defer { smtp.close() }
+        let mail = [
+            "PASSKEYD_SMTP_URL": "smtp://127.0.0.1:\(smtp.smtpPort)", "PASSKEYD_EMAIL_FROM": "Default <no-reply@localhost.example>",
+        ]
+        let senders = [
+            "alpha": #""email":{"from":"Alpha <no-reply@a.example>"}"#, "beta": #""email":{"from":"Beta <no-reply@b.example>"}"#,
+        ]
+        try await TenantHTTPTests.server(extraSettings: mail, tenantSettings: senders) { store, client in
+            let a = try client.on(Self.alpha), b = try client.on(Self.beta)
+            let ann = try await Self.signUp(a, store, "ann", tenant: "alpha", origin: Self.originA)
+            // Beta's own "ann", without an address.
+            _ = try await Self.signUp(b, store, "ann", tenant: "beta", origin: "http://b.localhost:8080")
+            let address = "ann@alpha.example"
+            let secrets = ann.secrets.filter { $0 != "ann" } + [address]
+            let set = try await a.request(.put, "/api/auth/email", body: Array(#"{"address":"\#(address)"}"#.utf8), token: ann.token)
+            #expect(set.status == .accepted, "\(set.json)")
+            let verification = try #require(try await Self.mails(smtp, to: address, count: 1).first)
+            #expect(verification.from == "no-reply@a.example")
+            let verifyLink = try #require(Self.token(verification.text, "verify-email"))
+            let verifyCode = try #require(Self.code(verification.text))
+
+            for host in Self.elsewhere {
+                let api = try client.on(host)
+                for body in [["token": verifyLink], ["code": verifyCode], ["code": verifyCode, "identifier": "ann"]] {
+                    let answer = try await api.post("/api/auth/email/verify", body)
+                    #expect(answer.status != .ok && answer.errorCode != nil, "\(host) verify \(body): \(answer.json)")
+                    Self.revealsNothing(answer, of: secrets, "\(host) verify \(body)")
+                }
+                let withSession = try await api.post("/api/auth/email/verify", ["code": verifyCode], token: ann.token)
+                #expect(withSession.status != .ok, "\(host): \(withSession.json)")
+                Self.revealsNothing(withSession, of: secrets, "\(host) verify with her session")
+            }
+            #expect(try await store.scoped(to: "alpha").accountEmail(accountID: ann.account.id)?.verified == false)
+            // Her link verifies her address on alpha's host (not spent above).
+            let own = try client.on(Self.alpha)
+            let verified = try await own.post("/api/auth/email/verify", ["token": verifyLink])
+            #expect(verified.status == .ok, "\(verified.json)")
+
+            // Recovery by mail, asked elsewhere with her address: the same answer as anyone's, no mail.
+            for host in Self.elsewhere {
+                let asked = try await client.on(host).post("/api/auth/recovery/email", ["identifier": address])
+                #expect(asked.status == .accepted, "\(host): \(asked.json)")
+            }
+            #expect(try await own.post("/api/auth/recovery/email", ["identifier": address]).status == .accepted)
+            let recovery = try #require(
+                try await Self.mails(smtp, to: address, count: 2).last { Self.token($0.text, "email-recover") != nil })
+            let recoverLink = try #require(Self.token(recovery.text, "email-recover"))
+            let recoverCode = try #require(Self.code(recovery.text))
+            for host in Self.elsewhere {
+                let api = try client.on(host)
+                for body in [
+                    ["token": recoverLink], ["identifier": address, "code": recoverCode], ["identifier": "ann", "code": recoverCode],
+                ] {
+                    let options = try await api.post("/api/auth/recovery/email/options", body)
+                    #expect(options.status != .ok && options.errorCode != nil, "\(host) recovery \(body): \(options.json)")
+                    Self.revealsNothing(options, of: secrets, "\(host) recovery \(body)")
+                }
+            }
+
+            // On alpha's host the link recovers her (a new passkey), and the notice's "this wasn't me" link…
+            let options = try await client.on(Self.alpha).post("/api/auth/recovery/email/options", ["token": recoverLink])
+            #expect(options.status == .ok, "\(options.json)")
+            var laptop = SoftwareAuthenticator(seed: Array("ann-laptop".utf8))
+            let (registration, _) = try laptop.register(
+                options: try options.decode(PublicKeyCredentialCreationOptionsJSON.self), origin: Self.originA)
+            let recovered = try await client.on(Self.alpha).post(
+                "/api/auth/recovery/email/verify", APIClient.CredentialBody(credential: registration))
+            #expect(recovered.status == .ok && recovered.json["user"]?["id"] == .string(ann.id), "\(recovered.json)")
+            let notice = try #require(try await Self.mails(smtp, to: address, count: 3).last { Self.token($0.text, "undo") != nil })
+            let undo = try #require(Self.token(notice.text, "undo"))
+            // …is nothing elsewhere…
+            for host in Self.elsewhere {
+                let answer = try await client.on(host).post("/api/auth/email/undo", ["token": undo])
+                #expect(answer.errorCode == "invalid_email_link", "\(host) undo: \(answer.json)")
+                Self.revealsNothing(answer, of: secrets, "\(host) undo")
+            }
+            // …and undoes the recovery on hers.
+            let undone = try await client.on(Self.alpha).post("/api/auth/email/undo", ["token": undo])
+            #expect(undone.status == .ok, "\(undone.json)")
+
+            // Every recovery link she got came from alpha.
+            for mail in try await Self.mails(smtp, to: address, count: 3) where Self.token(mail.text, "email-recover") != nil {
+                #expect(mail.from == "no-reply@a.example", "\(mail.from)")
+            }
         }
     }
 

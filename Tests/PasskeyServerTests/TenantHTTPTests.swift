@@ -41,13 +41,17 @@ import WebAuthnTesting
         }
     }
 
+    /// `tenantSettings`: more members of a tenant's settings object, by tenant (`"email":{…}`).
     static func server(
-        extraSettings: [String: String] = [:], _ body: @escaping @Sendable (any PasskeyStore, HostedClients) async throws -> Void
+        extraSettings: [String: String] = [:], tenantSettings: [String: String] = [:],
+        _ body: @escaping @Sendable (any PasskeyStore, HostedClients) async throws -> Void
     ) async throws {
         let store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
         let now = Date()
         for (name, host, app) in [("alpha", alpha, "AAAAAAAAAA.com.alpha"), ("beta", beta, "BBBBBBBBBB.com.beta")] {
-            let settings = #"{"rpID":"\#(host)","origins":["http://\#(host):8080"],"appleAppIDs":["\#(app)"],"rpName":"\#(name)"}"#
+            let more = tenantSettings[name].map { "," + $0 } ?? ""
+            let settings =
+                #"{"rpID":"\#(host)","origins":["http://\#(host):8080"],"appleAppIDs":["\#(app)"],"rpName":"\#(name)"\#(more)}"#
             try await store.addTenant(TenantRecord(id: name, hosts: [host], settings: settings, createdAt: now, updatedAt: now))
         }
         let settings = try ServerSettings(
