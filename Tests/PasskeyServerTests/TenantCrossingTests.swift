@@ -269,23 +269,35 @@ import WebAuthnTesting
                 Self.revealsNothing(introspection, of: secrets, "\(host) own key's introspection")
             }
 
-            // The server's tenants (`/api/admin/tenants`, the default tenant's alone): nothing for alpha's key anywhere.
-            for host in [Self.alpha] + Self.elsewhere {
-                let api = try client.on(host)
-                for (method, path) in [
-                    (HTTPRequest.Method.get, "/api/admin/tenants"), (.get, "/api/admin/tenants/alpha"), (.post, "/api/admin/tenants"),
-                ] {
-                    let answer = try await api.request(
-                        method, path, body: method == .post ? Array(#"{"name":"gamma","hosts":["c.localhost"]}"#.utf8) : nil, origin: nil,
-                        headers: authA)
-                    #expect(answer.status.code >= 400, "\(host) \(method) \(path): \(answer.json)")
-                    Self.revealsNothing(answer, of: secrets + ["a.localhost"], "\(host) \(method) \(path)")
-                }
-            }
-            // …and the default tenant's key with every scope it may hold opens nothing on a tenant's host.
+            // The server's tenants (`/api/admin/tenants`, the default tenant's routes alone): alpha's key is no
+            // key on the default host, and a tenant's host has no such route. The default tenant's key with
+            // every scope (`tenants` too) lists them on its own host, and opens nothing on a tenant's.
             let rootKey: HTTPFields = [
                 .authorization: "Bearer \(try await Self.apiKey(store, tenant: TenantID.defaultTenant, scopes: AdminService.scopes))"
             ]
+            let tenantRoutes = [
+                AccountRoute(method: .get, path: "/api/admin/tenants"), AccountRoute(method: .get, path: "/api/admin/tenants/alpha"),
+                AccountRoute(method: .post, path: "/api/admin/tenants", body: #"{"name":"gamma","hosts":["c.localhost"]}"#),
+                AccountRoute(method: .patch, path: "/api/admin/tenants/beta", body: #"{"hosts":["b.localhost","evil.localhost"]}"#),
+                AccountRoute(method: .delete, path: "/api/admin/tenants/beta?deleteData=true"),
+            ]
+            #expect(try await client.on("localhost").request(.get, "/api/admin/tenants", origin: nil, headers: rootKey).status == .ok)
+            for host in [Self.alpha] + Self.elsewhere {
+                let api = try client.on(host)
+                for route in tenantRoutes {
+                    for (name, key) in [("alpha's key", authA), ("the default tenant's key", rootKey)]
+                    where host != "localhost" || key == authA {
+                        let answer = try await api.request(
+                            route.method, route.path, body: route.body.map { Array($0.utf8) }, origin: nil, headers: key)
+                        #expect(
+                            host == "localhost"
+                                ? answer.status == .unauthorized && answer.errorCode == "invalid_api_key" : answer.status == .notFound,
+                            "\(host) \(name) \(route): \(answer.json)")
+                        Self.revealsNothing(answer, of: secrets + ["a.localhost"], "\(host) \(name) \(route)")
+                    }
+                }
+            }
+            #expect(try await store.tenantRecords().map(\.id).sorted() == ["alpha", "beta"])
             for host in [Self.alpha, Self.beta] {
                 let api = try client.on(host)
                 for route in routes {
@@ -648,13 +660,16 @@ import WebAuthnTesting
             let root = try #require(try await store.scoped(to: "alpha").account(username: "root-of-alpha"))
             let rootID = root.id.uuidString.lowercased()
             let secrets = ["root-of-alpha", rootID]
-            let paths = ConsoleAttackTests.paths + ["accounts/\(rootID)", "accounts?q=root", "accounts/\(rootID)/recovery-link"]
+            let paths =
+                ConsoleAttackTests.paths + [
+                    "accounts/\(rootID)", "accounts?q=root", "accounts/\(rootID)/recovery-link", "tenants", "tenants/alpha", "tenants/beta",
+                ]
             #expect(try await a.request(.get, "/admin/api/session", cookie: cookie, origin: nil).status == .ok)
 
             for host in Self.elsewhere {
                 let api = try client.on(host)
                 for path in paths {
-                    for method in [HTTPRequest.Method.get, .post, .delete] {
+                    for method in [HTTPRequest.Method.get, .post, .patch, .delete] {
                         if method == .post && ConsoleAttackTests.open.contains(String(path.prefix { $0 != "?" })) { continue }
                         let answer = try await api.request(
                             method, "/admin/api/" + path, body: method == .get ? nil : Array("{}".utf8), cookie: cookie,
@@ -670,10 +685,35 @@ import WebAuthnTesting
                 #expect(try await api.request(.get, "/api/auth/session", token: token).status == .unauthorized)
             }
 
+            // The default tenant's server operator (who manages tenants there) opens no tenant's console.
+            let home = try client.on("localhost")
+            var device0 = SoftwareAuthenticator(seed: Array("default-operator".utf8))
+            let (opToken, opCredential, _) = try await home.signUp("operator", authenticator: &device0)
+            let opAccount = try #require(try await store.account(username: "operator"))
+            try await AdminService(store: store).grantRole(.serverOperator, to: opAccount, by: "test")
+            var op = ConsoleAdmin(account: opAccount, accountToken: opToken, authenticator: device0, credential: opCredential)
+            #expect(try await home.consoleSignIn(&op).status == .ok)
+            #expect(try await home.request(.get, "/admin/api/tenants", cookie: op.cookie, origin: nil).status == .ok)
+            for host in [Self.alpha, Self.beta] {
+                let api = try client.on(host)
+                for path in paths {
+                    for method in [HTTPRequest.Method.get, .post, .patch, .delete] {
+                        if method == .post && ConsoleAttackTests.open.contains(String(path.prefix { $0 != "?" })) { continue }
+                        let answer = try await api.request(
+                            method, "/admin/api/" + path, body: method == .get ? nil : Array("{}".utf8), cookie: op.cookie,
+                            headers: [.consoleCSRF: op.csrf])
+                        #expect(
+                            answer.status == .forbidden && answer.errorCode == "admin_required",
+                            "\(host) operator \(method) \(path): \(answer.json)")
+                    }
+                }
+            }
+            #expect(try await store.tenantRecords().map(\.id).sorted() == ["alpha", "beta"])
+
             // On alpha's host the cookie opens every route (whatever each then says), and signs out last.
             let own = try client.on(Self.alpha)
             for path in paths {
-                for method in [HTTPRequest.Method.get, .post, .delete] {
+                for method in [HTTPRequest.Method.get, .post, .patch, .delete] {
                     if path == "session" && method == .delete { continue }
                     if method == .post && ConsoleAttackTests.open.contains(String(path.prefix { $0 != "?" })) { continue }
                     let answer = try await own.request(
