@@ -420,6 +420,26 @@ import WebAuthnTesting
             }
             #expect(try await client.on(Self.beta).request(.get, "/api/auth/session", token: bob.token).status == .ok)
 
+            // A pending request (a third-party client waiting for her consent) is alpha's: elsewhere
+            // it is no request, names no client, and approving it there makes no code.
+            let thirdParty = try await AdminService(store: store.scoped(to: "alpha")).addClient(
+                name: "Alpha Partner", redirectURIs: [OpenIDTests.redirect], isPublic: false, firstParty: false, by: "test"
+            ).client
+            let pending = try await OpenIDTests.authorize(a, client: thirdParty, challenge: challenge, token: ann.token)
+            let requestID = String(try #require(pending.headers[.location]).dropFirst("/#authorize=".count))
+            for host in Self.elsewhere {
+                let api = try client.on(host)
+                let token = host == Self.beta ? bob.token : ann.token
+                let prompt = try await api.request(.get, "/oauth2/authorize/requests/\(requestID)", token: token)
+                #expect(prompt.errorCode == "invalid_authorization_request", "\(host): \(prompt.json)")
+                Self.revealsNothing(prompt, of: secrets + ["Alpha Partner"], "\(host) pending request")
+                let approved = try await api.post("/oauth2/authorize/requests/\(requestID)", ["approve": true], token: token)
+                #expect(approved.status != .ok && approved.string("redirect") == nil, "\(host): \(approved.json)")
+                Self.revealsNothing(approved, of: secrets + ["Alpha Partner"], "\(host) approving the pending request")
+            }
+            let prompt = try await client.on(Self.alpha).request(.get, "/oauth2/authorize/requests/\(requestID)", token: ann.token)
+            #expect(prompt.json["client"]?["name"] == .string("Alpha Partner"), "\(prompt.json)")
+
             // On alpha, all of it still works: the kept code, the refresh token, userinfo, then the hint signs her out.
             let own = try client.on(Self.alpha)
             #expect(try await Self.form(own, "/oauth2/token", redeem(unredeemed), client: credentialsA).status == .ok)
