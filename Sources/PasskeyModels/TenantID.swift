@@ -9,6 +9,10 @@ public enum TenantID {
     /// every row of a database from before tenants belongs to it.
     public static let defaultTenant = "default"
 
+    /// What upkeep names on PostgreSQL connections (sweeps, rollups, the outboxes, migrations):
+    /// every tenant's rows. Never a tenant's name (``isValid(_:)`` refuses it).
+    public static let everyTenant = "*"
+
     /// Whether `name` is a well-formed tenant name (the reserved `default` is one).
     public static func isValid(_ name: String) -> Bool {
         let bytes = Array(name.utf8)

@@ -29,6 +29,8 @@ final class KeptConnections: Sendable {
         var kept = 0
         /// The parked lease of each kept connection.
         var leases: [PostgresConnection.ID: Lease] = [:]
+        /// The tenant each kept connection names (`passkeyd.tenant`), once it has named one.
+        var tenants: [PostgresConnection.ID: String] = [:]
         var closed = false
     }
 
@@ -139,6 +141,16 @@ final class KeptConnections: Sendable {
         for lease in leases { lease.end() }
     }
 
+    /// The tenant `connection` (a kept one) names, if it named one since it was kept.
+    func tenant(of connection: PostgresConnection) -> String? { state.withLock { $0.tenants[connection.id] } }
+
+    /// `connection` (a kept one) now names `tenant`.
+    func remember(tenant: String, of connection: PostgresConnection) {
+        state.withLock { state in
+            if state.leases[connection.id] != nil { state.tenants[connection.id] = tenant }
+        }
+    }
+
     /// Kept connections: idle, and in all.
     var counts: (idle: Int, kept: Int) { state.withLock { ($0.idle.count, $0.kept) } }
 }
@@ -164,6 +176,7 @@ extension KeptConnections {
 extension KeptConnections.State {
     /// Stops keeping `connection`: its parked lease, to end outside the lock.
     fileprivate mutating func release(_ connection: PostgresConnection) -> KeptConnections.Lease? {
+        tenants[connection.id] = nil
         guard let lease = leases.removeValue(forKey: connection.id) else { return nil }
         kept -= 1
         return lease

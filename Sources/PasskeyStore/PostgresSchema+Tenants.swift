@@ -56,6 +56,26 @@ extension PostgresSchema {
 
     static let migration16 = SQLiteSchema.Migration(version: 16, statements: tenantStatements)
 
+    /// Migration 17: row-level security, the second line behind every statement's own
+    /// `tenant_id = …`. Each tenant table shows and takes only the rows of the tenant its
+    /// connection names (`passkeyd.tenant`, set by the store before its statements, see
+    /// `PostgresEngine.onConnection`), or every row for upkeep (`*`). A connection that names
+    /// none reads nothing and writes nothing. FORCE makes the policies hold for the tables'
+    /// owner too (passkeyd's own role); only a superuser or a BYPASSRLS role is above them.
+    static let migration17 = SQLiteSchema.Migration(
+        version: 17,
+        statements: tenantTables.flatMap { table in
+            [
+                "ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY",
+                "ALTER TABLE \(table) FORCE ROW LEVEL SECURITY",
+                """
+                CREATE POLICY \(table)_tenant ON \(table)
+                USING (tenant_id = current_setting('passkeyd.tenant', true) OR current_setting('passkeyd.tenant', true) = '*')
+                WITH CHECK (tenant_id = current_setting('passkeyd.tenant', true) OR current_setting('passkeyd.tenant', true) = '*')
+                """,
+            ]
+        })
+
     private static var tenantStatements: [String] {
         var statements: [String] = []
         for keys in tenantKeys {

@@ -421,5 +421,6 @@ enum PostgresSchema {
         migration14,
         migration15,
         migration16,
+        migration17,
     ]
 }

@@ -70,8 +70,12 @@ final class PostgresEngine: SQLEngine {
     let operationTimeout: Duration
     let preparesStatements: Bool
     let logger: Logger
-    var reader: any SQLConnection { Pooled(engine: self) }
-    var writer: any SQLConnection { Pooled(engine: self) }
+    /// Statements that name no tenant are upkeep's (every tenant's rows): the store always
+    /// names one (``reader(tenant:)``).
+    var reader: any SQLConnection { Pooled(engine: self, tenant: TenantID.everyTenant) }
+    var writer: any SQLConnection { Pooled(engine: self, tenant: TenantID.everyTenant) }
+    func reader(tenant: String) -> any SQLConnection { Pooled(engine: self, tenant: tenant) }
+    func writer(tenant: String) -> any SQLConnection { Pooled(engine: self, tenant: tenant) }
 
     init(pools: PostgresPools, health: DatabaseHealth, operationTimeout: Duration, preparesStatements: Bool, logger: Logger) {
         self.pools = pools
@@ -87,8 +91,20 @@ final class PostgresEngine: SQLEngine {
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
+        try await transaction(tenant: TenantID.everyTenant, timeout: timeout, body)
+    }
+
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
+        try await transaction(tenant: Optional(tenant), timeout: timeout, body)
+    }
+
+    private func transaction<T: Sendable>(
+        tenant: String?, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
-        return try await onConnection(timeout: timeout) { connection in
+        return try await onConnection(tenant: tenant, timeout: timeout) { connection in
             try await connection.withTransaction(logger: logger) { connection in
                 try await body(OnConnection(engine: self, connection: connection))
             }
@@ -100,18 +116,34 @@ final class PostgresEngine: SQLEngine {
     /// the query on it at once (it fails there, whatever the network does) and the caller is
     /// answered `unavailable`. With no kept connection idle, `body` runs on one leased from
     /// the pool, through ``run(timeout:on:_:)``.
-    func onConnection<T: Sendable>(timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+    ///
+    /// `tenant`: the tenant the connection names first (`passkeyd.tenant`, which PostgreSQL's
+    /// row-level policies read): a kept connection is told only when it named another one
+    /// last; one leased from the pool is told every time. nil: left as it is.
+    func onConnection<T: Sendable>(
+        tenant: String? = nil, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    )
         async throws -> T
     {
         if health.isDown { throw StoreError.databaseDown }
         let placement = pools.current.place()
+        let logger = self.logger
         guard let connection = placement.kept.take() else {
             let client = placement.client
-            return try await run(timeout: timeout, on: placement.executor) { try await client.withConnection { try await body($0) } }
+            return try await run(timeout: timeout, on: placement.executor) {
+                try await client.withConnection { connection in
+                    if let tenant { try await Self.name(tenant: tenant, on: connection, logger: logger) }
+                    return try await body(connection)
+                }
+            }
         }
         let deadline = deadlines.add(at: .now + (timeout ?? operationTimeout)) { let _: EventLoopFuture<Void> = connection.close() }
         let result: Result<T, any Error>
         do {
+            if let tenant, placement.kept.tenant(of: connection) != tenant {
+                try await Self.name(tenant: tenant, on: connection, logger: logger)
+                placement.kept.remember(tenant: tenant, of: connection)
+            }
             result = .success(try await body(connection))
         } catch {
             result = .failure(error)
@@ -186,6 +218,12 @@ final class PostgresEngine: SQLEngine {
 
     let deadlines = Deadlines()
 
+    /// Sets the connection's `passkeyd.tenant` for the rest of its session (outside any
+    /// transaction, so a rollback keeps it).
+    static func name(tenant: String, on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("SELECT set_config('passkeyd.tenant', \(tenant), false)", logger: logger).collect()
+    }
+
     /// A ``StoreError`` for what postgres-nio threw: unique and foreign-key violations are
     /// conflicts; everything else means the database is unavailable. Only the server's message
     /// is kept (never the query, whose binds may hold keys or tokens).
@@ -199,6 +237,11 @@ final class PostgresEngine: SQLEngine {
         case let error as PSQLError:
             if let state = error.serverInfo?[.sqlState], state.hasPrefix("23") {
                 return StoreError(.conflict, error.serverInfo?[.message] ?? "constraint violated")
+            }
+            // Refused by a privilege or a row-level policy (a statement for a tenant its
+            // connection does not name): a fault of the store, not of the database's health.
+            if error.serverInfo?[.sqlState] == "42501" {
+                return StoreError(.invalidDatabase, error.serverInfo?[.message] ?? "insufficient privilege")
             }
             return StoreError(.unavailable, error.serverInfo?[.message] ?? "PostgreSQL \(error.code)")
         case is PostgresDecodingError:
@@ -240,9 +283,10 @@ final class PostgresEngine: SQLEngine {
     /// A statement on any connection of a pool (the caller's loop's, when it runs on one).
     struct Pooled: SQLConnection {
         let engine: PostgresEngine
+        let tenant: String?
         func rows(_ sql: SQL) async throws -> [any StoreRow] {
             let engine = self.engine
-            return try await engine.onConnection { try await engine.rows(sql, on: $0) }
+            return try await engine.onConnection(tenant: tenant) { try await engine.rows(sql, on: $0) }
         }
     }
 

@@ -195,8 +195,25 @@ protocol SQLEngine: Sendable {
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T
     /// Migrations changed the schema: statements prepared before are prepared again.
     func schemaChanged()
+
+    /// ``reader``, ``writer`` and ``transaction(timeout:_:)`` for `tenant`'s statements
+    /// (``TenantID/everyTenant`` for upkeep): on PostgreSQL each connection names its tenant
+    /// (`passkeyd.tenant`) before the statements run, and the row-level policies (migration 17)
+    /// show it that tenant's rows only. SQLite has no such policies: these are the plain ones.
+    func reader(tenant: String) -> any SQLConnection
+    func writer(tenant: String) -> any SQLConnection
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T
 }
 
 extension SQLEngine {
     func schemaChanged() {}
+    func reader(tenant: String) -> any SQLConnection { reader }
+    func writer(tenant: String) -> any SQLConnection { writer }
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
+        try await transaction(timeout: timeout, body)
+    }
 }

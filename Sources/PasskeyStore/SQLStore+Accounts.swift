@@ -92,7 +92,7 @@ extension SQLStore {
 
     public func rekeyUsernames() async throws -> [UsernameCollision] {
         let dialect = self.dialect
-        return try await transaction { [self] db in
+        return try await upkeepTransaction { [self] db in
             // No sign-up may slip in between the read and the updates.
             if dialect == .postgres { try await db.execute("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE") }
             // Upkeep of every tenant's accounts (run once per release that changes the key);

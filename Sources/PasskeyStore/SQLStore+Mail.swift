@@ -161,7 +161,7 @@ extension SQLStore {
         // PostgreSQL: rows another claim holds are skipped, never waited on (two instances
         // claim disjoint mails); SQLite has one writer.
         let skipLocked = SQLFragment(text: dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")
-        return try await writer.rows(
+        return try await upkeepWriter.rows(
             """
             UPDATE mail_outbox SET lease_until = \(leaseUntil), lease_token = \(leaseToken), attempts = attempts + 1
             WHERE id IN (
@@ -174,7 +174,7 @@ extension SQLStore {
     }
 
     public func markMailSent(id: Int64, leaseToken: [UInt8], at time: Date) async throws -> Bool {
-        try await writer.run(
+        try await upkeepWriter.run(
             """
             UPDATE mail_outbox SET sent_at = \(time), message = NULL, lease_until = NULL, last_error = NULL
             WHERE id = \(id) AND lease_token = \(leaseToken) AND sent_at IS NULL RETURNING 1
@@ -184,14 +184,14 @@ extension SQLStore {
     public func markMailFailed(id: Int64, leaseToken: [UInt8], error: String, retryAt: Date?, at time: Date) async throws -> Bool {
         let message = String(error.prefix(500))
         if let retryAt {
-            return try await writer.run(
+            return try await upkeepWriter.run(
                 """
                 UPDATE mail_outbox SET next_attempt_at = \(retryAt), lease_until = NULL, last_error = \(message)
                 WHERE id = \(id) AND lease_token = \(leaseToken) AND sent_at IS NULL RETURNING 1
                 """) == 1
         }
         // Given up: the message (which may hold a link) goes.
-        return try await writer.run(
+        return try await upkeepWriter.run(
             """
             UPDATE mail_outbox SET failed_at = \(time), message = NULL, lease_until = NULL, last_error = \(message)
             WHERE id = \(id) AND lease_token = \(leaseToken) AND sent_at IS NULL RETURNING 1
@@ -243,7 +243,7 @@ extension SQLStore {
         let week = now.addingTimeInterval(-7 * 86_400)
         let month = now.addingTimeInterval(-30 * 86_400)
         let day = now.addingTimeInterval(-86_400)
-        return try await transaction { [self] db in
+        return try await upkeepTransaction { [self] db in
             var removed = try await db.run("DELETE FROM mail_outbox WHERE sent_at <= \(week) RETURNING 1")
             removed += try await db.run("DELETE FROM mail_outbox WHERE failed_at <= \(month) RETURNING 1")
             removed += try await db.run("DELETE FROM email_tokens WHERE expires_at <= \(day) RETURNING 1")

@@ -4,7 +4,7 @@ import Foundation
 extension SQLStore {
     public func saveMetadataBLOB(_ record: MetadataBLOBRecord, force: Bool) async throws {
         let forUpdate = dialect.forUpdate
-        try await transaction { [self] db in
+        try await upkeepTransaction { [self] db in
             // PostgreSQL: two imports at once queue on the row; the second sees the first's number.
             if !force, let stored = try await db.first("SELECT number FROM fido_metadata WHERE id = 1\(sql: forUpdate)") {
                 let number = try stored.integer("number")
@@ -27,7 +27,7 @@ extension SQLStore {
     }
 
     public func metadataBLOB() async throws -> MetadataBLOBRecord? {
-        try await reader.first("SELECT * FROM fido_metadata WHERE id = 1").map { row in
+        try await upkeepReader.first("SELECT * FROM fido_metadata WHERE id = 1").map { row in
             MetadataBLOBRecord(
                 number: Int(try row.integer("number")), nextUpdate: try row.text("next_update"), blob: try row.text("blob"),
                 importedAt: try row.date("imported_at"))
@@ -35,6 +35,6 @@ extension SQLStore {
     }
 
     public func metadataBLOBNumber() async throws -> Int? {
-        try await reader.first("SELECT number FROM fido_metadata WHERE id = 1").map { Int(try $0.integer("number")) }
+        try await upkeepReader.first("SELECT number FROM fido_metadata WHERE id = 1").map { Int(try $0.integer("number")) }
     }
 }

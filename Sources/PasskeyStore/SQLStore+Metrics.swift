@@ -23,7 +23,7 @@ extension SQLStore {
     public func rollUpMetrics(before: Date) async throws -> Int {
         let end = Self.dayStart(before)
         let forUpdate = dialect.forUpdate
-        return try await transaction { [self] db in
+        return try await upkeepTransaction { [self] db in
             // Rollers take turns on the watermark row (PostgreSQL; SQLite has one writer): the
             // second finds the days rolled by the first and has nothing left to do.
             var start = try await db.first("SELECT next_day FROM metrics_rollup WHERE id = 1\(sql: forUpdate)").map {
@@ -96,7 +96,7 @@ extension SQLStore {
     }
 
     public func metricsRolledThrough() async throws -> Date? {
-        try await reader.first("SELECT next_day FROM metrics_rollup WHERE id = 1").map { try $0.date("next_day") }
+        try await upkeepReader.first("SELECT next_day FROM metrics_rollup WHERE id = 1").map { try $0.date("next_day") }
     }
 
     /// `metric → n` from rows of (`metric`, `n`).

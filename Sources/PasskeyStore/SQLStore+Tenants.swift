@@ -11,7 +11,7 @@ extension SQLStore {
 
     /// The counter every change to the registry moves (0 before the first).
     public func tenantsVersion() async throws -> Int64 {
-        guard let value = try await reader.first("SELECT value FROM settings WHERE name = 'tenants'").map({ try $0.bytes("value") })
+        guard let value = try await upkeepReader.first("SELECT value FROM settings WHERE name = 'tenants'").map({ try $0.bytes("value") })
         else { return 0 }
         return Int64(String(decoding: value, as: UTF8.self)) ?? 0
     }
@@ -28,10 +28,11 @@ extension SQLStore {
     }
 
     public func tenantRecords() async throws -> [TenantRecord] {
-        let hosts = try await reader.rows("SELECT host, tenant_id FROM tenant_hosts ORDER BY host").reduce(into: [String: [String]]()) {
+        let hosts = try await upkeepReader.rows("SELECT host, tenant_id FROM tenant_hosts ORDER BY host").reduce(into: [String: [String]]())
+        {
             $0[try $1.text("tenant_id"), default: []].append(try $1.text("host"))
         }
-        return try await reader.rows("SELECT * FROM tenants ORDER BY id").map { row in
+        return try await upkeepReader.rows("SELECT * FROM tenants ORDER BY id").map { row in
             let id = try row.text("id")
             return TenantRecord(
                 id: id, hosts: hosts[id] ?? [], settings: try row.text("settings"), createdAt: try row.date("created_at"),
@@ -42,7 +43,7 @@ extension SQLStore {
     /// `conflict` when the name or one of the hosts is taken (nothing is written then).
     public func addTenant(_ tenant: TenantRecord) async throws {
         guard tenant.id != TenantID.defaultTenant else { throw StoreError(.conflict, "the name default is the server's own tenant") }
-        try await transaction { db in
+        try await upkeepTransaction { db in
             try await db.execute(
                 """
                 INSERT INTO tenants (id, settings, created_at, updated_at, version)
@@ -56,7 +57,7 @@ extension SQLStore {
     /// Replaces a tenant's settings and hosts; false when there is no such tenant. `conflict`
     /// when a host is another tenant's.
     public func updateTenant(_ tenant: TenantRecord) async throws -> Bool {
-        try await transaction { db in
+        try await upkeepTransaction { db in
             guard
                 try await db.run(
                     """
@@ -85,7 +86,7 @@ extension SQLStore {
     public func removeTenant(id: String, deleteData: Bool) async throws -> TenantRemoval {
         guard id != TenantID.defaultTenant else { return .notFound }
         let dialect = self.dialect
-        return try await transaction { db in
+        return try await upkeepTransaction { db in
             guard try await db.run("SELECT 1 FROM tenants WHERE id = \(id)\(sql: dialect.forUpdate)") == 1 else { return .notFound }
             let accounts = try await db.count("SELECT COUNT(*) AS n FROM accounts WHERE tenant_id = \(id)")
             if accounts > 0 && !deleteData { return .hasAccounts(accounts) }

@@ -19,7 +19,7 @@ extension SQLStore {
     }
 
     public func allWebhookEndpoints() async throws -> [(tenant: String, endpoint: WebhookEndpoint)] {
-        try await reader.rows("SELECT * FROM webhook_endpoints ORDER BY tenant_id, created_at, id").map {
+        try await upkeepReader.rows("SELECT * FROM webhook_endpoints ORDER BY tenant_id, created_at, id").map {
             (try $0.text("tenant_id"), try WebhookEndpoint(row: $0))
         }
     }

@@ -29,12 +29,21 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         tenant == self.tenant ? self : SQLStore(engine: engine, migrationTimeout: migrationTimeout, tenant: tenant)
     }
 
-    var reader: any SQLConnection { engine.reader }
-    var writer: any SQLConnection { engine.writer }
+    var reader: any SQLConnection { engine.reader(tenant: tenant) }
+    var writer: any SQLConnection { engine.writer(tenant: tenant) }
+    /// Upkeep's reads and writes, across every tenant on purpose (sweeps, rollups, the outboxes,
+    /// the registry, the schema): PostgreSQL's row-level policies show them every tenant's rows.
+    var upkeepReader: any SQLConnection { engine.reader(tenant: TenantID.everyTenant) }
+    var upkeepWriter: any SQLConnection { engine.writer(tenant: TenantID.everyTenant) }
     var dialect: SQLDialect { engine.dialect }
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
-        try await engine.transaction(timeout: nil, body)
+        try await engine.transaction(tenant: tenant, timeout: nil, body)
+    }
+
+    /// A transaction of upkeep, across every tenant (see ``upkeepReader``).
+    func upkeepTransaction<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
+        try await engine.transaction(tenant: TenantID.everyTenant, timeout: nil, body)
     }
 
     // MARK: Schema
@@ -45,7 +54,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     /// older version left it.
     func migrate(through last: Int?) async throws -> [Int] {
         let dialect = self.dialect
-        let done = try await engine.transaction(timeout: migrationTimeout) { db in
+        let done = try await engine.transaction(tenant: TenantID.everyTenant, timeout: migrationTimeout) { db in
             // Several instances may start at once: one migrates, the others wait and find it done.
             if dialect == .postgres { try await db.execute("SELECT pg_advisory_xact_lock(7270417)") }
             try await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
@@ -63,20 +72,20 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     }
 
     public func schemaVersion() async throws -> Int {
-        guard try await reader.count(dialect.migrationsTableExists) > 0 else { return 0 }
-        return try await reader.count("SELECT COALESCE(MAX(version), 0) AS n FROM schema_migrations")
+        guard try await upkeepReader.count(dialect.migrationsTableExists) > 0 else { return 0 }
+        return try await upkeepReader.count("SELECT COALESCE(MAX(version), 0) AS n FROM schema_migrations")
     }
 
     public func pendingMigrations() async throws -> [Int] {
-        guard try await reader.count(dialect.migrationsTableExists) > 0 else { return dialect.migrations.map(\.version) }
-        let applied = Set(try await reader.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
+        guard try await upkeepReader.count(dialect.migrationsTableExists) > 0 else { return dialect.migrations.map(\.version) }
+        let applied = Set(try await upkeepReader.rows("SELECT version FROM schema_migrations").map { Int(try $0.integer("version")) })
         return dialect.migrations.map(\.version).filter { !applied.contains($0) }
     }
 
     public var knownSchemaVersion: Int { dialect.migrations.map(\.version).max() ?? 0 }
 
     public func ping() async throws {
-        try await reader.run("SELECT 1")
+        try await upkeepReader.run("SELECT 1")
     }
 
     // Column lists written once. Reads that PostgreSQL prepares name their columns: a prepared
@@ -130,8 +139,9 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     public func serverSecret() async throws -> [UInt8] {
         let fresh = (0..<32).map { _ in UInt8.random(in: .min ... .max) }
         // The first instance to get here writes it; everyone reads the one that won.
-        try await writer.run("INSERT INTO settings (name, value) VALUES ('server_secret', \(fresh)) ON CONFLICT (name) DO NOTHING")
-        return try await writer.first("SELECT value FROM settings WHERE name = 'server_secret'").map { try $0.bytes("value") } ?? fresh
+        try await upkeepWriter.run("INSERT INTO settings (name, value) VALUES ('server_secret', \(fresh)) ON CONFLICT (name) DO NOTHING")
+        return try await upkeepWriter.first("SELECT value FROM settings WHERE name = 'server_secret'").map { try $0.bytes("value") }
+            ?? fresh
     }
 
     /// How long a delivered webhook delivery is kept (for the console's recent deliveries and
@@ -148,7 +158,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
     static let deliveredWebhookSweepBatches = 20
 
     public func sweepExpired(now: Date) async throws -> Int {
-        let removed = try await transaction { [self] db in
+        let removed = try await upkeepTransaction { [self] db in
             var removed = 0
             for table in [
                 "challenges", "sessions", "rate_limits", "recovery_tokens", "registration_tokens", "oauth_requests", "oauth_codes",
@@ -173,7 +183,7 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         let cutoff = now.addingTimeInterval(-Self.deliveredWebhookRetention)
         var removed = 0
         for _ in 0..<batches {
-            let batch = try await writer.run(
+            let batch = try await upkeepWriter.run(
                 """
                 DELETE FROM webhook_deliveries WHERE (event_id, endpoint_id) IN (
                     SELECT event_id, endpoint_id FROM webhook_deliveries WHERE delivered_at <= \(cutoff) LIMIT \(batchSize))

@@ -468,5 +468,8 @@ enum SQLiteSchema {
         migration14,
         migration15,
         migration16,
+        // PostgreSQL's row-level security (its migration 17); SQLite has none, and keeps the
+        // same numbers.
+        Migration(version: 17, statements: []),
     ]
 }

@@ -28,13 +28,30 @@ final class TracedSQLEngine: SQLEngine {
     var writer: any SQLConnection { Connection(base: base.writer, system: system) }
     func schemaChanged() { base.schemaChanged() }
 
+    func reader(tenant: String) -> any SQLConnection { Connection(base: base.reader(tenant: tenant), system: system) }
+    func writer(tenant: String) -> any SQLConnection { Connection(base: base.writer(tenant: tenant), system: system) }
+
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
+        try await measured { system in
+            try await self.base.transaction(timeout: timeout) { connection in try await body(Connection(base: connection, system: system)) }
+        }
+    }
+
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
+        try await measured { system in
+            try await self.base.transaction(tenant: tenant, timeout: timeout) { connection in
+                try await body(Connection(base: connection, system: system))
+            }
+        }
+    }
+
+    private func measured<T: Sendable>(_ work: @escaping @Sendable (String) async throws -> T) async throws -> T {
         let system = self.system
         let attributes: (inout SpanAttributes) -> Void = { $0["db.system"] = system }
         return try await Spans.measure("db.transaction", kind: .client, inTraceOnly: true, attributes: attributes) {
-            try await base.transaction(timeout: timeout) { connection in
-                try await body(Connection(base: connection, system: system))
-            }
+            try await work(system)
         }
     }
 

@@ -49,7 +49,9 @@ public enum TestDatabase {
             try await creation.run {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "test"))
                 do {
-                    try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "test"))
+                    try await connection.query(PostgresQuery(unsafeSQL: createRole), logger: Logger(label: "test"))
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) OWNER \(applicationRole)"), logger: Logger(label: "test"))
                 } catch {
                     try? await connection.close()
                     throw error
@@ -57,9 +59,25 @@ public enum TestDatabase {
                 try await connection.close()
             }
             components.path = "/" + name
+            components.user = applicationRole
+            components.password = nil
             return components.string!
         }
     }
+
+    /// The role the tests' stores connect as: it owns their databases and is no superuser, so
+    /// PostgreSQL's row-level security (migration 17) holds for every test as it does for a
+    /// deployment (a superuser is above it).
+    public static let applicationRole = "passkeyd_app"
+
+    /// Creates ``applicationRole`` unless it exists (another test process may create it at the
+    /// same moment: that one's duplicate is not an error).
+    static let createRole = """
+        DO $$ BEGIN
+            CREATE ROLE \(applicationRole) LOGIN NOSUPERUSER NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+        END $$
+        """
 
     /// The options of every PostgreSQL store a test opens (a test of its own options starts
     /// from these). Tests run many suites in parallel on two cores; the 5 s production deadline

@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import PasskeyStoreTesting
+import PostgresNIO
 import Synchronization
 import Testing
 
@@ -1108,13 +1110,65 @@ struct TenantIsolationTests {
             """
         }
         for row in [passkeyRow, sessionRow] {
-            await #expect(throws: StoreError(.conflict, "")) { try await store.writer.run(row(Self.tenantB)) }
+            // PostgreSQL's row-level security first: a connection of tenant A writes no row of B.
+            if kind == .postgres {
+                await #expect(throws: StoreError(.invalidDatabase, "")) { try await store.writer.run(row(Self.tenantB)) }
+            }
+            // The composite foreign key, on the connection that sees every tenant (upkeep's).
+            await #expect(throws: StoreError(.conflict, "")) { try await store.upkeepWriter.run(row(Self.tenantB)) }
             // The same statement in A's own tenant is taken: only the tenant made it fail.
             try await store.writer.run(row(TenantID.defaultTenant))
         }
         #expect(try await store.scoped(to: Self.tenantB).passkeys(accountID: ada.id).isEmpty)
         #expect(try await store.passkeys(accountID: ada.id).count == 2)
         #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 1)
+    }
+
+    /// PostgreSQL's row-level security (migration 17), the second line behind each statement's
+    /// own `tenant_id = …`: a statement that forgot its tenant reads, changes and counts only
+    /// the rows of the tenant its connection names; a connection that names none reads nothing;
+    /// upkeep's (`*`) sees every tenant. The tests connect as a role that is no superuser
+    /// (``TestDatabase/applicationRole``), as a deployment does.
+    @Test func aStatementThatForgetsItsTenantSeesOnlyItsConnectionsTenant() async throws {
+        guard TestDatabase.kinds.contains(.postgres) else { return }
+        let url = try await TestDatabase.makeURL(.postgres)
+        let store = try PostgresStore(url: url, options: TestDatabase.postgresOptions())
+        defer { store.close() }
+        try await store.migrate()
+        let b = store.scoped(to: Self.tenantB)
+        let ada = Fixtures.account("ada"), abe = Fixtures.account("abe")
+        for account in [ada, abe] {
+            try await store.createAccount(account, passkey: Fixtures.passkey(for: account), session: nil, audit: [])
+        }
+        let bea = Fixtures.account("bea")
+        try await b.createAccount(bea, passkey: Fixtures.passkey(for: bea), session: nil, audit: [])
+
+        // No tenant filter in these statements: the policies alone decide.
+        let count: SQL = "SELECT COUNT(*) AS n FROM accounts"
+        #expect(try await store.engine.reader(tenant: TenantID.defaultTenant).count(count) == 2)
+        #expect(try await store.engine.reader(tenant: Self.tenantB).count(count) == 1)
+        #expect(try await store.engine.reader(tenant: "nobody").count(count) == 0)
+        #expect(try await store.engine.reader(tenant: TenantID.everyTenant).count(count) == 3)
+        let renamed = try await store.engine.writer(tenant: Self.tenantB).run(
+            "UPDATE accounts SET display_name = \("changed") RETURNING 1")
+        #expect(renamed == 1)
+        #expect(try await store.account(username: "ada")?.displayName == ada.displayName)
+        #expect(try await b.account(username: "bea")?.displayName == "changed")
+        let deleted = try await store.engine.writer(tenant: Self.tenantB).run("DELETE FROM passkeys RETURNING 1")
+        #expect(deleted == 1)
+        let adas = try await store.passkeys(accountID: ada.id)
+        #expect(adas.count == 1)
+
+        // A connection that names no tenant (another client, a forgotten set_config) reads nothing.
+        guard let components = URLComponents(string: url) else { throw StoreError(.invalidDatabase, url) }
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(
+                host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
+                password: nil, database: String(components.path.dropFirst()), tls: .disable),
+            id: 1, logger: Logger(label: "test"))
+        let rows = try await connection.query("SELECT COUNT(*) AS n FROM accounts", logger: Logger(label: "test")).collect()
+        #expect(try rows.first?.decode(Int64.self) == 0)
+        try await connection.close()
     }
 
     /// Two tenants' webhook endpoints and accounts under the same ids (each key is the
@@ -1204,9 +1258,21 @@ struct CheckingEngine: SQLEngine {
     var writer: any SQLConnection { Connection(base: base.writer, log: log) }
     func schemaChanged() { base.schemaChanged() }
 
+    func reader(tenant: String) -> any SQLConnection { Connection(base: base.reader(tenant: tenant), log: log) }
+    func writer(tenant: String) -> any SQLConnection { Connection(base: base.writer(tenant: tenant), log: log) }
+
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         let log = self.log
         return try await base.transaction(timeout: timeout) { connection in
+            try await body(Connection(base: connection, log: log))
+        }
+    }
+
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
+        let log = self.log
+        return try await base.transaction(tenant: tenant, timeout: timeout) { connection in
             try await body(Connection(base: connection, log: log))
         }
     }
