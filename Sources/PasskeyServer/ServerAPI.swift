@@ -64,22 +64,22 @@ struct ServerAPI: Sendable {
 
         write.post("users") { request, context in try await createUser(request, context) }
         write.patch("users/:id/passkeys/:passkey") { request, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             let body = try await request.decode(RenamePasskeyBody.self, limit: limit)
             let passkey = try await admin.renamePasskey(try passkeyID(context), of: account, to: body.name, by: caller(context))
             return try HTTP.json(PasskeyJSON(passkey, metadata: service.fidoMetadata))
         }
         write.delete("users/:id/passkeys/:passkey") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             _ = try await admin.revokePasskey(try passkeyID(context), of: account, by: caller(context))
             return HTTP.noContent()
         }
         write.delete("users/:id/sessions") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             return try HTTP.json(["revoked": try await admin.revokeSessions(of: account, by: caller(context))])
         }
         write.delete("users/:id/sessions/:session") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             guard let text = context.parameters.get("session"), let hash = Base64URLBytes(encoded: text)?.bytes, hash.count == 32 else {
                 throw PasskeyServiceError.sessionNotFound
             }
@@ -87,27 +87,27 @@ struct ServerAPI: Sendable {
             return HTTP.noContent()
         }
         write.post("users/:id/disable") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             return try HTTP.json(["revokedSessions": try await admin.disable(account, by: caller(context))])
         }
         write.post("users/:id/enable") { _, context in
-            try await admin.enable(try await account(context), by: caller(context))
+            try await admin.enable(try await writable(context), by: caller(context))
             return HTTP.noContent()
         }
         write.post("users/:id/registration-token") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             let issued = try await admin.registrationToken(
                 for: account, lifetime: Double(service.configuration.tokens.registrationTokenSeconds), by: caller(context))
             return try HTTP.json(RegistrationTokenJSON(registrationToken: issued.token, expiresAt: issued.expiresAt), status: .created)
         }
         // Opens recovery by mail again after "this wasn't me" closed it (docs/email.md).
         write.post("users/:id/email-recovery") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             try await service.openEmailRecovery(accountID: account.id, client: context.client, by: caller(context))
             return HTTP.noContent()
         }
         write.post("users/:id/recovery-link") { _, context in
-            let account = try await account(context)
+            let account = try await writable(context)
             let lifetime: TimeInterval = 24 * 3600
             let token = try await service.issueRecoveryLink(for: account, lifetime: lifetime, issuer: caller(context))
             let base = service.configuration.webOrigins.first ?? service.configuration.issuer
@@ -179,6 +179,20 @@ struct ServerAPI: Sendable {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text),
             let account = try await admin.account(id: id)
         else { throw PasskeyServiceError.accountNotFound }
+        return account
+    }
+
+    /// The account a write acts on. A server operator's account (console role `operator`) is
+    /// changed only with a key that also holds `tenants`: a recovery link, a registration token
+    /// or a disable from a `users:write` key would otherwise hand its holder the operator's
+    /// power over every tenant, or lock the operators out.
+    func writable(_ context: PasskeyRequestContext) async throws -> Account {
+        let account = try await account(context)
+        if context.apiKey?.key.scopes.contains("tenants") != true,
+            try await service.store.adminRole(accountID: account.id) == .serverOperator
+        {
+            throw PasskeyServiceError.insufficientScope("tenants")
+        }
         return account
     }
 

@@ -165,7 +165,9 @@ struct TenantJSON: Encodable {
     init(_ record: TenantRecord, accounts: Int?) {
         name = record.id
         hosts = record.hosts
-        settings = if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
+        let stored: [String: JSONValue] =
+            if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
+        settings = TenantAdmin.redacted(stored)
         self.accounts = accounts
         createdAt = record.createdAt
         updatedAt = record.updatedAt
@@ -189,7 +191,12 @@ struct AddTenantBody: APIRequestBody {
     /// The `settings` member as JSON (an object, or refused as `malformed_json`).
     static func settings(_ json: JSONObject) throws -> Data? {
         guard let object = try json.optionalObject("settings") else { return nil }
-        return try JSONEncoder().encode(object.members)
+        do {
+            return try JSONEncoder().encode(object.members)
+        } catch {
+            // A number JSON cannot write back (1e400 read as infinity).
+            throw PasskeyServiceError.invalid(.malformedJSON, "settings holds a value JSON cannot carry (a number out of range?)")
+        }
     }
 }
 

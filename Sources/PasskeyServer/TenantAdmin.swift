@@ -33,7 +33,7 @@ public struct TenantAdmin: Sendable {
     public struct Summary: Sendable {
         public let record: TenantRecord
         public let accounts: Int
-        /// The settings as a JSON object.
+        /// The settings as a JSON object (secrets included: see ``TenantAdmin/redacted(_:)``).
         public var settings: [String: JSONValue] {
             if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
         }
@@ -66,6 +66,7 @@ public struct TenantAdmin: Sendable {
     /// Adds tenant `name`: `settings` is a JSON object of the server's setting names (`rpID` and
     /// `origins` at least); `hosts` empty means the hosts of its origins.
     public func add(name: String, hosts: [String], settings: Data, by actor: String) async throws -> TenantRecord {
+        try refuseFiles(in: settings, tenant: name)
         let object = try Self.merged(patch: settings, into: Data("{}".utf8))
         let record = try validated(name: name, hosts: hosts, settings: object, createdAt: nil)
         do {
@@ -84,6 +85,7 @@ public struct TenantAdmin: Sendable {
     /// object merges into the setting's object.
     public func change(name: String, hosts: [String]?, patch: Data?, by actor: String) async throws -> TenantRecord {
         let current = try await record(name)
+        if let patch { try refuseFiles(in: patch, tenant: name) }
         let object = try patch.map { try Self.merged(patch: $0, into: Data(current.settings.utf8)) } ?? Data(current.settings.utf8)
         let record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
         do {
@@ -126,12 +128,6 @@ public struct TenantAdmin: Sendable {
                 "\(Self.quoted(name)) cannot name a tenant: use 1 to 63 of a-z, 0-9 and -, not first or last (and not \"default\", the server's own)."
             )
         }
-        if !namesFiles, case .object(let object)? = try? JSONReader.parse(Array(json)),
-            let key = object.keys.sorted().first(where: Self.fileKeys.contains)
-        {
-            throw PasskeyServiceError(
-                .invalidTenant, "tenant \(name): \(key) names files on the server: set it with passkeyd tenant set, on the server.")
-        }
         let domain: ServerConfiguration
         do {
             (domain, _) = try TenantSettings.read(tenant: name, json: json, server: server)
@@ -154,6 +150,19 @@ public struct TenantAdmin: Sendable {
         }
         return TenantRecord(
             id: name, hosts: hosts, settings: String(decoding: json, as: UTF8.self), createdAt: createdAt ?? now(), updatedAt: now())
+    }
+
+    /// Refuses a patch that sets a setting naming files on the server, unless ``namesFiles``
+    /// (only what the patch sets counts: a tenant the CLI gave one can still be changed here).
+    func refuseFiles(in patch: Data, tenant name: String) throws {
+        guard !namesFiles else { return }
+        guard case .object(let object)? = try? JSONReader.parse(Array(patch)) else {
+            throw PasskeyServiceError(.invalidTenant, "A tenant's settings are a JSON object.")
+        }
+        if let key = object.keys.sorted().first(where: Self.fileKeys.contains), object[key] != .null {
+            throw PasskeyServiceError(
+                .invalidTenant, "tenant \(name): \(key) names files on the server: set it with passkeyd tenant set, on the server.")
+        }
     }
 
     /// `patch` (a JSON object) merged into `target` (a JSON object) as RFC 7396 says, written
@@ -179,6 +188,24 @@ public struct TenantAdmin: Sendable {
             }
         }
         return result
+    }
+
+    /// `settings` with every member that holds a secret (a name with `secret` or `password`
+    /// in it, at any depth: a webhook's signing secret) shown as `[redacted]`: what the server API
+    /// and the console answer. A change that sends `[redacted]` back for one keeps it (the
+    /// console's merge patch leaves an unchanged member out).
+    public static func redacted(_ settings: [String: JSONValue]) -> [String: JSONValue] {
+        func walk(_ value: JSONValue, key: String?) -> JSONValue {
+            if let key, key.lowercased().contains("secret") || key.lowercased().contains("password"), value != .null {
+                return .string("[redacted]")
+            }
+            switch value {
+            case .object(let members): return .object(members.reduce(into: [:]) { $0[$1.key] = walk($1.value, key: $1.key) })
+            case .array(let items): return .array(items.map { walk($0, key: nil) })
+            default: return value
+            }
+        }
+        return settings.reduce(into: [:]) { $0[$1.key] = walk($1.value, key: $1.key) }
     }
 
     /// A name or host from a request, shown in an error: quoted, at most 64 bytes, no control

@@ -144,6 +144,9 @@ final class KeptConnections: Sendable {
     /// The tenant `connection` (a kept one) names, if it named one since it was kept.
     func tenant(of connection: PostgresConnection) -> String? { state.withLock { $0.tenants[connection.id] } }
 
+    /// `connection` (a kept one) names no known tenant (it is about to be told another).
+    func forgetTenant(of connection: PostgresConnection) { state.withLock { _ = $0.tenants.removeValue(forKey: connection.id) } }
+
     /// `connection` (a kept one) now names `tenant`.
     func remember(tenant: String, of connection: PostgresConnection) {
         state.withLock { state in

@@ -70,10 +70,11 @@ final class PostgresEngine: SQLEngine {
     let operationTimeout: Duration
     let preparesStatements: Bool
     let logger: Logger
-    /// Statements that name no tenant are upkeep's (every tenant's rows): the store always
-    /// names one (``reader(tenant:)``).
-    var reader: any SQLConnection { Pooled(engine: self, tenant: TenantID.everyTenant) }
-    var writer: any SQLConnection { Pooled(engine: self, tenant: TenantID.everyTenant) }
+    /// Statements that name no tenant: their connection names the empty tenant, so the
+    /// row-level policies show them no tenant's row (fail closed). The store always names one
+    /// (``reader(tenant:)``; upkeep names `*`).
+    var reader: any SQLConnection { Pooled(engine: self, tenant: "") }
+    var writer: any SQLConnection { Pooled(engine: self, tenant: "") }
     func reader(tenant: String) -> any SQLConnection { Pooled(engine: self, tenant: tenant) }
     func writer(tenant: String) -> any SQLConnection { Pooled(engine: self, tenant: tenant) }
 
@@ -91,7 +92,7 @@ final class PostgresEngine: SQLEngine {
     }
 
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
-        try await transaction(tenant: TenantID.everyTenant, timeout: timeout, body)
+        try await transaction(tenant: "", timeout: timeout, body)
     }
 
     func transaction<T: Sendable>(
@@ -141,6 +142,9 @@ final class PostgresEngine: SQLEngine {
         let result: Result<T, any Error>
         do {
             if let tenant, placement.kept.tenant(of: connection) != tenant {
+                // Forgotten first: a naming that fails after the server took it leaves the
+                // connection naming an unknown tenant, which the next operation names again.
+                placement.kept.forgetTenant(of: connection)
                 try await Self.name(tenant: tenant, on: connection, logger: logger)
                 placement.kept.remember(tenant: tenant, of: connection)
             }

@@ -200,6 +200,8 @@ protocol SQLEngine: Sendable {
     /// (``TenantID/everyTenant`` for upkeep): on PostgreSQL each connection names its tenant
     /// (`passkeyd.tenant`) before the statements run, and the row-level policies (migration 17)
     /// show it that tenant's rows only. SQLite has no such policies: these are the plain ones.
+    /// Required of every engine (no default): a wrapper that forgot to pass the tenant on would
+    /// otherwise slip past the policies.
     func reader(tenant: String) -> any SQLConnection
     func writer(tenant: String) -> any SQLConnection
     func transaction<T: Sendable>(
@@ -209,11 +211,4 @@ protocol SQLEngine: Sendable {
 
 extension SQLEngine {
     func schemaChanged() {}
-    func reader(tenant: String) -> any SQLConnection { reader }
-    func writer(tenant: String) -> any SQLConnection { writer }
-    func transaction<T: Sendable>(
-        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
-    ) async throws -> T {
-        try await transaction(timeout: timeout, body)
-    }
 }

@@ -129,6 +129,15 @@ final class SQLiteEngine: SQLEngine {
     func schemaChanged() { schema.advance() }
     var schemaGeneration: UInt64 { schema.value }
 
+    // No row-level policies in SQLite: a tenant's statements run as any others.
+    func reader(tenant: String) -> any SQLConnection { reader }
+    func writer(tenant: String) -> any SQLConnection { writer }
+    func transaction<T: Sendable>(
+        tenant: String, timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T
+    ) async throws -> T {
+        try await transaction(timeout: timeout, body)
+    }
+
     func transaction<T: Sendable>(timeout: Duration?, _ body: @escaping @Sendable (any SQLConnection) async throws -> T) async throws -> T {
         try await groups.member(savepoint: true) { connection in try await body(connection) }
     }

@@ -24,7 +24,7 @@ extension AdminContext {
 
     /// "ada (3f2c…)" for each administrator with the `admin` role.
     func administrators() async throws -> [String] {
-        try await console().admins().filter { $0.role == .admin }.map {
+        try await console().admins().filter { $0.role.changes }.map {
             "\($0.account.username) (\($0.account.id.uuidString.lowercased()))"
         }
     }

@@ -64,6 +64,9 @@ struct Tenant: AsyncParsableCommand {
         object[first] = nested
     }
 
+    /// Who the audit line names: the CLI and its user, as `passkeyd admin` does.
+    static var actor: String { "passkeyd tenant (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }
+
     /// Runs `body` with the tenants' administration on the server's database (files may be named:
     /// this runs with the server's own access), its refusals as the command's.
     static func withAdmin<T>(_ options: ServerOptions, _ body: (TenantAdmin, any PasskeyStore) async throws -> T) async throws -> T {
@@ -101,7 +104,7 @@ struct Tenant: AsyncParsableCommand {
         func run() async throws {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
             try await withAdmin(options) { admin, _ in
-                let record = try await admin.add(name: name, hosts: settings.hosts, settings: try settings.patch(), by: "cli")
+                let record = try await admin.add(name: name, hosts: settings.hosts, settings: try settings.patch(), by: Tenant.actor)
                 print("added tenant \(name), served on \(record.hosts.joined(separator: ", "))")
                 FileHandle.standardError.write(
                     Data(
@@ -160,7 +163,7 @@ struct Tenant: AsyncParsableCommand {
         func run() async throws {
             try await withAdmin(options) { admin, _ in
                 let record = try await admin.change(
-                    name: name, hosts: settings.hosts.isEmpty ? nil : settings.hosts, patch: try settings.patch(), by: "cli")
+                    name: name, hosts: settings.hosts.isEmpty ? nil : settings.hosts, patch: try settings.patch(), by: Tenant.actor)
                 print("changed tenant \(name), served on \(record.hosts.joined(separator: ", "))")
             }
         }
@@ -177,7 +180,7 @@ struct Tenant: AsyncParsableCommand {
         func run() async throws {
             guard confirm == name else { throw ValidationError("--confirm must repeat the tenant's name (\(name))") }
             try await withAdmin(options) { admin, _ in
-                try await admin.remove(name: name, deleteData: deleteData, by: "cli")
+                try await admin.remove(name: name, deleteData: deleteData, by: Tenant.actor)
                 print("removed tenant \(name)")
             }
         }

@@ -146,12 +146,50 @@ import WebAuthnTesting
             #expect(try await Self.wait(clients, host: "c.localhost", served: false))
             #expect(try await harness.store.scoped(to: "gamma").account(username: "gia") == nil)
 
+            // An operator's account is changed only with a key that also holds `tenants`: a
+            // users:write key handing itself a recovery link or a registration token for it
+            // would take the operator's power.
+            var opsDevice = SoftwareAuthenticator(seed: Array("opal".utf8))
+            _ = try await root.signUp("opal", authenticator: &opsDevice)
+            let opal = try #require(try await harness.store.account(username: "opal"))
+            try await admin.grantRole(.serverOperator, to: opal, by: "test")
+            let writer: HTTPFields = [.authorization: "Bearer \(users.key)"]
+            let opalID = opal.id.uuidString.lowercased()
+            for path in ["registration-token", "recovery-link", "disable"] {
+                let refused = try await root.request(
+                    .post, "/api/admin/users/\(opalID)/\(path)", body: Self.json("{}"), origin: nil, headers: writer)
+                #expect(refused.status == .forbidden && refused.errorCode == "insufficient_scope", "\(path): \(refused.json)")
+            }
+            #expect(try await harness.store.account(id: opal.id)?.disabled == false)
+            let both = try await admin.createAPIKey(name: "both", scopes: ["users:write", "tenants"], by: "test")
+            let allowed = try await root.request(
+                .post, "/api/admin/users/\(opalID)/registration-token", body: Self.json("{}"), origin: nil,
+                headers: [.authorization: "Bearer \(both.key)"])
+            #expect(allowed.status == .created, "\(allowed.json)")
+
+            // Secrets in a tenant's settings are not shown back; a number JSON cannot carry is a 400.
+            let hooked = try await root.request(
+                .post, "/api/admin/tenants",
+                body: Self.json(
+                    #"{"name":"eps","hosts":["e.localhost"],"settings":{"rpID":"e.localhost","origins":["http://e.localhost:8080"],"webhooks":[{"url":"https://hooks.example.com/in","secret":"whsec_dGhpcyBpcyBhIHNlY3JldCBvZiAzMiBieXRlcyEh"}]}}"#
+                ), origin: nil, headers: auth)
+            #expect(hooked.status == .created, "\(hooked.json)")
+            #expect(!String(decoding: hooked.bytes, as: UTF8.self).contains("whsec_"), "\(hooked.json)")
+            let listed = try await root.request(.get, "/api/admin/tenants", origin: nil, headers: auth)
+            #expect(!String(decoding: listed.bytes, as: UTF8.self).contains("whsec_") && listed.status == .ok)
+            let huge = try await root.request(
+                .patch, "/api/admin/tenants/eps", body: Self.json(#"{"settings":{"rateLimits":{"perIP":1e400}}}"#), origin: nil,
+                headers: auth)
+            #expect(huge.status == .badRequest && huge.errorCode == "malformed_json", "\(huge.status) \(huge.json)")
+
             // Audited in the default tenant's log under the key's name.
             let lines = try await harness.store.searchAudit(AuditQuery(limit: 100))
             for kind in [AuditEvent.Kind.tenantAdded, .tenantChanged, .tenantRemoved] {
-                let line = lines.first { $0.kind == kind.rawValue }
-                #expect(
-                    line?.userAgent?.hasPrefix("api key ops") == true && line?.detail?.hasPrefix("gamma on c.localhost") == true, "\(kind)")
+                let found = lines.contains {
+                    $0.kind == kind.rawValue && $0.userAgent?.hasPrefix("api key ops") == true
+                        && $0.detail?.hasPrefix("gamma on c.localhost") == true
+                }
+                #expect(found, "\(kind)")
             }
         }
     }
@@ -231,6 +269,20 @@ import WebAuthnTesting
             #expect(
                 try await root.consoleChange(.delete, "admins/\(ConsoleAPITests.id(boss.account))", ada).errorCode
                     == "operator_role_required")
+            // Nor can it take the operator's account: a recovery link it would see, a disable, its
+            // sessions, its passkey, its deletion.
+            let bossID = ConsoleAPITests.id(boss.account)
+            let passkeyID = Base64URLBytes(boss.credential.id).base64URL
+            for (method, path, body) in [
+                (HTTPRequest.Method.post, "accounts/\(bossID)/recovery-link", #"{"reason":"locked out"}"#),
+                (.post, "accounts/\(bossID)/disable", "{}"), (.post, "accounts/\(bossID)/revoke-sessions", "{}"),
+                (.delete, "accounts/\(bossID)/passkeys/\(passkeyID)", "{}"), (.delete, "accounts/\(bossID)", #"{"confirm":"boss"}"#),
+            ] {
+                let refused = try await root.consoleChange(method, path, ada, json: body)
+                #expect(refused.status == .forbidden && refused.errorCode == "operator_role_required", "\(method) \(path): \(refused.json)")
+            }
+            #expect(try await harness.store.account(id: boss.account.id)?.disabled == false)
+            #expect(try await harness.store.passkeys(accountID: boss.account.id).count == 1)
             #expect(try await harness.store.adminRole(accountID: ada.account.id) == .admin)
             #expect(try await harness.store.adminRole(accountID: boss.account.id) == .serverOperator)
             #expect(try await harness.store.tenantRecords().map { $0.settings.contains("Gamma") } == [true])

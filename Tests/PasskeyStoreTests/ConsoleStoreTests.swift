@@ -487,7 +487,7 @@ struct ConsoleStoreTests {
                     (plan.contains("INDEX") || plan.contains("PRIMARY KEY"))
                         && (plan.contains(index) || index == "accounts" || index == "passkeys"), "\(name): \(plan)")
             case .postgres:
-                plan = try await store.engine.transaction(timeout: nil) { db in
+                plan = try await store.engine.transaction(tenant: TenantID.defaultTenant, timeout: nil) { db in
                     try await db.execute("SET LOCAL enable_seqscan = off")
                     return try await db.rows(SQL(stringLiteral: "EXPLAIN ").appending(query)).map { try $0.text("QUERY PLAN") }
                         .joined(separator: "\n")

@@ -313,7 +313,7 @@ struct WebhookClaimRaceTests {
         let endpoint = WebhookEndpoint(url: "https://a.example.com/hook", secret: [1], events: ["*"], createdAt: Self.t0)
         try await store.addWebhookEndpoint(endpoint)
         try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
-        try await store.engine.transaction(timeout: nil) { db in
+        try await store.engine.transaction(tenant: TenantID.defaultTenant, timeout: nil) { db in
             try await db.execute(store.insert(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil)))
             // Another connection, while this transaction holds its look at the head.
             try await store.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in_failed", accountID: nil))
@@ -372,7 +372,7 @@ struct WebhookClaimRaceTests {
             #expect(plan.contains("INDEX webhook_deliveries_heads (endpoint_id=? AND next_attempt_at<?)"), "\(plan)")
             #expect(!plan.contains("SCAN"), "\(plan)")
         case .postgres:
-            let plan = try await store.engine.transaction(timeout: nil) { db in
+            let plan = try await store.engine.transaction(tenant: TenantID.defaultTenant, timeout: nil) { db in
                 try await db.execute("SET LOCAL enable_seqscan = off")
                 return try await db.rows(SQL(stringLiteral: "EXPLAIN (ANALYZE, TIMING OFF) ").appending(query)).map {
                     try $0.text("QUERY PLAN")

@@ -59,27 +59,33 @@ extension ConsoleService {
 
     // MARK: Actions (admin role, step-up, CSRF: checked by the caller with authorizeChange)
 
-    func target(_ id: UUID) async throws -> Account {
+    /// The account a change acts on. An operator's account is changed only by an operator: an
+    /// admin who could disable it, end its sessions, take its passkeys, delete it or hand
+    /// itself a recovery link to it would lock the operators out or become one.
+    func target(_ id: UUID, by session: Session) async throws -> Account {
         guard let account = try await store.account(id: id) else { throw PasskeyServiceError.accountNotFound }
+        if session.role != .serverOperator, try await store.adminRole(accountID: id) == .serverOperator {
+            throw PasskeyServiceError.operatorRoleRequired
+        }
         return account
     }
 
     public func disable(_ id: UUID, by session: Session) async throws -> Int {
-        try await admin.disable(try await target(id), by: session.actor)
+        try await admin.disable(try await target(id, by: session), by: session.actor)
     }
 
     public func enable(_ id: UUID, by session: Session) async throws {
-        try await admin.enable(try await target(id), by: session.actor)
+        try await admin.enable(try await target(id, by: session), by: session.actor)
     }
 
     public func revokeSessions(_ id: UUID, by session: Session) async throws -> Int {
-        try await admin.revokeSessions(of: try await target(id), by: session.actor)
+        try await admin.revokeSessions(of: try await target(id, by: session), by: session.actor)
     }
 
     /// Removes one of the account's passkeys unless it is its last way in (`last_passkey`: the
     /// console keeps the account guard that people get; the CLI can force it).
     public func removePasskey(_ credentialID: [UInt8], of id: UUID, by session: Session) async throws {
-        let account = try await target(id)
+        let account = try await target(id, by: session)
         let passkeys = try await store.passkeys(accountID: id)
         guard passkeys.contains(where: { $0.credentialID == credentialID }) else { throw PasskeyServiceError.passkeyNotFound }
         guard passkeys.count > 1 || account.passwordHash != nil else { throw PasskeyServiceError.lastPasskey }
@@ -89,7 +95,7 @@ extension ConsoleService {
     /// A single-use recovery link for the account (shown once), with why it was issued.
     public func recoveryLink(for id: UUID, reason: String?, by session: Session) async throws -> (link: String, expiresAt: Date) {
         let why = try AdminService.validReason(reason)
-        let account = try await target(id)
+        let account = try await target(id, by: session)
         guard !account.disabled else { throw PasskeyServiceError.accountDisabled }
         let lifetime: TimeInterval = 24 * 3600
         let token = try await service.issueRecoveryLink(for: account, lifetime: lifetime, issuer: "\(session.actor): \(why)")
@@ -98,7 +104,7 @@ extension ConsoleService {
     }
 
     public func deleteAccount(_ id: UUID, confirmation: String?, by session: Session) async throws {
-        let account = try await target(id)
+        let account = try await target(id, by: session)
         guard account.id != session.account.id else {
             throw PasskeyServiceError(.invalidValue, "The console cannot delete the account signed in to it.")
         }
@@ -117,7 +123,7 @@ extension ConsoleService {
     }
 
     public func revokeRole(of id: UUID, by session: Session) async throws {
-        let account = try await target(id)
+        let account = try await target(id, by: session)
         try await operatorGuard(granting: nil, to: account, by: session)
         try await admin.revokeRole(of: account, by: session.actor)
     }
