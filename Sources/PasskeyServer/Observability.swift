@@ -42,7 +42,12 @@ struct RequestLogMiddleware: RouterMiddleware {
         response.headers[.requestID] = id
         let elapsed = ContinuousClock.now - start
         metrics.request(status: response.status.code, duration: elapsed)
-        let level: Logger.Level = response.status.code >= 500 ? .warning : .info
+        // A refusal past a rate limit (429) is counted (`passkeyd_requests_total{status="429"}`,
+        // `passkeyd_rate_limited_total`) and logged at debug: a flood from one address would
+        // otherwise write a line per refusal, the log's volume and the server's time going to it
+        // (the noisy neighbour, docs/tenants.md).
+        let level: Logger.Level =
+            response.status.code >= 500 ? .warning : response.status == .tooManyRequests ? .debug : .info
         context.logger.log(
             level: level, "request",
             metadata: [

@@ -70,8 +70,8 @@ extension PostgresSchema {
                 "ALTER TABLE \(table) FORCE ROW LEVEL SECURITY",
                 """
                 CREATE POLICY \(table)_tenant ON \(table)
-                USING (tenant_id = current_setting('passkeyd.tenant', true) OR current_setting('passkeyd.tenant', true) = '*')
-                WITH CHECK (tenant_id = current_setting('passkeyd.tenant', true) OR current_setting('passkeyd.tenant', true) = '*')
+                USING (current_setting('passkeyd.tenant', true) IN (tenant_id, '*'))
+                WITH CHECK (current_setting('passkeyd.tenant', true) IN (tenant_id, '*'))
                 """,
             ]
         })
