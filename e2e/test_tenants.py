@@ -130,3 +130,51 @@ def test_each_tenants_console_makes_its_own_first_administrator(tenants):
         assert "root" not in tenants.passkeyd("admin", "roles").stdout
     finally:
         driver.quit()
+
+
+def test_a_server_operator_adds_a_tenant_in_the_console_and_an_admin_sees_no_tenants(tenants):
+    """The default tenant's console: its first administrator (bootstrap), made a server operator
+    on the command line, signs in again, sees Tenants and adds one through the form; the new
+    host is served. A tenant's own administrator's console has no Tenants."""
+    made = tenants.passkeyd("admin", "bootstrap-link")
+    assert made.returncode == 0, made.stderr
+    link = made.stdout.strip()
+    home = origin(tenants, "localhost")
+    assert link.startswith(home + "/admin/#bootstrap=pkb_"), link
+    driver = chrome()
+    try:
+        driver.add_virtual_authenticator(authenticator_options())
+        driver.get(link)
+        visible(driver, "view-bootstrap")
+        driver.find_element(By.ID, "bootstrap-username").send_keys("ops")
+        driver.find_element(By.ID, "bootstrap-button").click()
+        wait(driver, 30).until(lambda d: "ops" in d.find_element(By.ID, "who-name").text)
+        # An admin: no Tenants in the menu.
+        assert not driver.find_element(By.ID, "nav-tenants").is_displayed()
+        granted = tenants.passkeyd("admin", "grant", "ops", "--role", "operator")
+        assert granted.returncode == 0, granted.stderr
+        # The role changed: the console session ended; signing in again shows the operator's menu.
+        driver.get(home + "/admin/")
+        visible(driver, "view-signin")
+        driver.find_element(By.ID, "signin-button").click()
+        wait(driver, 30).until(lambda d: d.find_element(By.ID, "nav-tenants").is_displayed())
+        driver.find_element(By.CSS_SELECTOR, "#nav-tenants a").click()
+        wait(driver).until(lambda d: "alpha" in d.find_element(By.ID, "view-page").text)
+        form = driver.find_element(By.CSS_SELECTOR, "form.add-form")
+        form.find_element(By.NAME, "name").send_keys("gamma")
+        form.find_element(By.NAME, "rpID").send_keys("c.localhost")
+        form.find_element(By.NAME, "origins").send_keys(origin(tenants, "c.localhost"))
+        form.find_element(By.NAME, "hosts").send_keys("c.localhost")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait(driver, 30).until(lambda d: "Tenant gamma added" in d.find_element(By.ID, "message").text)
+        listed = tenants.passkeyd("tenant", "list")
+        assert "gamma\tc.localhost\tc.localhost" in listed.stdout, listed.stdout + listed.stderr
+        for _ in range(200):
+            if b"c.localhost" in get(tenants.port, "c.localhost", "/.well-known/webauthn")[1]:
+                break
+            time.sleep(0.1)
+        assert b"c.localhost" in get(tenants.port, "c.localhost", "/.well-known/webauthn")[1]
+    finally:
+        driver.quit()
+    removed = tenants.passkeyd("tenant", "remove", "gamma", "--confirm", "gamma")
+    assert removed.returncode == 0, removed.stderr

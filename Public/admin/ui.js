@@ -32,6 +32,15 @@ let unique = 0;
 export const uid = (prefix = 'c') => `${prefix}-${++unique}`;
 
 /** A heading section: `<section aria-labelledby><h2>title</h2>…</section>`. */
+/** A labelled field of a form: `control` gets an id, its label and its hint (if any). */
+export function field(label, control, hint) {
+  const id = uid('f');
+  control.id = id;
+  const hintId = hint ? id + '-hint' : null;
+  if (hintId) control.setAttribute('aria-describedby', hintId);
+  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: hintId }, hint) : null);
+}
+
 export function section(title, ...children) {
   const id = uid('s');
   return h('section', { class: 'card panel', 'aria-labelledby': id }, h('h2', { id }, title), ...children);

@@ -2,20 +2,11 @@
 // the keys tokens are signed with. Secrets are shown once, in a dialog, when they are made.
 import { get, post, del, segment } from '../api.js';
 import { t, when, number } from '../i18n.js';
-import { h, section, table, badge, button, busy, confirm, showOnce, say, uid, shortId } from '../ui.js';
+import { h, section, table, badge, button, busy, confirm, showOnce, say, uid, shortId, field } from '../ui.js';
 import { KINDS, kindLabel } from './audit.js';
 
 const SCOPES = ['introspect', 'users:read', 'users:write', 'webhooks', 'clients'];
 const scopeLabel = (scope) => t('scope.' + scope.replace(':', '_'));
-
-/** A labelled field in an add form. */
-function field(label, control, hint) {
-  const id = uid('f');
-  control.id = id;
-  const hintId = hint ? id + '-hint' : null;
-  if (hintId) control.setAttribute('aria-describedby', hintId);
-  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: hintId }, hint) : null);
-}
 
 function checkboxes(legend, name, values, label, checked = []) {
   return h('fieldset', { class: 'checks' }, h('legend', {}, legend), values.map((value) => {

@@ -2,7 +2,7 @@
 // server operator sees this page; every change asks the operator's passkey again.
 import { get, post, patch, del, segment } from '../api.js';
 import { t, when, number } from '../i18n.js';
-import { h, section, table, button, busy, confirm, ask, say, uid } from '../ui.js';
+import { h, section, table, button, busy, ask, say, field } from '../ui.js';
 
 /** Words of `text` split on commas and spaces. */
 const words = (text) => text.split(/[\s,]+/).filter(Boolean);
@@ -34,14 +34,6 @@ function parseSettings(text) {
   } catch {
     return { error: t('tenants.settings_json') };
   }
-}
-
-function field(label, control, hint) {
-  const id = uid('f');
-  control.id = id;
-  const hintId = hint ? id + '-hint' : null;
-  if (hintId) control.setAttribute('aria-describedby', hintId);
-  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { class: 'hint', id: hintId }, hint) : null);
 }
 
 export default async function tenants({ canChange, reload }) {
