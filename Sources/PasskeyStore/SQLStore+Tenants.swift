@@ -41,14 +41,21 @@ extension SQLStore {
     }
 
     /// `conflict` when the name or one of the hosts is taken (nothing is written then).
+    ///
+    /// A new tenant starts with no rows: any left under its name are deleted first. A removed
+    /// tenant's service, still built on an instance until its next poll, may have written some
+    /// after the removal (a session, an audit line); a tenant added later under the same name
+    /// must not inherit them.
     public func addTenant(_ tenant: TenantRecord) async throws {
         guard tenant.id != TenantID.defaultTenant else { throw StoreError(.conflict, "the name default is the server's own tenant") }
+        let dialect = self.dialect
         try await upkeepTransaction { db in
             try await db.execute(
                 """
                 INSERT INTO tenants (id, settings, created_at, updated_at, version)
                 VALUES (\(tenant.id), \(tenant.settings), \(tenant.createdAt), \(tenant.updatedAt), 1)
                 """)
+            try await Self.deleteRows(db, of: tenant.id, dialect: dialect)
             try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
             try await Self.bumpTenantsVersion(db)
         }
@@ -72,6 +79,14 @@ extension SQLStore {
         }
     }
 
+    /// Every row tenant `id` owns, children first, and its signing keys' version.
+    private static func deleteRows(_ db: any SQLConnection, of id: String, dialect: SQLDialect) async throws {
+        for table in dialect.tenantTables.reversed() {
+            try await db.execute("DELETE FROM \(sql: SQLFragment(text: table)) WHERE tenant_id = \(id)")
+        }
+        try await db.execute("DELETE FROM settings WHERE name = \("signing_keys/" + id)")
+    }
+
     private static func insertHosts(_ db: any SQLConnection, tenant: String, hosts: [String]) async throws {
         for host in hosts {
             guard
@@ -90,10 +105,7 @@ extension SQLStore {
             guard try await db.run("SELECT 1 FROM tenants WHERE id = \(id)\(sql: dialect.forUpdate)") == 1 else { return .notFound }
             let accounts = try await db.count("SELECT COUNT(*) AS n FROM accounts WHERE tenant_id = \(id)")
             if accounts > 0 && !deleteData { return .hasAccounts(accounts) }
-            for table in dialect.tenantTables.reversed() {
-                try await db.execute("DELETE FROM \(sql: SQLFragment(text: table)) WHERE tenant_id = \(id)")
-            }
-            try await db.execute("DELETE FROM settings WHERE name = \("signing_keys/" + id)")
+            try await Self.deleteRows(db, of: id, dialect: dialect)
             try await db.execute("DELETE FROM tenants WHERE id = \(id)")
             try await Self.bumpTenantsVersion(db)
             return .removed

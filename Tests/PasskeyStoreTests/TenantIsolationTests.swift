@@ -1124,6 +1124,31 @@ struct TenantIsolationTests {
         #expect(try await store.sessions(accountID: ada.id, now: Self.t0).count == 1)
     }
 
+    /// A tenant added under a name that has rows left (a removed tenant's service, still built
+    /// on an instance until its poll, wrote them after the removal) starts with none of them.
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantAddedUnderAUsedNameInheritsNothing(_ kind: TestDatabase.Kind) async throws {
+        let store = try #require(try await TestDatabase.makeStore(kind) as? SQLStore)
+        defer { (store as? PostgresStore)?.close() }
+        let record = TenantRecord(
+            id: "ghost", hosts: ["ghost.example"], settings: #"{"rpID":"ghost.example","origins":["https://ghost.example"]}"#,
+            createdAt: Self.t0, updatedAt: Self.t0)
+        try await store.addTenant(record)
+        #expect(try await store.removeTenant(id: "ghost", deleteData: true) == .removed)
+        // Written by the removed tenant's still-built service after the removal.
+        let ghost = store.scoped(to: "ghost")
+        let leftover = Fixtures.account("late")
+        try await ghost.createAccount(leftover, passkey: Fixtures.passkey(for: leftover), session: nil, audit: [])
+        try await ghost.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: leftover.id))
+        #expect(try await ghost.statistics(now: Self.t0, activeSince: Self.t0).accounts == 1)
+
+        try await store.addTenant(record)
+        #expect(try await ghost.account(username: "late") == nil)
+        #expect(try await ghost.statistics(now: Self.t0, activeSince: Self.t0).accounts == 0)
+        #expect(try await ghost.searchAudit(AuditQuery(limit: 10)).isEmpty)
+        #expect(try await ghost.passkeys(accountID: leftover.id).isEmpty)
+    }
+
     /// PostgreSQL's row-level security (migration 17), the second line behind each statement's
     /// own `tenant_id = …`: a statement that forgot its tenant reads, changes and counts only
     /// the rows of the tenant its connection names; a connection that names none reads nothing;
