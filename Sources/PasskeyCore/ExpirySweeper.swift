@@ -6,17 +6,24 @@ import ServiceLifecycle
 /// Deletes expired ceremonies and sessions, and prunes ended rate-limit windows, once a minute.
 package struct ExpirySweeper: Service {
     let store: any PasskeyStore
-    let limiter: RateLimiter
+    /// Pruned on each sweep; nil for a tenant database's sweeper (each tenant's service's
+    /// limiter is pruned by the tenant directory).
+    let limiter: RateLimiter?
     let logger: Logger
     /// The service's clock (the wall clock in production): what is expired is judged on the same
     /// clock that set the expiry.
     let now: @Sendable () -> Date
 
     package init(service: PasskeyService, logger: Logger) {
-        store = service.store
-        limiter = service.limiter
+        self.init(store: service.store, limiter: service.limiter, logger: logger, now: service.now)
+    }
+
+    /// The sweeper of `store`'s database, every tenant's rows in it (upkeep).
+    package init(store: any PasskeyStore, limiter: RateLimiter?, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.limiter = limiter
         self.logger = logger
-        now = service.now
+        self.now = now
     }
 
     package func run() async throws {
@@ -25,7 +32,7 @@ package struct ExpirySweeper: Service {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
             guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
-            limiter.prune(now: now())
+            limiter?.prune(now: now())
             // The adoption chart's daily rollups: a day is rolled up five minutes after it ends.
             do {
                 try await store.rollUpMetrics(before: now().addingTimeInterval(-300))

@@ -18,8 +18,11 @@ extension PasskeyService {
     /// Loads the stored FIDO metadata BLOB when its number is greater than the one in force: verifies
     /// it against `mdsRootCertificates` at the current time (MDS3 §3.2 steps 2–4) and puts it in
     /// force for registrations, provider names, `/readyz` and the metrics. A BLOB that does not
-    /// verify is logged once and left aside; the one in force, if any, stays.
-    public func refreshMetadata() async {
+    /// verify is logged once and left aside; the one in force, if any, stays. `source`: the store
+    /// the BLOB is read from (the server's, for a tenant with a database of its own: the BLOB is
+    /// the server's, imported once); nil: this service's.
+    public func refreshMetadata(from source: (any PasskeyStore)? = nil) async {
+        let store = source ?? self.store
         let roots = configuration.mdsRootCertificates
         let number: Int
         do {

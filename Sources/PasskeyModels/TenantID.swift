@@ -26,20 +26,25 @@ public enum TenantID {
 
 /// A tenant beside the default one, as the database keeps it: its name, the hosts it is served
 /// on (lowercase A-labels, no port, no trailing dot; each host belongs to one tenant), and its
-/// settings, a JSON object with the server's own setting names (`rpID`, `origins`, …).
+/// settings, a JSON object with the server's own setting names (`rpID`, `origins`, …), and the
+/// database its rows live in when it has one of its own (`passkeyd tenant add --database`).
 public struct TenantRecord: Sendable, Hashable {
     public var id: String
     public var hosts: [String]
     public var settings: String
     public var createdAt: Date
     public var updatedAt: Date
+    /// The URL of its own database (`sqlite://…`, `postgres://…`); nil: the server's. Chosen
+    /// when it is added and never changed (its rows would stay behind).
+    public var database: String?
 
-    public init(id: String, hosts: [String], settings: String, createdAt: Date, updatedAt: Date) {
+    public init(id: String, hosts: [String], settings: String, createdAt: Date, updatedAt: Date, database: String? = nil) {
         self.id = id
         self.hosts = hosts
         self.settings = settings
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.database = database
     }
 }
 

@@ -22,23 +22,29 @@ public enum PasskeyServer {
     ///   - settings: the server's settings, which tenants' settings are read over; nil: the
     ///     default tenant alone (in-process tests).
     ///   - makeTenantService: builds a tenant's service (nil: like the default one's).
+    ///   - openDatabase: opens and migrates a tenant's own database (`passkeyd tenant add
+    ///     --database`); nil: no tenant may have one.
     public static func application(
         service: PasskeyService, edge: EdgeConfiguration = EdgeConfiguration(), host: String = "127.0.0.1", port: Int = 8080,
         logger: Logger = Logger(label: "passkeyd"),
         services: [any Service] = [], beforeServerStarts: (@Sendable () async throws -> Void)? = nil,
         settings: ServerSettings? = nil, makeTenantService: TenantDirectory.ServiceMaker? = nil,
+        openDatabase: TenantDatabases.Opener? = nil,
         onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
     ) -> some ApplicationProtocol {
         let limits = ConnectionLimits(configuration: edge.connections, trustedProxies: edge.trustedProxies, metrics: service.metrics)
         // Every request finds its tenant first (TenantDirectory); the default tenant's routes are
         // the server's own settings'.
+        let databases = TenantDatabases(main: service.store, opener: openDatabase, now: service.now)
         let tenants = TenantDirectory(
             server: settings, edge: edge, defaultService: service,
             defaultResponder: router(
                 service: service, edge: edge,
-                tenants: settings.map { TenantAdmin(store: service.store, server: $0, namesFiles: false, now: service.now) }
+                tenants: settings.map {
+                    TenantAdmin(store: service.store, server: $0, namesFiles: false, databases: databases, now: service.now)
+                }
             ).buildResponder(),
-            logger: logger, makeService: makeTenantService)
+            logger: logger, makeService: makeTenantService, databases: databases)
         var app = Application(
             responder: TenantResponder(directory: tenants),
             server: HTTPServerBuilder { responder in
@@ -62,7 +68,12 @@ public enum PasskeyServer {
         if settings != nil { app.addServices(tenants) }
         app.beforeServerStarts {
             try await beforeServerStarts?()
-            if settings != nil { try await tenants.reload() }
+            if settings != nil {
+                try await tenants.reload()
+                // The tenants' own databases migrated before the server listens (one that
+                // cannot be opened is logged; its tenant answers 503 until it can).
+                await tenants.openDatabases()
+            }
             try await service.prepareIntegrations()
             await service.refreshMetadata()
             try await announceBootstrap(service: service, logger: logger)

@@ -1,6 +1,7 @@
 import Foundation
 import PasskeyCore
 import PasskeyModels
+import PasskeyStore
 import WebAuthn
 
 /// Request and response bodies of the server API (`/api/admin/…`).
@@ -155,6 +156,8 @@ struct TenantJSON: Encodable {
     let hosts: [String]
     let settings: [String: JSONValue]
     let accounts: Int?
+    /// Its own database's URL, password hidden; absent: the server's.
+    let database: String?
     let createdAt: Date
     let updatedAt: Date
 
@@ -169,6 +172,7 @@ struct TenantJSON: Encodable {
             if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
         settings = TenantAdmin.redacted(stored)
         self.accounts = accounts
+        database = record.database.map { PostgresStore.redacted($0) }
         createdAt = record.createdAt
         updatedAt = record.updatedAt
     }
@@ -183,9 +187,18 @@ struct AddTenantBody: APIRequestBody {
     var hosts: [String]
     var settings: Data
     init(json: JSONObject) throws {
+        try Self.refuseDatabase(json)
         name = try json.string("name")
         hosts = try json.optionalStringArray("hosts") ?? []
         settings = try Self.settings(json) ?? Data("{}".utf8)
+    }
+
+    /// A database of a tenant's own names a file or a server this process opens: only
+    /// `passkeyd tenant add --database`, run on the server, chooses one.
+    static func refuseDatabase(_ json: JSONObject) throws {
+        guard json.has("database") else { return }
+        throw PasskeyServiceError(
+            .invalidTenant, "A tenant's own database is chosen when it is added with passkeyd tenant add --database, on the server.")
     }
 
     /// The `settings` member as JSON (an object, or refused as `malformed_json`).
@@ -206,6 +219,7 @@ struct ChangeTenantBody: APIRequestBody {
     var hosts: [String]?
     var settings: Data?
     init(json: JSONObject) throws {
+        try AddTenantBody.refuseDatabase(json)
         hosts = try json.optionalStringArray("hosts")
         settings = try AddTenantBody.settings(json)
     }

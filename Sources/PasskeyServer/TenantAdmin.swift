@@ -17,22 +17,29 @@ public struct TenantAdmin: Sendable {
     /// Whether a tenant's settings may name files on the server (`attestationTrustAnchors`):
     /// the CLI's, run with the server's own access; not the API's or the console's.
     public let namesFiles: Bool
+    /// The tenants' own databases (`--database`): opened to count, clear and remove a tenant's
+    /// rows there.
+    public let databases: TenantDatabases
     let now: @Sendable () -> Date
 
-    public init(store: any PasskeyStore, server: ServerSettings, namesFiles: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        store: any PasskeyStore, server: ServerSettings, namesFiles: Bool, databases: TenantDatabases? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.store = store.tenant == TenantID.defaultTenant ? store : store.scoped(to: TenantID.defaultTenant)
         self.server = server
         self.namesFiles = namesFiles
+        self.databases = databases ?? TenantDatabases(main: self.store, opener: nil, now: now)
         self.now = now
     }
 
     /// The settings that name files on the server.
     static let fileKeys: Set<String> = ["attestationTrustAnchors"]
 
-    /// A tenant with its number of accounts.
+    /// A tenant with its number of accounts (nil: its own database cannot be read now).
     public struct Summary: Sendable {
         public let record: TenantRecord
-        public let accounts: Int
+        public let accounts: Int?
         /// The settings as a JSON object (secrets included: see ``TenantAdmin/redacted(_:)``).
         public var settings: [String: JSONValue] {
             if case .object(let object)? = try? JSONReader.parse(Array(record.settings.utf8)) { object } else { [:] }
@@ -57,18 +64,28 @@ public struct TenantAdmin: Sendable {
     }
 
     func summary(_ record: TenantRecord) async throws -> Summary {
-        let accounts = try await store.scoped(to: record.id).statistics(now: now(), activeSince: now()).accounts
-        return Summary(record: record, accounts: accounts)
+        guard record.database != nil else { return Summary(record: record, accounts: try await accounts(of: record)) }
+        // A tenant's own database being down does not hide the others from the list.
+        return Summary(record: record, accounts: try? await accounts(of: record))
+    }
+
+    func accounts(of record: TenantRecord) async throws -> Int {
+        try await databases.store(for: record.database).scoped(to: record.id).statistics(now: now(), activeSince: now()).accounts
     }
 
     // MARK: Writing
 
     /// Adds tenant `name`: `settings` is a JSON object of the server's setting names (`rpID` and
-    /// `origins` at least); `hosts` empty means the hosts of its origins.
-    public func add(name: String, hosts: [String], settings: Data, by actor: String) async throws -> TenantRecord {
+    /// `origins` at least); `hosts` empty means the hosts of its origins. `database`: the URL of a
+    /// database of its own (the CLI's alone: it names a file or a server the process connects
+    /// to), opened and migrated here, any rows left there under its name deleted.
+    public func add(name: String, hosts: [String], settings: Data, database: String? = nil, by actor: String) async throws -> TenantRecord {
         try refuseFiles(in: settings, tenant: name)
         let object = try Self.merged(patch: settings, into: Data("{}".utf8))
-        let record = try validated(name: name, hosts: hosts, settings: object, createdAt: nil)
+        var record = try validated(name: name, hosts: hosts, settings: object, createdAt: nil)
+        if let database {
+            record.database = try await prepareDatabase(database, for: name)
+        }
         do {
             try await store.addTenant(record)
         } catch let error as StoreError where error.code == .conflict {
@@ -87,7 +104,8 @@ public struct TenantAdmin: Sendable {
         let current = try await record(name)
         if let patch { try refuseFiles(in: patch, tenant: name) }
         let object = try patch.map { try Self.merged(patch: $0, into: Data(current.settings.utf8)) } ?? Data(current.settings.utf8)
-        let record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
+        var record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
+        record.database = current.database
         do {
             guard try await store.updateTenant(record) else {
                 throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
@@ -103,13 +121,53 @@ public struct TenantAdmin: Sendable {
     /// owns goes with it).
     public func remove(name: String, deleteData: Bool, by actor: String) async throws {
         let current = try await record(name)
-        switch try await store.removeTenant(id: name, deleteData: deleteData) {
-        case .removed: try await audit(.tenantRemoved, current, by: actor, detail: deleteData ? "with its data" : nil)
-        case .notFound: throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
-        case .hasAccounts(let count):
-            throw PasskeyServiceError(
-                .tenantHasAccounts, "Tenant \(name) has \(count) accounts: remove it with its data (deleteData) to delete them with it.")
+        // A tenant with a database of its own: its accounts are counted there, and its rows
+        // deleted there once the registry no longer names it (a failure then leaves rows that
+        // a tenant added later under the name does not inherit: `add` clears them).
+        var own: (any PasskeyStore)?
+        if let database = current.database {
+            // Unreachable: 503, and the tenant stays (removed once its database can be read).
+            let tenantStore = try await databases.store(for: database)
+            let count = try await tenantStore.scoped(to: name).statistics(now: now(), activeSince: now()).accounts
+            if count > 0 && !deleteData { throw Self.hasAccounts(name, count) }
+            own = tenantStore
         }
+        switch try await store.removeTenant(id: name, deleteData: deleteData) {
+        case .removed:
+            try await own?.deleteTenantData(id: name)
+            try await audit(.tenantRemoved, current, by: actor, detail: deleteData ? "with its data" : nil)
+        case .notFound: throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
+        case .hasAccounts(let count): throw Self.hasAccounts(name, count)
+        }
+    }
+
+    static func hasAccounts(_ name: String, _ count: Int) -> PasskeyServiceError {
+        PasskeyServiceError(
+            .tenantHasAccounts, "Tenant \(name) has \(count) accounts: remove it with its data (deleteData) to delete them with it.")
+    }
+
+    /// Opens and migrates the database a tenant being added names, after checking the name is
+    /// free (its leftovers there are deleted: an earlier tenant's of the name, never a live
+    /// one's). Returns the URL to keep.
+    func prepareDatabase(_ url: String, for name: String) async throws -> String {
+        guard namesFiles else {
+            throw PasskeyServiceError(
+                .invalidTenant, "A tenant's own database is chosen when it is added with passkeyd tenant add --database, on the server.")
+        }
+        guard url != server.databaseURL else {
+            throw PasskeyServiceError(.invalidTenant, "\(PostgresStore.redacted(url)) is the server's database: leave --database out.")
+        }
+        if try await store.tenantRecords().contains(where: { $0.id == name }) {
+            throw APIError(.conflict, "conflict", "The name \(name) is taken.")
+        }
+        let tenantStore: any PasskeyStore
+        do {
+            tenantStore = try await databases.store(for: url)
+        } catch {
+            throw PasskeyServiceError(.invalidTenant, "The database \(PostgresStore.redacted(url)) cannot be used: \(error)")
+        }
+        try await tenantStore.deleteTenantData(id: name)
+        return url
     }
 
     func audit(_ kind: AuditEvent.Kind, _ record: TenantRecord, by actor: String, detail: String? = nil) async throws {

@@ -38,6 +38,8 @@ public final class TenantDirectory: Service, Sendable {
     let defaultResponder: Responder
     let defaultHosts: Set<String>
     let makeService: ServiceMaker
+    /// The tenants' own databases (`--database`), and the server's.
+    let databases: TenantDatabases
     let logger: Logger
 
     private struct Built: Sendable {
@@ -61,7 +63,7 @@ public final class TenantDirectory: Service, Sendable {
 
     public init(
         server: ServerSettings?, edge: EdgeConfiguration, defaultService: PasskeyService, defaultResponder: Responder, logger: Logger,
-        makeService: ServiceMaker? = nil
+        makeService: ServiceMaker? = nil, databases: TenantDatabases? = nil
     ) {
         self.server = server
         self.trustedProxies = edge.trustedProxies
@@ -69,6 +71,7 @@ public final class TenantDirectory: Service, Sendable {
         self.defaultResponder = defaultResponder
         self.defaultHosts = Set(TenantHost.hosts(ofOrigins: defaultService.configuration.webOrigins))
         self.logger = logger
+        self.databases = databases ?? TenantDatabases(main: defaultService.store, opener: nil, now: defaultService.now)
         let metrics = defaultService.metrics
         self.makeService =
             makeService ?? { configuration, store in
@@ -108,25 +111,56 @@ public final class TenantDirectory: Service, Sendable {
             try? await gracefulShutdown()
             return
         }
-        var polls = 0
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                try await reload()
-            } catch {
-                logger.warning("tenants not read", metadata: ["error": "\(error)"])
+        await withDiscardingTaskGroup { group in
+            var polls = 0
+            // The tenants' own databases whose upkeep runs (one set of workers per database).
+            var kept: Set<String> = []
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do {
+                    try await reload()
+                } catch {
+                    logger.warning("tenants not read", metadata: ["error": "\(error)"])
+                }
+                for (url, store) in await openDatabases() where !kept.contains(url) {
+                    kept.insert(url)
+                    let upkeep = TenantDatabaseUpkeep(store: store, server: defaultService, logger: logger)
+                    group.addTask { await upkeep.run() }
+                }
+                polls += 1
+                // Once a minute: the tenants' in-process rate-limit windows pruned (the default
+                // service's are the expiry sweeper's).
+                if polls % 30 == 0 {
+                    let now = defaultService.now()
+                    for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
+                }
+                // As often as the default tenant's MetadataRefresher: the FIDO metadata of the
+                // tenants built so far.
+                if polls % Self.metadataPolls == 0 { await refreshMetadata() }
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
             }
-            polls += 1
-            // Once a minute: the tenants' in-process rate-limit windows pruned (the default
-            // service's are the expiry sweeper's).
-            if polls % 30 == 0 {
-                let now = defaultService.now()
-                for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
-            }
-            // As often as the default tenant's MetadataRefresher: the FIDO metadata of the
-            // tenants built so far.
-            if polls % Self.metadataPolls == 0 { await refreshMetadata() }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
         }
+        // Every upkeep worker has ended with the poll: the tenants' own databases can close.
+        await databases.close()
+    }
+
+    /// Opens (and migrates) every database a tenant names that is not open yet: when the server
+    /// starts, and on the poll after a tenant with one is added. One that cannot be opened is
+    /// logged (its tenant answers 503 until it can) and tried again on a later poll.
+    @discardableResult
+    func openDatabases() async -> [(url: String, store: any PasskeyStore)] {
+        let urls = Set(state.withLock { $0.records.values.compactMap(\.database) })
+        var out: [(String, any PasskeyStore)] = []
+        for url in urls.sorted() where !databases.failedRecently(url) {
+            let alreadyOpen = databases.opened.contains(url)
+            do {
+                out.append((url, try await databases.store(for: url)))
+                if !alreadyOpen { logger.info("tenant database opened", metadata: ["database": "\(PostgresStore.redacted(url))"]) }
+            } catch {
+                logger.error(
+                    "tenant database cannot be used", metadata: ["database": "\(PostgresStore.redacted(url))", "error": "\(error)"])
+            }
+        }
+        return out
     }
 
     /// Polls between two metadata refreshes (``PasskeyService/metadataRefreshInterval``).
@@ -138,7 +172,7 @@ public final class TenantDirectory: Service, Sendable {
     /// `MetadataRefresher` does for its own: each service reads the stored BLOB's number and
     /// takes a newer BLOB (a revoked model is then refused in every tenant).
     func refreshMetadata() async {
-        for service in builtServices { await service.refreshMetadata() }
+        for service in builtServices { await service.refreshMetadata(from: store) }
     }
 
     /// Where a request goes.
@@ -183,9 +217,9 @@ public final class TenantDirectory: Service, Sendable {
         if let built { return built.responder }
         guard let record, let server else { return nil }
         let (domain, edge) = try TenantSettings.read(tenant: id, json: Data(record.settings.utf8), server: server)
-        let service = try makeService(domain, store.scoped(to: id))
+        let service = try makeService(domain, try await databases.store(for: record.database).scoped(to: id))
         try await service.prepareIntegrations()
-        await service.refreshMetadata()
+        await service.refreshMetadata(from: store)
         let responder = PasskeyServer.router(service: service, edge: edge).buildResponder()
         state.withLock { state in
             // Kept only while the registry still holds this version of the tenant.

@@ -24,6 +24,10 @@ public protocol PasskeyStore: MailStore {
     func updateTenant(_ tenant: TenantRecord) async throws -> Bool
     /// Refused while it has accounts, unless `deleteData` (every row it owns goes with it).
     func removeTenant(id: String, deleteData: Bool) async throws -> TenantRemoval
+    /// Deletes every row tenant `id` owns in this database (a tenant with a database of its own:
+    /// the leftovers of an earlier tenant of the name when it is added, its data when it is
+    /// removed with it).
+    func deleteTenantData(id: String) async throws
 
     /// Applies pending schema migrations; returns the versions applied.
     @discardableResult func migrate() async throws -> [Int]

@@ -76,6 +76,10 @@ extension PostgresSchema {
             ]
         })
 
+    /// Migration 18: a tenant may keep its rows in a database of its own (`passkeyd tenant add
+    /// --database`); the registry names it. The same statement on SQLite.
+    static let migration18 = SQLiteSchema.Migration(version: 18, statements: ["ALTER TABLE tenants ADD COLUMN database_url TEXT"])
+
     private static var tenantStatements: [String] {
         var statements: [String] = []
         for keys in tenantKeys {

@@ -422,5 +422,6 @@ enum PostgresSchema {
         migration15,
         migration16,
         migration17,
+        migration18,
     ]
 }

@@ -16,15 +16,17 @@ extension SQLStore {
         return Int64(String(decoding: value, as: UTF8.self)) ?? 0
     }
 
-    /// Moves the registry's counter (in the caller's transaction).
-    private static func bumpTenantsVersion(_ db: any SQLConnection) async throws {
-        let current = try await db.first("SELECT value FROM settings WHERE name = 'tenants'").map { try $0.bytes("value") }
+    /// Moves the registry's counter (in the caller's transaction). The row is made if missing,
+    /// then locked before it is read: two changes committed at once each move it (read without
+    /// the lock, both read N and wrote N + 1, and an instance that polled between them never
+    /// saw the second).
+    private static func bumpTenantsVersion(_ db: any SQLConnection, dialect: SQLDialect) async throws {
+        try await db.execute("INSERT INTO settings (name, value) VALUES ('tenants', \(Array("0".utf8))) ON CONFLICT (name) DO NOTHING")
+        let current = try await db.first("SELECT value FROM settings WHERE name = 'tenants'\(sql: dialect.forUpdate)").map {
+            try $0.bytes("value")
+        }
         let next = (current.flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0) + 1
-        try await db.execute(
-            """
-            INSERT INTO settings (name, value) VALUES ('tenants', \(Array(String(next).utf8)))
-            ON CONFLICT (name) DO UPDATE SET value = excluded.value
-            """)
+        try await db.execute("UPDATE settings SET value = \(Array(String(next).utf8)) WHERE name = 'tenants'")
     }
 
     public func tenantRecords() async throws -> [TenantRecord] {
@@ -36,7 +38,7 @@ extension SQLStore {
             let id = try row.text("id")
             return TenantRecord(
                 id: id, hosts: hosts[id] ?? [], settings: try row.text("settings"), createdAt: try row.date("created_at"),
-                updatedAt: try row.date("updated_at"))
+                updatedAt: try row.date("updated_at"), database: try row.optionalText("database_url"))
         }
     }
 
@@ -52,19 +54,20 @@ extension SQLStore {
         try await upkeepTransaction { db in
             try await db.execute(
                 """
-                INSERT INTO tenants (id, settings, created_at, updated_at, version)
-                VALUES (\(tenant.id), \(tenant.settings), \(tenant.createdAt), \(tenant.updatedAt), 1)
+                INSERT INTO tenants (id, settings, created_at, updated_at, version, database_url)
+                VALUES (\(tenant.id), \(tenant.settings), \(tenant.createdAt), \(tenant.updatedAt), 1, \(tenant.database))
                 """)
             try await Self.deleteRows(db, of: tenant.id, dialect: dialect)
             try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
-            try await Self.bumpTenantsVersion(db)
+            try await Self.bumpTenantsVersion(db, dialect: dialect)
         }
     }
 
-    /// Replaces a tenant's settings and hosts; false when there is no such tenant. `conflict`
-    /// when a host is another tenant's.
+    /// Replaces a tenant's settings and hosts (never its database); false when there is no such
+    /// tenant. `conflict` when a host is another tenant's.
     public func updateTenant(_ tenant: TenantRecord) async throws -> Bool {
-        try await upkeepTransaction { db in
+        let dialect = self.dialect
+        return try await upkeepTransaction { db in
             guard
                 try await db.run(
                     """
@@ -74,9 +77,15 @@ extension SQLStore {
             else { return false }
             try await db.execute("DELETE FROM tenant_hosts WHERE tenant_id = \(tenant.id)")
             try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
-            try await Self.bumpTenantsVersion(db)
+            try await Self.bumpTenantsVersion(db, dialect: dialect)
             return true
         }
+    }
+
+    public func deleteTenantData(id: String) async throws {
+        guard id != TenantID.defaultTenant else { return }
+        let dialect = self.dialect
+        try await upkeepTransaction { db in try await Self.deleteRows(db, of: id, dialect: dialect) }
     }
 
     /// Every row tenant `id` owns, children first, and its signing keys' version.
@@ -107,7 +116,7 @@ extension SQLStore {
             if accounts > 0 && !deleteData { return .hasAccounts(accounts) }
             try await Self.deleteRows(db, of: id, dialect: dialect)
             try await db.execute("DELETE FROM tenants WHERE id = \(id)")
-            try await Self.bumpTenantsVersion(db)
+            try await Self.bumpTenantsVersion(db, dialect: dialect)
             return .removed
         }
     }

@@ -82,6 +82,10 @@ public class SQLStore: PasskeyStore, @unchecked Sendable {
         return dialect.migrations.map(\.version).filter { !applied.contains($0) }
     }
 
+    /// Whether several instances may share this database (PostgreSQL), and with it the rate
+    /// limits' counts.
+    public var isShared: Bool { dialect == .postgres }
+
     public var knownSchemaVersion: Int { dialect.migrations.map(\.version).max() ?? 0 }
 
     public func ping() async throws {

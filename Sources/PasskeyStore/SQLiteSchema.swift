@@ -471,5 +471,6 @@ enum SQLiteSchema {
         // PostgreSQL's row-level security (its migration 17); SQLite has none, and keeps the
         // same numbers.
         Migration(version: 17, statements: []),
+        PostgresSchema.migration18,
     ]
 }

@@ -104,10 +104,19 @@ public enum TestDatabase {
     /// A store on a new database of `kind` with no migration applied: a migration test takes it
     /// as far as it needs (`migrate(through:)`), writes what an older version held, and goes on.
     public static func makeUnmigratedStore(_ kind: Kind) async throws -> SQLStore {
-        let url = try await makeURL(kind)
-        switch kind {
-        case .sqlite: return try SQLiteStore(path: String(url.dropFirst("sqlite://".count)))
-        case .postgres: return try PostgresStore(url: url, options: postgresOptions())
-        }
+        try openUnmigrated(url: try await makeURL(kind))
+    }
+
+    /// The store a test database's URL names (``makeURL(_:)``), migrated: what a server opens
+    /// for a tenant's own database.
+    public static func open(url: String) async throws -> any PasskeyStore {
+        let store = try openUnmigrated(url: url)
+        try await store.migrate()
+        return store
+    }
+
+    static func openUnmigrated(url: String) throws -> SQLStore {
+        if url.hasPrefix("sqlite://") { return try SQLiteStore(path: String(url.dropFirst("sqlite://".count))) }
+        return try PostgresStore(url: url, options: postgresOptions())
     }
 }

@@ -34,15 +34,16 @@ struct AdminContext {
         guard let tenant = options.tenant, tenant != TenantID.defaultTenant else {
             return try await body(AdminContext(store: store, loaded: loaded))
         }
-        guard let record = try await store.tenantRecords().first(where: { $0.id == tenant }) else {
-            throw ValidationError("no tenant \(tenant) (passkeyd tenant list)")
-        }
+        let scoped = try await Tenant.store(store, for: tenant)
+        defer { scoped.close() }
+        guard let record = scoped.record else { return try await body(AdminContext(store: store, loaded: loaded)) }
         do {
             (loaded.domain, loaded.edge) = try TenantSettings.read(tenant: tenant, json: Data(record.settings.utf8), server: loaded)
         } catch {
             throw ValidationError(error.description)
         }
-        return try await body(AdminContext(store: store.scoped(to: tenant), loaded: loaded))
+        // Its own database's store when it has one (`tenant add --database`).
+        return try await body(AdminContext(store: scoped.store, loaded: loaded))
     }
 
     var operatorName: String { "passkeyd admin (\(ProcessInfo.processInfo.environment["USER"] ?? "admin"))" }

@@ -71,7 +71,9 @@ struct Import: AsyncParsableCommand {
         let (opened, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.import"))
         defer { (opened as? PostgresStore)?.close() }
         // Into the tenant `--tenant` names (the server's own by default).
-        let store = try await Tenant.store(opened, for: options.tenant)
+        let scoped = try await Tenant.store(opened, for: options.tenant)
+        defer { scoped.close() }
+        let store = scoped.store
         let badLines = Set(problems.map(\.line))
         var batch: [(Account, String)] = []
         var inserted = 0, present = 0

@@ -86,9 +86,23 @@ struct Serve: AsyncParsableCommand {
                 if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)", "url": "\(url)"]) }
             },
             settings: loaded,
-            makeTenantService: { [shared = Database.isShared(loaded.databaseURL)] configuration, tenantStore in
+            makeTenantService: { configuration, tenantStore in
+                // Rate-limit counts in the database when the tenant's is PostgreSQL (shared by
+                // the instances), as the server's own.
                 try PasskeyService(
-                    configuration: configuration, store: tenantStore, logger: logger, sharedLimits: shared, metrics: service.metrics)
+                    configuration: configuration, store: tenantStore, logger: logger,
+                    sharedLimits: (tenantStore as? SQLStore)?.isShared ?? false,
+                    metrics: service.metrics)
+            },
+            openDatabase: { url in
+                // A tenant's own database, as the server's: checked, migrated (or, with
+                // `migrations: check`, found up to date) before its first use.
+                let store = try Database.open(url, logger: databaseLogger)
+                let applied = try await Database.prepare(store, url: url, logger: databaseLogger, migrations: migrations)
+                if !applied.isEmpty {
+                    logger.info("tenant database migrated", metadata: ["versions": "\(applied)", "url": "\(PostgresStore.redacted(url))"])
+                }
+                return store
             },
             onServerRunning: { host, port in
                 // The address the listener got: with port 0 (tests, a supervisor that reads this
@@ -145,5 +159,17 @@ struct Migrate: AsyncParsableCommand {
             applied.isEmpty
                 ? "schema is up to date at version \(version)"
                 : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+        // The tenants' own databases (`tenant add --database`), each brought to the same schema.
+        let urls = Set(try await store.tenantRecords().compactMap(\.database))
+        for url in urls.sorted() {
+            let (own, applied) = try await Database.openMigrated(url, logger: Logger(label: "passkeyd.database"))
+            defer { (own as? PostgresStore)?.close() }
+            let version = try await own.schemaVersion()
+            let name = PostgresStore.redacted(url)
+            print(
+                applied.isEmpty
+                    ? "\(name): schema is up to date at version \(version)"
+                    : "\(name): applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+        }
     }
 }

@@ -53,6 +53,28 @@ struct Tenant: AsyncParsableCommand {
         }
     }
 
+    /// The server's settings for `passkeyd tenant`: as every verb's, except that the server's
+    /// database is `--server-database` (`tenant add --database` names the tenant's own).
+    struct Options: ParsableArguments {
+        @Option(name: .customLong("config"), help: "Settings file (default: passkeyd.json in the working directory, if present).")
+        var config: String?
+
+        @Option(
+            name: .customLong("server-database"),
+            help: "The server's database URL (overrides the settings), e.g. sqlite://passkeyd.sqlite; the registry of tenants is there.")
+        var serverDatabase: String?
+
+        @Option(help: .hidden) var tenant: String?
+
+        var server: ServerOptions {
+            get throws {
+                if tenant != nil { throw ValidationError("--tenant does not apply to passkeyd tenant: it acts on the whole server") }
+                return try ServerOptions.parse(
+                    (config.map { ["--config", $0] } ?? []) + (serverDatabase.map { ["--database", $0] } ?? []))
+            }
+        }
+    }
+
     static func set(_ object: inout [String: Any], path: [String], value: Any) {
         guard let first = path.first else { return }
         if path.count == 1 {
@@ -69,13 +91,20 @@ struct Tenant: AsyncParsableCommand {
 
     /// Runs `body` with the tenants' administration on the server's database (files may be named:
     /// this runs with the server's own access), its refusals as the command's.
-    static func withAdmin<T>(_ options: ServerOptions, _ body: (TenantAdmin, any PasskeyStore) async throws -> T) async throws -> T {
-        try options.refuseTenant("tenant")
-        let loaded = try options.load()
+    static func withAdmin<T>(_ options: Options, _ body: (TenantAdmin, any PasskeyStore) async throws -> T) async throws -> T {
+        let loaded = try options.server.load()
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.tenant"))
         defer { (store as? PostgresStore)?.close() }
+        let databases = TenantDatabases(main: store, opener: opener)
+        let result: Result<T, any Error>
         do {
-            return try await body(TenantAdmin(store: store, server: loaded, namesFiles: true), store)
+            result = .success(try await body(TenantAdmin(store: store, server: loaded, namesFiles: true, databases: databases), store))
+        } catch {
+            result = .failure(error)
+        }
+        await databases.close()
+        do {
+            return try result.get()
         } catch let error as PasskeyServiceError {
             throw ValidationError(error.message)
         } catch let error as APIError {
@@ -83,13 +112,28 @@ struct Tenant: AsyncParsableCommand {
         }
     }
 
-    /// `store` scoped to the tenant `name` (an existing one; nil or `default`: the server's own).
-    static func store(_ store: any PasskeyStore, for name: String?) async throws -> any PasskeyStore {
-        guard let name, name != TenantID.defaultTenant else { return store }
-        guard try await store.tenantRecords().contains(where: { $0.id == name }) else {
+    /// A store of the tenant `name` (an existing one; nil or `default`: the server's own): the
+    /// server's database scoped to it, or its own database's (`opened`, which the caller closes).
+    struct Scoped {
+        let store: any PasskeyStore
+        let record: TenantRecord?
+        let opened: (any PasskeyStore)?
+        func close() { (opened as? PostgresStore)?.close() }
+    }
+
+    static func store(_ store: any PasskeyStore, for name: String?) async throws -> Scoped {
+        guard let name, name != TenantID.defaultTenant else { return Scoped(store: store, record: nil, opened: nil) }
+        guard let record = try await store.tenantRecords().first(where: { $0.id == name }) else {
             throw ValidationError("no tenant \(name) (passkeyd tenant list)")
         }
-        return store.scoped(to: name)
+        guard let database = record.database else { return Scoped(store: store.scoped(to: name), record: record, opened: nil) }
+        let (own, _) = try await Database.openMigrated(database, logger: Logger(label: "passkeyd.tenant"))
+        return Scoped(store: own.scoped(to: name), record: record, opened: own)
+    }
+
+    /// Opens and migrates a tenant's own database (`tenant add --database`), as the server does.
+    static let opener: TenantDatabases.Opener = { url in
+        try await Database.openMigrated(url, logger: Logger(label: "passkeyd.tenant")).0
     }
 
     struct Add: AsyncParsableCommand {
@@ -97,15 +141,24 @@ struct Tenant: AsyncParsableCommand {
             abstract: "Add a tenant: its name, hosts, RP ID and origins (and any other setting).",
             discussion:
                 "Example: passkeyd tenant add shop --host shop.example.com --rp-id shop.example.com --origin https://shop.example.com")
-        @OptionGroup var options: ServerOptions
+        @OptionGroup var options: Tenant.Options
         @Argument(help: "Its name: 1 to 63 of a-z, 0-9 and -.") var name: String
         @OptionGroup var settings: SettingOptions
+        @Option(
+            name: .customLong("database"),
+            help:
+                "A database of its own for its accounts and everything else it owns (sqlite://FILE or postgres://…; default: the server's). Created or migrated now; chosen once."
+        )
+        var tenantDatabase: String?
 
         func run() async throws {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
             try await withAdmin(options) { admin, _ in
-                let record = try await admin.add(name: name, hosts: settings.hosts, settings: try settings.patch(), by: Tenant.actor)
-                print("added tenant \(name), served on \(record.hosts.joined(separator: ", "))")
+                let record = try await admin.add(
+                    name: name, hosts: settings.hosts, settings: try settings.patch(), database: tenantDatabase, by: Tenant.actor)
+                print(
+                    "added tenant \(name), served on \(record.hosts.joined(separator: ", "))"
+                        + (record.database.map { ", its rows in \(PostgresStore.redacted($0))" } ?? ""))
                 FileHandle.standardError.write(
                     Data(
                         "every instance serves it within a few seconds; its first console administrator: passkeyd admin bootstrap-link --tenant \(name)\n"
@@ -116,7 +169,7 @@ struct Tenant: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the tenants: name, RP ID, hosts, accounts.")
-        @OptionGroup var options: ServerOptions
+        @OptionGroup var options: Tenant.Options
 
         func run() async throws {
             try await withAdmin(options) { admin, store in
@@ -125,7 +178,9 @@ struct Tenant: AsyncParsableCommand {
                 print("\(TenantID.defaultTenant)\t\(admin.server.domain.rpID)\t\(own.joined(separator: ","))\t\(accounts) accounts")
                 for tenant in try await admin.list() {
                     let rpID = if case .string(let text)? = tenant.settings["rpID"] { text } else { "?" }
-                    print("\(tenant.record.id)\t\(rpID)\t\(tenant.record.hosts.joined(separator: ","))\t\(tenant.accounts) accounts")
+                    let accounts = tenant.accounts.map(String.init) ?? "? (its database cannot be read)"
+                    let database = tenant.record.database.map { "\tdatabase \(PostgresStore.redacted($0))" } ?? ""
+                    print("\(tenant.record.id)\t\(rpID)\t\(tenant.record.hosts.joined(separator: ","))\t\(accounts) accounts\(database)")
                 }
             }
         }
@@ -133,7 +188,7 @@ struct Tenant: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a tenant's hosts and settings as JSON.")
-        @OptionGroup var options: ServerOptions
+        @OptionGroup var options: Tenant.Options
         @Argument var name: String
 
         func run() async throws {
@@ -141,11 +196,13 @@ struct Tenant: AsyncParsableCommand {
                 let tenant = try await admin.show(name)
                 let record = tenant.record
                 let settings = (try? JSONSerialization.jsonObject(with: Data(record.settings.utf8))) as? [String: Any] ?? [:]
-                let shown: [String: Any] = [
-                    "name": record.id, "hosts": record.hosts, "settings": settings, "accounts": tenant.accounts,
+                var shown: [String: Any] = [
+                    "name": record.id, "hosts": record.hosts, "settings": settings,
                     "createdAt": ISO8601DateFormatter().string(from: record.createdAt),
                     "updatedAt": ISO8601DateFormatter().string(from: record.updatedAt),
                 ]
+                shown["accounts"] = tenant.accounts
+                shown["database"] = record.database.map(PostgresStore.redacted)
                 let data = try JSONSerialization.data(
                     withJSONObject: shown, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))
@@ -156,7 +213,7 @@ struct Tenant: AsyncParsableCommand {
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change a tenant's hosts or settings (the options given replace those values; --setting key=null removes one).")
-        @OptionGroup var options: ServerOptions
+        @OptionGroup var options: Tenant.Options
         @Argument var name: String
         @OptionGroup var settings: SettingOptions
 
@@ -172,7 +229,7 @@ struct Tenant: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a tenant (refused while it has accounts, unless --delete-data, which deletes all it owns).")
-        @OptionGroup var options: ServerOptions
+        @OptionGroup var options: Tenant.Options
         @Argument var name: String
         @Option(help: "The tenant's name again, to confirm.") var confirm: String
         @Flag(help: "Delete its accounts, passkeys, sessions, keys and everything else it owns.") var deleteData = false

@@ -7,8 +7,10 @@ import WebAuthnTesting
 /// serves, and every mistake is refused with its reason before anything is written.
 @Suite struct TenantCommandTests {
     static func run(_ arguments: [String], in directory: URL) throws -> CLI.Result {
+        // `passkeyd tenant` names the server's database --server-database (`tenant add
+        // --database` is a tenant's own).
         try ServeCommandTests.run(
-            arguments + ["--database", "sqlite://db.sqlite"],
+            arguments + [arguments.first == "tenant" ? "--server-database" : "--database", "sqlite://db.sqlite"],
             environment: ["PASSKEYD_RP_ID": "localhost", "PASSKEYD_ORIGINS": "http://localhost:8080"], in: directory)
     }
 
@@ -56,10 +58,12 @@ import WebAuthnTesting
             "PASSKEYD_SMTP_ALLOW_PLAINTEXT": "1", "PASSKEYD_EMAIL_FROM": "Example <auth@example.com>",
         ]
         let base = ["tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com"]
-        let refused = try ServeCommandTests.run(base + ["--database", "sqlite://db.sqlite"], environment: environment, in: directory)
+        let refused = try ServeCommandTests.run(
+            base + ["--server-database", "sqlite://db.sqlite"], environment: environment, in: directory)
         #expect(refused.status == 2 && refused.stderr.contains("tenant shop: email.from"), "\(refused.stderr)")
         let added = try ServeCommandTests.run(
-            base + ["--setting", "email.from=Shop <auth@shop.example.com>", "--database", "sqlite://db.sqlite"], environment: environment,
+            base + ["--setting", "email.from=Shop <auth@shop.example.com>", "--server-database", "sqlite://db.sqlite"],
+            environment: environment,
             in: directory)
         #expect(added.status == 0, "\(added.stderr)")
     }
@@ -84,6 +88,48 @@ import WebAuthnTesting
             let refused = try Self.run(command + ["--tenant", "shop"], in: directory)
             #expect(refused.status == 2 && refused.stderr.contains("--tenant does not apply"), "\(command): \(refused.stderr)")
         }
+    }
+
+    /// `passkeyd tenant add NAME … --database URL`: a tenant whose rows live in a database of its
+    /// own, created and migrated by the command; every verb that takes `--tenant` works on it
+    /// there; `migrate` brings it up to date with the server's; removing it removes its rows.
+    @Test func aTenantGetsADatabaseOfItsOwn() throws {
+        let directory = try ServeCommandTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = ["tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com"]
+        let server = try Self.run(base + ["--database", "sqlite://db.sqlite"], in: directory)
+        #expect(server.status == 2 && server.stderr.contains("is the server's database"), "\(server.stderr)")
+        let odd = try Self.run(base + ["--database", "mysql://db/shop"], in: directory)
+        #expect(odd.status == 2 && odd.stderr.contains("cannot be used"), "\(odd.stderr)")
+        let added = try Self.run(base + ["--database", "sqlite://shop.sqlite"], in: directory)
+        #expect(added.status == 0 && added.stdout.contains("its rows in sqlite://shop.sqlite"), "\(added.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("shop.sqlite").path))
+
+        let file = directory.appendingPathComponent("people.csv")
+        try "username,displayName,passwordHash\ngrace,Grace,\(ImportCommandTests.hash)\n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(try Self.run(["import", file.path, "--tenant", "shop"], in: directory).status == 0)
+        let shown = try JSONReader.parse(Array(try Self.run(["tenant", "show", "shop"], in: directory).stdout.utf8))
+        #expect(shown["accounts"] == .number(1))
+        #expect(shown["database"] == .string("sqlite://shop.sqlite"))
+        let listed = try Self.run(["tenant", "list"], in: directory).stdout
+        #expect(listed.contains("default\tlocalhost\tlocalhost\t0 accounts"), "the account is not in the server's database: \(listed)")
+        #expect(listed.contains("shop\tshop.example.com\tshop.example.com\t1 accounts\tdatabase sqlite://shop.sqlite"), "\(listed)")
+        // Its own database shows only its own rows: the same import into the server's tenant
+        // is a new account, not a duplicate.
+        let again = try Self.run(["import", file.path], in: directory)
+        #expect(again.status == 0 && again.stdout.contains("imported 1,"), "\(again.stdout)")
+
+        let migrated = try Self.run(["migrate"], in: directory)
+        #expect(migrated.status == 0 && migrated.stdout.contains("sqlite://shop.sqlite: schema is up to date"), "\(migrated.stdout)")
+
+        let kept = try Self.run(["tenant", "remove", "shop", "--confirm", "shop"], in: directory)
+        #expect(kept.status == 2 && kept.stderr.contains("has 1 accounts"), "\(kept.stderr)")
+        let removed = try Self.run(["tenant", "remove", "shop", "--confirm", "shop", "--delete-data"], in: directory)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        // Added again under the name, in the same database: it starts with nothing.
+        #expect(try Self.run(base + ["--database", "sqlite://shop.sqlite"], in: directory).status == 0)
+        let fresh = try JSONReader.parse(Array(try Self.run(["tenant", "show", "shop"], in: directory).stdout.utf8))
+        #expect(fresh["accounts"] == .number(0))
     }
 
     @Test func mistakesAreRefusedWithTheirReasonAndNothingIsWritten() throws {

@@ -112,7 +112,7 @@ struct StoreConformanceTests {
     @Test(arguments: TestDatabase.kinds)
     func migrationsAreIdempotentAndVersioned(_ kind: TestDatabase.Kind) async throws {
         let store = try await TestDatabase.makeStore(kind)
-        #expect(try await store.schemaVersion() == 17)
+        #expect(try await store.schemaVersion() == 18)
         #expect(try await store.migrate().isEmpty)
         try await store.ping()
     }
@@ -153,8 +153,8 @@ struct StoreConformanceTests {
                     \(challenge.expiresAt))
             """)
 
-        #expect(try await store.migrate() == [10, 11, 12, 13, 14, 15, 16, 17])
-        #expect(try await store.schemaVersion() == 17)
+        #expect(try await store.migrate() == [10, 11, 12, 13, 14, 15, 16, 17, 18])
+        #expect(try await store.schemaVersion() == 18)
         // Migration 12: the passkey's extension facts and PRF salt are unknown, not made up.
         let migrated = try #require(try await store.passkey(credentialID: key.credentialID))
         #expect(migrated.extensions == PasskeyExtensions())

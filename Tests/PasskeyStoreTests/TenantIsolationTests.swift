@@ -97,6 +97,7 @@ struct TenantIsolationTests {
     /// dispatchers): not called by tenant B.
     static let upkeepMethods = [
         "scoped(to:)", "tenantsVersion()", "tenantRecords()", "addTenant(_:)", "updateTenant(_:)", "removeTenant(id:deleteData:)",
+        "deleteTenantData(id:)",
         "migrate()", "schemaVersion()", "pendingMigrations()", "ping()", "serverSecret()", "rekeyUsernames()", "sweepExpired(now:)",
         "allWebhookEndpoints()", "saveMetadataBLOB(_:force:)", "metadataBLOB()", "metadataBLOBNumber()", "rollUpMetrics(before:)",
         "metricsRolledThrough()", "claimMail(now:leaseUntil:leaseToken:limit:)", "markMailSent(id:leaseToken:at:)",
@@ -1147,6 +1148,68 @@ struct TenantIsolationTests {
         #expect(try await ghost.statistics(now: Self.t0, activeSince: Self.t0).accounts == 0)
         #expect(try await ghost.searchAudit(AuditQuery(limit: 10)).isEmpty)
         #expect(try await ghost.passkeys(accountID: leftover.id).isEmpty)
+    }
+
+    /// Tenants added at the same instant (two operators, two instances) for one host, or under
+    /// one name: one wins, the others get `conflict`, and the registry holds exactly one of them
+    /// with its hosts.
+    @Test(arguments: TestDatabase.kinds)
+    func racingAddsForOneHostOrOneNameLeaveOneTenant(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        let settings = #"{"rpID":"race.example","origins":["https://race.example"]}"#
+        let byHost = await Race.run(8) { taker in
+            try await store.addTenant(
+                TenantRecord(id: "host-\(taker)", hosts: ["race.example"], settings: settings, createdAt: Self.t0, updatedAt: Self.t0))
+        }
+        #expect(Race.winners(byHost) { true } == 1)
+        for case .failure(let error) in byHost { #expect((error as? StoreError)?.code == .conflict, "\(error)") }
+        let byName = await Race.run(8) { taker in
+            try await store.addTenant(
+                TenantRecord(id: "same", hosts: ["same-\(taker).example"], settings: settings, createdAt: Self.t0, updatedAt: Self.t0))
+        }
+        #expect(Race.winners(byName) { true } == 1)
+        for case .failure(let error) in byName { #expect((error as? StoreError)?.code == .conflict, "\(error)") }
+        let records = try await store.tenantRecords()
+        #expect(records.count == 2)
+        #expect(records.filter { $0.hosts == ["race.example"] }.count == 1)
+        let same = try #require(records.first { $0.id == "same" })
+        #expect(same.hosts.count == 1, "the winner's hosts alone: \(same.hosts)")
+        #expect(try await store.tenantsVersion() == 2)
+        // Changes that all succeed each move the registry's counter: an instance that read it
+        // between two of them must see it move again, or it never serves the later one.
+        let distinct = await Race.run(8) { taker in
+            try await store.addTenant(
+                TenantRecord(id: "t-\(taker)", hosts: ["t-\(taker).example"], settings: settings, createdAt: Self.t0, updatedAt: Self.t0))
+        }
+        #expect(Race.winners(distinct) { true } == 8)
+        #expect(try await store.tenantsVersion() == 10)
+    }
+
+    /// A tenant's own database (`tenant add --database`) is cleared of the tenant's rows when it
+    /// is added and when it is removed: every row of that tenant, no row of another one there.
+    @Test(arguments: TestDatabase.kinds)
+    func deletingATenantsDataTakesItsRowsAndNoOneElses(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        for tenant in ["gone", "kept", TenantID.defaultTenant] {
+            let scoped = store.scoped(to: tenant)
+            let account = Fixtures.account("sam")
+            try await scoped.createAccount(account, passkey: Fixtures.passkey(for: account), session: nil, audit: [])
+            try await scoped.appendAudit(AuditEvent(time: Self.t0, kind: "sign_in", accountID: account.id))
+        }
+        try await store.deleteTenantData(id: "gone")
+        #expect(try await store.scoped(to: "gone").statistics(now: Self.t0, activeSince: Self.t0).accounts == 0)
+        #expect(try await store.scoped(to: "gone").searchAudit(AuditQuery(limit: 10)).isEmpty)
+        for tenant in ["kept", TenantID.defaultTenant] {
+            let scoped = store.scoped(to: tenant)
+            let account = try #require(try await scoped.account(username: "sam"), "\(tenant)")
+            #expect(try await scoped.passkeys(accountID: account.id).count == 1)
+            #expect(try await scoped.searchAudit(AuditQuery(limit: 10)).count == 1)
+        }
+        // The server's own tenant is never cleared this way.
+        try await store.deleteTenantData(id: TenantID.defaultTenant)
+        #expect(try await store.account(username: "sam") != nil)
     }
 
     /// PostgreSQL's row-level security (migration 17), the second line behind each statement's

@@ -39,21 +39,34 @@ public struct MailDispatcher: Service {
         service: PasskeyService, sender: any MailSender, logger: Logger, interval: Duration = .milliseconds(250), concurrency: Int = 4,
         lease: TimeInterval = 600, giveUpAfter: TimeInterval = 86_400
     ) {
-        store = service.store
-        metrics = service.metrics
+        self.init(
+            store: service.store, metrics: service.metrics, sender: sender, logger: logger, interval: interval, concurrency: concurrency,
+            lease: lease, giveUpAfter: giveUpAfter, now: service.now)
+    }
+
+    /// The dispatcher of `store`'s outbox (every tenant's mail in its database).
+    package init(
+        store: any PasskeyStore, metrics: ServerMetrics, sender: any MailSender, logger: Logger, interval: Duration = .milliseconds(250),
+        concurrency: Int = 4, lease: TimeInterval = 600, giveUpAfter: TimeInterval = 86_400, now: @escaping @Sendable () -> Date
+    ) {
+        self.store = store
+        self.metrics = metrics
         self.logger = logger
         self.sender = sender
         self.interval = interval
         self.concurrency = concurrency
         self.lease = lease
         self.giveUpAfter = giveUpAfter
-        now = service.now
+        self.now = now
     }
 
-    /// The dispatcher of `service`'s mail settings, or nil when mail is off.
-    public static func make(service: PasskeyService, logger: Logger) -> MailDispatcher? {
-        guard let server = service.configuration.email.smtp, service.mailEnabled else { return nil }
-        return MailDispatcher(service: service, sender: SMTPClient(server: server), logger: logger)
+    /// The dispatcher of the server's mail relay (`email.smtpURL`), or nil without one. It sends
+    /// every tenant's mail in `service`'s database, each with the sender it was queued with.
+    /// `store`: another database's outbox sent through the same relay (a tenant's own).
+    public static func make(service: PasskeyService, logger: Logger, store: (any PasskeyStore)? = nil) -> MailDispatcher? {
+        guard let server = service.configuration.email.smtp else { return nil }
+        return MailDispatcher(
+            store: store ?? service.store, metrics: service.metrics, sender: SMTPClient(server: server), logger: logger, now: service.now)
     }
 
     public func run() async throws {
