@@ -38,7 +38,8 @@ public struct PasskeyService: Sendable {
     ///   - metrics: the server's metrics, when this is a tenant's service (one `/metrics` for all).
     public init(
         configuration: ServerConfiguration, store: any PasskeyStore, logger: Logger = Logger(label: "passkeyd"),
-        sharedLimits: Bool = false, metrics: ServerMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() }
+        sharedLimits: Bool = false, metrics: ServerMetrics? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        sharingPoolsWith process: PasskeyService? = nil
     ) throws(ConfigurationError) {
         self.configuration = configuration
         self.relyingParty = try configuration.relyingParty()
@@ -53,7 +54,10 @@ public struct PasskeyService: Sendable {
             window: .seconds(Int64(Self.openIDRequestLifetime)), store: sharedLimits ? store : nil,
             maxKeys: configuration.rateLimits.maxKeys)
         capacity = CeremonyCapacity()
-        passwordWork = BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
+        // One password pool per process: a tenant's service shares the default one's (`process`),
+        // so `passwordHashConcurrency` bounds the whole server's hashing (each scrypt hash holds
+        // 128 MiB at the default cost), however many tenants a flood spreads over.
+        passwordWork = process?.passwordWork ?? BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
         secret = CachedSecret()
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
         metadataState = MetadataState(relyingParty: relyingParty)

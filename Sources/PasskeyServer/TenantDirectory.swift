@@ -72,10 +72,11 @@ public final class TenantDirectory: Service, Sendable {
         self.defaultHosts = Set(TenantHost.hosts(ofOrigins: defaultService.configuration.webOrigins))
         self.logger = logger
         self.databases = databases ?? TenantDatabases(main: defaultService.store, opener: nil, now: defaultService.now)
-        let metrics = defaultService.metrics
         self.makeService =
-            makeService ?? { configuration, store in
-                try PasskeyService(configuration: configuration, store: store, logger: logger, metrics: metrics)
+            makeService ?? { [defaultService] configuration, store in
+                try PasskeyService(
+                    configuration: configuration, store: store, logger: logger, metrics: defaultService.metrics,
+                    sharingPoolsWith: defaultService)
             }
     }
 

@@ -92,7 +92,7 @@ struct Serve: AsyncParsableCommand {
                 try PasskeyService(
                     configuration: configuration, store: tenantStore, logger: logger,
                     sharedLimits: (tenantStore as? SQLStore)?.isShared ?? false,
-                    metrics: service.metrics)
+                    metrics: service.metrics, sharingPoolsWith: service)
             },
             openDatabase: { url in
                 // A tenant's own database, as the server's: checked, migrated (or, with

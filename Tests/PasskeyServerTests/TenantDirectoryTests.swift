@@ -51,6 +51,18 @@ import WebAuthnTesting
         #expect(alpha.fidoMetadata?.number == 8)
     }
 
+    /// `passwordHashConcurrency` bounds the process, not each tenant: a password flood spread
+    /// over many tenants hashes no more at once (each scrypt hash holds 128 MiB) than one
+    /// tenant's would.
+    @Test func everyTenantHashesPasswordsInTheServersOnePool() async throws {
+        let folder = try ServeCommandFolder.make()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (directory, _) = try await Self.directory(mds: try MetadataBLOBIssuer(), in: folder)
+        _ = try await directory.responder(tenant: "alpha")
+        let alpha = try #require(directory.builtServices.first)
+        #expect(alpha.passwordWork === directory.defaultService.passwordWork)
+    }
+
     @Test func aChangedOrRemovedTenantLosesItsBuiltServiceAtTheNextReload() async throws {
         let folder = try ServeCommandFolder.make()
         defer { try? FileManager.default.removeItem(at: folder) }
