@@ -106,8 +106,10 @@ public struct TenantAdmin: Sendable {
         let object = try patch.map { try Self.merged(patch: $0, into: Data(current.settings.utf8)) } ?? Data(current.settings.utf8)
         var record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
         record.database = current.database
+        // Strictly later than the record read: the next change's compare (below) tells them apart.
+        record.updatedAt = max(record.updatedAt, current.updatedAt.addingTimeInterval(0.001))
         do {
-            guard try await store.updateTenant(record) else {
+            guard try await store.updateTenant(record, unchangedSince: current.updatedAt) else {
                 throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
             }
         } catch let error as StoreError where error.code == .conflict {

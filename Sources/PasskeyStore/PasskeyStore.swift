@@ -20,8 +20,10 @@ public protocol PasskeyStore: MailStore {
     func tenantRecords() async throws -> [TenantRecord]
     /// `conflict` when the name or a host is taken.
     func addTenant(_ tenant: TenantRecord) async throws
-    /// Replaces its settings and hosts; false when unknown; `conflict` when a host is taken.
-    func updateTenant(_ tenant: TenantRecord) async throws -> Bool
+    /// Replaces its settings and hosts; false when unknown; `conflict` when a host is taken, or
+    /// when `unchangedSince` is given and the stored record's `updatedAt` is no longer it (a
+    /// change made meanwhile is never overwritten by one read before it).
+    func updateTenant(_ tenant: TenantRecord, unchangedSince: Date?) async throws -> Bool
     /// Refused while it has accounts, unless `deleteData` (every row it owns goes with it).
     func removeTenant(id: String, deleteData: Bool) async throws -> TenantRemoval
     /// Deletes every row tenant `id` owns in this database (a tenant with a database of its own:

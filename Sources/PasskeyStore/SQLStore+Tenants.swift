@@ -65,16 +65,27 @@ extension SQLStore {
 
     /// Replaces a tenant's settings and hosts (never its database); false when there is no such
     /// tenant. `conflict` when a host is another tenant's.
-    public func updateTenant(_ tenant: TenantRecord) async throws -> Bool {
+    public func updateTenant(_ tenant: TenantRecord, unchangedSince: Date?) async throws -> Bool {
         let dialect = self.dialect
         return try await upkeepTransaction { db in
-            guard
-                try await db.run(
-                    """
-                    UPDATE tenants SET settings = \(tenant.settings), updated_at = \(tenant.updatedAt), version = version + 1
-                    WHERE id = \(tenant.id) RETURNING 1
-                    """) == 1
-            else { return false }
+            let updated =
+                if let unchangedSince {
+                    try await db.run(
+                        """
+                        UPDATE tenants SET settings = \(tenant.settings), updated_at = \(tenant.updatedAt), version = version + 1
+                        WHERE id = \(tenant.id) AND updated_at = \(unchangedSince) RETURNING 1
+                        """)
+                } else {
+                    try await db.run(
+                        """
+                        UPDATE tenants SET settings = \(tenant.settings), updated_at = \(tenant.updatedAt), version = version + 1
+                        WHERE id = \(tenant.id) RETURNING 1
+                        """)
+                }
+            guard updated == 1 else {
+                guard unchangedSince != nil, try await db.run("SELECT 1 FROM tenants WHERE id = \(tenant.id)") == 1 else { return false }
+                throw StoreError(.conflict, "tenant \(tenant.id) was changed meanwhile: read it again and make the change on that")
+            }
             try await db.execute("DELETE FROM tenant_hosts WHERE tenant_id = \(tenant.id)")
             try await Self.insertHosts(db, tenant: tenant.id, hosts: tenant.hosts)
             try await Self.bumpTenantsVersion(db, dialect: dialect)

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import PasskeyCore
 import PasskeyServer
 import PasskeyStore
+import PasskeyStoreTesting
 import Testing
 import WebAuthn
 import WebAuthnTesting
@@ -196,6 +197,36 @@ import WebAuthnTesting
 
     /// The `tenants` scope is the server's: a tenant's keys cannot hold it, and a tenant's host
     /// has no `/api/admin/tenants` whatever key is sent.
+    /// Changes racing on one tenant (two operators, two instances): each is made on the record
+    /// it read or refused with `conflict`; none is lost under another (every change that said
+    /// it was made is in the record that stays).
+    @Test func racingChangesToOneTenantAreEachKeptOrRefusedNeverLost() async throws {
+        let store = try await TestDatabase.makeStore(TestDatabase.httpSuiteKind)
+        defer { (store as? PostgresStore)?.close() }
+        let settings = try ServerSettings(
+            environment: ["PASSKEYD_RP_ID": "localhost", "PASSKEYD_ORIGINS": "http://localhost:8080"], file: nil)
+        let admin = TenantAdmin(store: store, server: settings, namesFiles: false)
+        _ = try await admin.add(
+            name: "shop", hosts: [], settings: Data(#"{"rpID":"shop.localhost","origins":["http://shop.localhost:8080"]}"#.utf8), by: "t")
+        let patches = [
+            #"{"rpName":"Shop"}"#, #"{"appleAppIDs":["ABCDE12345.com.example.shop"]}"#,
+            #"{"corsOrigins":["https://app.shop.localhost"]}"#, #"{"relatedOrigins":["https://shop.example"]}"#,
+            #"{"userVerification":"required"}"#, #"{"rateLimits":{"perIP":99}}"#,
+        ]
+        let keys = ["rpName", "appleAppIDs", "corsOrigins", "relatedOrigins", "userVerification", "rateLimits"]
+        let results = await Race.run(patches.count) { taker in
+            try await admin.change(name: "shop", hosts: nil, patch: Data(patches[taker].utf8), by: "t\(taker)")
+        }
+        #expect(Race.winners(results) { _ in true } >= 1)
+        let final = try await admin.show("shop").settings
+        for (taker, result) in results.enumerated() {
+            switch result {
+            case .success: #expect(final[keys[taker]] != nil, "\(keys[taker]) was changed, then lost")
+            case .failure(let error): #expect((error as? APIError)?.code == "conflict", "\(error)")
+            }
+        }
+    }
+
     @Test func onlyTheDefaultTenantsKeysManageTenants() async throws {
         try await Self.server { harness, clients in
             let now = Date()

@@ -73,7 +73,7 @@ import WebAuthnTesting
         var changed = record
         changed.settings = #"{"rpID":"a.localhost","origins":["http://a.localhost:8080"],"rpName":"Alpha"}"#
         changed.updatedAt = record.updatedAt.addingTimeInterval(1)
-        #expect(try await store.updateTenant(changed))
+        #expect(try await store.updateTenant(changed, unchangedSince: nil))
         try await directory.reload()
         #expect(directory.builtServices.isEmpty)
         _ = try await directory.responder(tenant: "alpha")

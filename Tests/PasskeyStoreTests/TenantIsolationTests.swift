@@ -96,7 +96,8 @@ struct TenantIsolationTests {
     /// registry, the server secret, FIDO metadata, sweeps, the metrics rollup and the outboxes'
     /// dispatchers): not called by tenant B.
     static let upkeepMethods = [
-        "scoped(to:)", "tenantsVersion()", "tenantRecords()", "addTenant(_:)", "updateTenant(_:)", "removeTenant(id:deleteData:)",
+        "scoped(to:)", "tenantsVersion()", "tenantRecords()", "addTenant(_:)", "updateTenant(_:unchangedSince:)",
+        "removeTenant(id:deleteData:)",
         "deleteTenantData(id:)",
         "migrate()", "schemaVersion()", "pendingMigrations()", "ping()", "serverSecret()", "rekeyUsernames()", "sweepExpired(now:)",
         "allWebhookEndpoints()", "saveMetadataBLOB(_:force:)", "metadataBLOB()", "metadataBLOBNumber()", "rollUpMetrics(before:)",
