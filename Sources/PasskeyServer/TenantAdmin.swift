@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PasskeyCore
 import PasskeyModels
@@ -136,8 +137,18 @@ public struct TenantAdmin: Sendable {
         }
         switch try await store.removeTenant(id: name, deleteData: deleteData) {
         case .removed:
-            try await own?.deleteTenantData(id: name)
             try await audit(.tenantRemoved, current, by: actor, detail: deleteData ? "with its data" : nil)
+            guard let own else { return }
+            do {
+                try await own.deleteTenantData(id: name)
+            } catch {
+                // Removed, and audited; its rows there stay until a tenant of the name is added
+                // to that database again (which clears them) or they are deleted by hand.
+                throw StoreError(
+                    .unavailable,
+                    "tenant \(name) is removed, but its rows in its own database were not deleted (\(error)): adding a tenant of the name there again clears them"
+                )
+            }
         case .notFound: throw PasskeyServiceError(.tenantNotFound, "No tenant \(Self.quoted(name)).")
         case .hasAccounts(let count): throw Self.hasAccounts(name, count)
         }
@@ -149,8 +160,10 @@ public struct TenantAdmin: Sendable {
     }
 
     /// Opens and migrates the database a tenant being added names, after checking the name is
-    /// free (its leftovers there are deleted: an earlier tenant's of the name, never a live
-    /// one's). Returns the URL to keep.
+    /// free. Never another server's database (its secret or registry tells), never rows this
+    /// server did not put there: rows under the name are deleted only when this registry's mark
+    /// is on them (an earlier tenant of the name, removed) or when they hold no account. Then
+    /// marks the database as holding this tenant. Returns the URL to keep.
     func prepareDatabase(_ url: String, for name: String) async throws -> String {
         guard namesFiles else {
             throw PasskeyServiceError(
@@ -168,7 +181,35 @@ public struct TenantAdmin: Sendable {
         } catch {
             throw PasskeyServiceError(.invalidTenant, "The database \(PostgresStore.redacted(url)) cannot be used: \(error)")
         }
+        let shown = PostgresStore.redacted(url)
+        let secret = try await store.serverSecret()
+        guard try await tenantStore.serverSecret() != secret else {
+            throw PasskeyServiceError(.invalidTenant, "\(shown) is the server's database: leave --database out.")
+        }
+        let registry = try await tenantStore.tenantsVersion()
+        let tenants = try await tenantStore.tenantRecords().count
+        let ownAccounts = try await tenantStore.statistics(now: now(), activeSince: now()).accounts
+        if registry > 0 || tenants > 0 || ownAccounts > 0 {
+            throw PasskeyServiceError(
+                .invalidTenant,
+                "\(shown) is a passkeyd server's database (it has tenants or accounts of its own): give the tenant one of its own.")
+        }
+        let mark = Array(SHA256.hash(data: Array("passkeyd tenant registry".utf8) + secret))
+        let tenantRows = tenantStore.scoped(to: name)
+        switch try await tenantStore.tenantMark(id: name) {
+        case mark?:
+            break
+        case _?:
+            throw PasskeyServiceError(.invalidTenant, "\(shown) holds a tenant \(name) of another server: give this one another database.")
+        case nil:
+            let accounts = try await tenantRows.statistics(now: now(), activeSince: now()).accounts
+            if accounts > 0 {
+                throw PasskeyServiceError(
+                    .invalidTenant, "\(shown) holds \(accounts) accounts of a tenant \(name) that this server did not put there.")
+            }
+        }
         try await tenantStore.deleteTenantData(id: name)
+        try await tenantStore.setTenantMark(id: name, mark: mark)
         return url
     }
 

@@ -61,10 +61,12 @@ public final class TenantDatabases: Sendable {
         do {
             return try await task.value
         } catch {
+            // Counted from the failure (an unreachable server fails after its deadline).
+            let failedAt = now()
             state.withLock { state in
                 if state.opening[url] == task {
                     state.opening[url] = nil
-                    state.failed[url] = time.addingTimeInterval(Self.retryAfter)
+                    state.failed[url] = failedAt.addingTimeInterval(Self.retryAfter)
                 }
             }
             if let error = error as? StoreError { throw error }
@@ -81,6 +83,15 @@ public final class TenantDatabases: Sendable {
 
     /// The databases opened so far (their URLs).
     public var opened: [String] { state.withLock { Array($0.opening.keys).sorted() } }
+
+    /// Forgets `url` and closes its pools (no tenant names it any more).
+    public func close(_ url: String) async {
+        let task = state.withLock { state in
+            state.failed[url] = nil
+            return state.opening.removeValue(forKey: url)
+        }
+        (try? await task?.value as? PostgresStore)?.close()
+    }
 
     /// Closes the PostgreSQL pools of the databases opened (once the server has stopped).
     public func close() async {

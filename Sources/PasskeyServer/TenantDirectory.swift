@@ -112,56 +112,86 @@ public final class TenantDirectory: Service, Sendable {
             try? await gracefulShutdown()
             return
         }
-        await withDiscardingTaskGroup { group in
-            var polls = 0
-            // The tenants' own databases whose upkeep runs (one set of workers per database).
-            var kept: Set<String> = []
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                do {
-                    try await reload()
-                } catch {
-                    logger.warning("tenants not read", metadata: ["error": "\(error)"])
-                }
-                for (url, store) in await openDatabases() where !kept.contains(url) {
-                    kept.insert(url)
-                    let upkeep = TenantDatabaseUpkeep(store: store, server: defaultService, logger: logger)
-                    group.addTask { await upkeep.run() }
-                }
-                polls += 1
-                // Once a minute: the tenants' in-process rate-limit windows pruned (the default
-                // service's are the expiry sweeper's).
-                if polls % 30 == 0 {
-                    let now = defaultService.now()
-                    for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
-                }
-                // As often as the default tenant's MetadataRefresher: the FIDO metadata of the
-                // tenants built so far.
-                if polls % Self.metadataPolls == 0 { await refreshMetadata() }
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
+        // One upkeep task per database a tenant names (opening it, retrying while it cannot be
+        // opened, then its workers), beside the poll: a database that is slow or down never
+        // holds up the registry's reload or another tenant.
+        var upkeeps: [String: Task<Void, Never>] = [:]
+        var polls = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await reload()
+            } catch {
+                logger.warning("tenants not read", metadata: ["error": "\(error)"])
             }
+            let named = Set(state.withLock { $0.records.values.compactMap(\.database) })
+            for (url, task) in upkeeps where !named.contains(url) {
+                // No tenant names it any more: its workers stop and its pools close.
+                task.cancel()
+                await task.value
+                upkeeps[url] = nil
+                await databases.close(url)
+            }
+            for url in named where upkeeps[url] == nil {
+                upkeeps[url] = Task { await keepUp(url) }
+            }
+            polls += 1
+            // Once a minute: the tenants' in-process rate-limit windows pruned (the default
+            // service's are the expiry sweeper's).
+            if polls % 30 == 0 {
+                let now = defaultService.now()
+                for built in state.withLock({ Array($0.built.values) }) { built.service.limiter.prune(now: now) }
+            }
+            // As often as the default tenant's MetadataRefresher: the FIDO metadata of the
+            // tenants built so far.
+            if polls % Self.metadataPolls == 0 { await refreshMetadata() }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
         }
-        // Every upkeep worker has ended with the poll: the tenants' own databases can close.
+        // The upkeep tasks see the shutdown too (they inherit it) and end their rounds.
+        for task in upkeeps.values { await task.value }
         await databases.close()
     }
 
-    /// Opens (and migrates) every database a tenant names that is not open yet: when the server
-    /// starts, and on the poll after a tenant with one is added. One that cannot be opened is
-    /// logged (its tenant answers 503 until it can) and tried again on a later poll.
-    @discardableResult
-    func openDatabases() async -> [(url: String, store: any PasskeyStore)] {
-        let urls = Set(state.withLock { $0.records.values.compactMap(\.database) })
-        var out: [(String, any PasskeyStore)] = []
-        for url in urls.sorted() where !databases.failedRecently(url) {
-            let alreadyOpen = databases.opened.contains(url)
+    /// A tenant database's upkeep: opens it (retrying every ``TenantDatabases/retryAfter``
+    /// while it cannot be, logged on the first failure and once a minute after), then runs its
+    /// workers until the server stops or no tenant names it.
+    func keepUp(_ url: String) async {
+        let shown = PostgresStore.redacted(url)
+        var failures = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                out.append((url, try await databases.store(for: url)))
-                if !alreadyOpen { logger.info("tenant database opened", metadata: ["database": "\(PostgresStore.redacted(url))"]) }
+                let store = try await databases.store(for: url)
+                logger.info("tenant database opened", metadata: ["database": "\(shown)"])
+                await TenantDatabaseUpkeep(store: store, server: defaultService, logger: logger).run()
+                return
             } catch {
-                logger.error(
-                    "tenant database cannot be used", metadata: ["database": "\(PostgresStore.redacted(url))", "error": "\(error)"])
+                if failures % 12 == 0 {
+                    logger.error(
+                        "tenant database cannot be used; its tenants answer 503 until it can",
+                        metadata: ["database": "\(shown)", "error": "\(error)", "failures": "\(failures + 1)"])
+                }
+                failures += 1
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(TenantDatabases.retryAfter) + .milliseconds(100)) }
+        }
+    }
+
+    /// Opens (and migrates) every database a tenant names, all at once, waiting at most `wait`
+    /// (when the server starts: those ready by then are migrated before it listens; the rest go
+    /// on opening, and their tenants answer 503 until they are ready).
+    func openDatabases(waitingAtMost wait: Duration = .seconds(10)) async {
+        let urls = Set(state.withLock { $0.records.values.compactMap(\.database) })
+        guard !urls.isEmpty else { return }
+        let done = OpenCount()
+        for url in urls {
+            Task { [databases] in
+                _ = try? await databases.store(for: url)
+                done.count.add(1, ordering: .relaxed)
             }
         }
-        return out
+        let deadline = ContinuousClock.now + wait
+        while done.count.load(ordering: .relaxed) < urls.count && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Polls between two metadata refreshes (``PasskeyService/metadataRefreshInterval``).
@@ -235,6 +265,11 @@ public final class TenantDirectory: Service, Sendable {
     var builtServices: [PasskeyService] { state.withLock { $0.built.values.map(\.service) } }
 }
 
+/// How many of the databases opened at the start are done.
+private final class OpenCount: Sendable {
+    let count = Atomic(0)
+}
+
 extension HTTPField.Name {
     static let xForwardedHost = Self("X-Forwarded-Host")!
 }
@@ -252,7 +287,10 @@ struct TenantResponder: HTTPResponder {
             do {
                 responder = try await directory.responder(tenant: id)
             } catch {
-                directory.logger.error("tenant not served", metadata: ["tenant": "\(id)", "error": "\(error)"])
+                // A database that is down is logged by its upkeep (once a minute), not once per
+                // request: requests to its tenant's hosts cannot flood the log.
+                let level: Logger.Level = (error as? StoreError)?.code == .unavailable ? .debug : .error
+                directory.logger.log(level: level, "tenant not served", metadata: ["tenant": "\(id)", "error": "\(error)"])
                 return Self.answer(.serviceUnavailable, "tenant_unavailable", "This service cannot answer right now.")
             }
             guard let responder else { return Self.unknownTenant }

@@ -30,6 +30,12 @@ public protocol PasskeyStore: MailStore {
     /// the leftovers of an earlier tenant of the name when it is added, its data when it is
     /// removed with it).
     func deleteTenantData(id: String) async throws
+    /// The mark a tenant's own database keeps of the registry that put tenant `id` there (nil:
+    /// none): rows under a name are cleared only for the registry that marked them.
+    func tenantMark(id: String) async throws -> [UInt8]?
+    /// Marks this database as holding tenant `id` of the registry `mark` names (its upkeep then
+    /// rolls that tenant's metrics up, as it does for the tenants of its own registry).
+    func setTenantMark(id: String, mark: [UInt8]) async throws
 
     /// Applies pending schema migrations; returns the versions applied.
     @discardableResult func migrate() async throws -> [Int]

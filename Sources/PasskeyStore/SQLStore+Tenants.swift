@@ -4,9 +4,27 @@ import Foundation
 /// Every change moves the `tenants` settings row's counter, which every instance polls
 /// (``tenantsVersion()``), so a change made on one instance is served by all within a poll.
 extension SQLStore {
-    /// The default tenant and every tenant added, by name.
+    /// The default tenant and every tenant of this database, by name: those of its registry,
+    /// and those another server's registry keeps here (a tenant's own database, marked).
     static func allTenants(_ db: any SQLConnection) async throws -> [String] {
-        [TenantID.defaultTenant] + (try await db.rows("SELECT id FROM tenants ORDER BY id").map { try $0.text("id") })
+        let registry = try await db.rows("SELECT id FROM tenants ORDER BY id").map { try $0.text("id") }
+        let marked = try await db.rows("SELECT name FROM settings WHERE name LIKE 'tenant_mark/%' ORDER BY name").map {
+            String(try $0.text("name").dropFirst("tenant_mark/".count))
+        }
+        var seen: Set<String> = [TenantID.defaultTenant]
+        return [TenantID.defaultTenant] + (registry + marked).filter { seen.insert($0).inserted }
+    }
+
+    public func tenantMark(id: String) async throws -> [UInt8]? {
+        try await upkeepReader.first("SELECT value FROM settings WHERE name = \("tenant_mark/" + id)").map { try $0.bytes("value") }
+    }
+
+    public func setTenantMark(id: String, mark: [UInt8]) async throws {
+        try await upkeepWriter.run(
+            """
+            INSERT INTO settings (name, value) VALUES (\("tenant_mark/" + id), \(mark))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """)
     }
 
     /// The counter every change to the registry moves (0 before the first).

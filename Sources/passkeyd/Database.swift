@@ -23,6 +23,30 @@ enum Database {
         throw ConfigurationError(setting: "databaseURL", problem: "\"\(PostgresStore.redacted(url))\" is not sqlite://FILE or postgres://…")
     }
 
+    /// A tenant's own database (`tenant add --database`) as the registry keeps it: a relative
+    /// SQLite path made absolute from the working directory of `tenant add`, so that every
+    /// process (the server under its supervisor, an admin verb run elsewhere) opens that file.
+    static func absolute(_ url: String) -> String {
+        guard url.hasPrefix("sqlite://") else { return url }
+        let path = String(url.dropFirst("sqlite://".count))
+        guard !path.isEmpty, !path.hasPrefix("/") else { return url }
+        return "sqlite://" + URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// Opens and migrates a tenant's own database, which `tenant add` made: a SQLite file that
+    /// is not there is refused, never made empty (a wrong working directory or a lost volume
+    /// would otherwise serve the tenant with no accounts).
+    static func openTenantDatabase(
+        _ url: String, logger: Logger, migrations: ServerSettings.Migrations = .apply
+    ) async throws -> any PasskeyStore {
+        if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) {
+            throw ConfigurationError(setting: "tenant database", problem: "\(url) does not exist (passkeyd tenant add makes it)")
+        }
+        let store = try open(url, logger: logger)
+        _ = try await prepare(store, url: url, logger: logger, migrations: migrations)
+        return store
+    }
+
     /// Several instances share a PostgreSQL database; their rate-limit counts live there too.
     static func isShared(_ url: String) -> Bool { url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") }
 

@@ -97,12 +97,7 @@ struct Serve: AsyncParsableCommand {
             openDatabase: { url in
                 // A tenant's own database, as the server's: checked, migrated (or, with
                 // `migrations: check`, found up to date) before its first use.
-                let store = try Database.open(url, logger: databaseLogger)
-                let applied = try await Database.prepare(store, url: url, logger: databaseLogger, migrations: migrations)
-                if !applied.isEmpty {
-                    logger.info("tenant database migrated", metadata: ["versions": "\(applied)", "url": "\(PostgresStore.redacted(url))"])
-                }
-                return store
+                try await Database.openTenantDatabase(url, logger: databaseLogger, migrations: migrations)
             },
             onServerRunning: { host, port in
                 // The address the listener got: with port 0 (tests, a supervisor that reads this
@@ -160,16 +155,27 @@ struct Migrate: AsyncParsableCommand {
                 ? "schema is up to date at version \(version)"
                 : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
         // The tenants' own databases (`tenant add --database`), each brought to the same schema.
+        // One that cannot be migrated does not stop the others; the command fails at the end.
         let urls = Set(try await store.tenantRecords().compactMap(\.database))
+        var failed = 0
         for url in urls.sorted() {
-            let (own, applied) = try await Database.openMigrated(url, logger: Logger(label: "passkeyd.database"))
-            defer { (own as? PostgresStore)?.close() }
-            let version = try await own.schemaVersion()
             let name = PostgresStore.redacted(url)
-            print(
-                applied.isEmpty
-                    ? "\(name): schema is up to date at version \(version)"
-                    : "\(name): applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+            do {
+                if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) {
+                    throw ConfigurationError(setting: "tenant database", problem: "\(url) does not exist (passkeyd tenant add makes it)")
+                }
+                let (own, applied) = try await Database.openMigrated(url, logger: Logger(label: "passkeyd.database"))
+                defer { (own as? PostgresStore)?.close() }
+                let version = try await own.schemaVersion()
+                print(
+                    applied.isEmpty
+                        ? "\(name): schema is up to date at version \(version)"
+                        : "\(name): applied migrations \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+            } catch {
+                failed += 1
+                FileHandle.standardError.write(Data("\(name): not migrated: \(error)\n".utf8))
+            }
         }
+        if failed > 0 { throw ExitCode(1) }
     }
 }

@@ -127,7 +127,7 @@ struct Tenant: AsyncParsableCommand {
             throw ValidationError("no tenant \(name) (passkeyd tenant list)")
         }
         guard let database = record.database else { return Scoped(store: store.scoped(to: name), record: record, opened: nil) }
-        let (own, _) = try await Database.openMigrated(database, logger: Logger(label: "passkeyd.tenant"))
+        let own = try await Database.openTenantDatabase(database, logger: Logger(label: "passkeyd.tenant"))
         return Scoped(store: own.scoped(to: name), record: record, opened: own)
     }
 
@@ -155,7 +155,8 @@ struct Tenant: AsyncParsableCommand {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
             try await withAdmin(options) { admin, _ in
                 let record = try await admin.add(
-                    name: name, hosts: settings.hosts, settings: try settings.patch(), database: tenantDatabase, by: Tenant.actor)
+                    name: name, hosts: settings.hosts, settings: try settings.patch(), database: tenantDatabase.map(Database.absolute),
+                    by: Tenant.actor)
                 print(
                     "added tenant \(name), served on \(record.hosts.joined(separator: ", "))"
                         + (record.database.map { ", its rows in \(PostgresStore.redacted($0))" } ?? ""))

@@ -102,7 +102,9 @@ import WebAuthnTesting
         let odd = try Self.run(base + ["--database", "mysql://db/shop"], in: directory)
         #expect(odd.status == 2 && odd.stderr.contains("cannot be used"), "\(odd.stderr)")
         let added = try Self.run(base + ["--database", "sqlite://shop.sqlite"], in: directory)
-        #expect(added.status == 0 && added.stdout.contains("its rows in sqlite://shop.sqlite"), "\(added.stderr)")
+        // Kept as an absolute path: every process, whatever its working directory, opens it.
+        let path = directory.appendingPathComponent("shop.sqlite").standardizedFileURL.path
+        #expect(added.status == 0 && added.stdout.contains("its rows in sqlite://\(path)"), "\(added.stdout) \(added.stderr)")
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("shop.sqlite").path))
 
         let file = directory.appendingPathComponent("people.csv")
@@ -110,17 +112,25 @@ import WebAuthnTesting
         #expect(try Self.run(["import", file.path, "--tenant", "shop"], in: directory).status == 0)
         let shown = try JSONReader.parse(Array(try Self.run(["tenant", "show", "shop"], in: directory).stdout.utf8))
         #expect(shown["accounts"] == .number(1))
-        #expect(shown["database"] == .string("sqlite://shop.sqlite"))
+        #expect(shown["database"] == .string("sqlite://\(path)"))
         let listed = try Self.run(["tenant", "list"], in: directory).stdout
         #expect(listed.contains("default\tlocalhost\tlocalhost\t0 accounts"), "the account is not in the server's database: \(listed)")
-        #expect(listed.contains("shop\tshop.example.com\tshop.example.com\t1 accounts\tdatabase sqlite://shop.sqlite"), "\(listed)")
+        #expect(listed.contains("shop\tshop.example.com\tshop.example.com\t1 accounts\tdatabase sqlite://\(path)"), "\(listed)")
         // Its own database shows only its own rows: the same import into the server's tenant
         // is a new account, not a duplicate.
         let again = try Self.run(["import", file.path], in: directory)
         #expect(again.status == 0 && again.stdout.contains("imported 1,"), "\(again.stdout)")
 
         let migrated = try Self.run(["migrate"], in: directory)
-        #expect(migrated.status == 0 && migrated.stdout.contains("sqlite://shop.sqlite: schema is up to date"), "\(migrated.stdout)")
+        #expect(migrated.status == 0 && migrated.stdout.contains("sqlite://\(path): schema is up to date"), "\(migrated.stdout)")
+        // A tenant database that is gone is never made again empty: migrate and the admin verbs
+        // refuse it (the others are still migrated).
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".moved")
+        let missing = try Self.run(["migrate"], in: directory)
+        #expect(missing.status == 1 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
+        #expect(try Self.run(["import", file.path, "--tenant", "shop"], in: directory).stderr.contains("does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try FileManager.default.moveItem(atPath: path + ".moved", toPath: path)
 
         let kept = try Self.run(["tenant", "remove", "shop", "--confirm", "shop"], in: directory)
         #expect(kept.status == 2 && kept.stderr.contains("has 1 accounts"), "\(kept.stderr)")

@@ -103,7 +103,8 @@ import WebAuthnTesting
     /// Only the CLI, run on the server, chooses a tenant's database: never the server's own
     /// database, never over HTTP, never changed afterwards.
     @Test func aTenantsDatabaseIsChosenOnceOnTheServerAndNeverTheServersOwn() async throws {
-        let main = try await TestDatabase.makeStore(.sqlite)
+        let mainURL = try await TestDatabase.makeURL(.sqlite)
+        let main = try await TestDatabase.open(url: mainURL)
         let settings = try ServerSettings(
             environment: [
                 "PASSKEYD_RP_ID": "localhost", "PASSKEYD_ORIGINS": "http://localhost:8080", "PASSKEYD_DATABASE_URL": "sqlite://main.sqlite",
@@ -134,6 +135,34 @@ import WebAuthnTesting
         #expect(
             await refusal { _ = try await cli.add(name: "g", hosts: [], settings: json, database: "mysql://db/x", by: "t") }
                 .contains("cannot be used"))
+        // The server's database spelled another way is known by its secret.
+        let respelled = mainURL.replacingOccurrences(of: "/test.sqlite", with: "/./test.sqlite")
+        #expect(
+            await refusal { _ = try await cli.add(name: "g", hosts: [], settings: json, database: respelled, by: "t") }
+                .contains("is the server's database"))
+        // Another server's database (accounts of its own) is never taken over.
+        let otherURL = try await TestDatabase.makeURL(.sqlite)
+        let other = try await TestDatabase.open(url: otherURL)
+        try await other.createAccount(
+            Account(username: "theirs", displayName: "", userHandle: RelyingParty.makeUserHandle(), createdAt: Date()), audit: [])
+        #expect(
+            await refusal { _ = try await cli.add(name: "g", hosts: [], settings: json, database: otherURL, by: "t") }
+                .contains("is a passkeyd server's database"))
+        #expect(try await other.account(username: "theirs") != nil)
+        // Rows under the name that this server did not put there: accounts are never deleted;
+        // another registry's mark is refused.
+        let strayURL = try await TestDatabase.makeURL(.sqlite)
+        let stray = try await TestDatabase.open(url: strayURL)
+        try await stray.scoped(to: "h").createAccount(
+            Account(username: "someone", displayName: "", userHandle: RelyingParty.makeUserHandle(), createdAt: Date()), audit: [])
+        #expect(
+            await refusal { _ = try await cli.add(name: "h", hosts: [], settings: json, database: strayURL, by: "t") }
+                .contains("that this server did not put there"))
+        #expect(try await stray.scoped(to: "h").account(username: "someone") != nil)
+        try await stray.setTenantMark(id: "i", mark: [9, 9, 9])
+        #expect(
+            await refusal { _ = try await cli.add(name: "i", hosts: [], settings: json, database: strayURL, by: "t") }
+                .contains("of another server"))
         #expect(try await main.tenantRecords().isEmpty, "nothing written by a refusal")
 
         let ownURL = try await TestDatabase.makeURL(.sqlite)
@@ -150,6 +179,14 @@ import WebAuthnTesting
         let changed = try await api.change(name: "g", hosts: nil, patch: Data(#"{"rpName":"G"}"#.utf8), by: "t")
         #expect(changed.database == ownURL)
         #expect(try await main.tenantRecords().first?.database == ownURL)
+
+        // Removed, then rows written late under its name (an instance that had not polled
+        // yet): added again in that database, it starts with none of them (its mark is ours).
+        try await cli.remove(name: "g", deleteData: true, by: "t")
+        try await own.scoped(to: "g").createAccount(
+            Account(username: "late", displayName: "", userHandle: RelyingParty.makeUserHandle(), createdAt: Date()), audit: [])
+        _ = try await cli.add(name: "g", hosts: [], settings: json, database: ownURL, by: "t")
+        #expect(try await own.scoped(to: "g").account(username: "late") == nil)
     }
 
     /// A tenant's own mail outbox is sent through the server's relay by the upkeep that runs on

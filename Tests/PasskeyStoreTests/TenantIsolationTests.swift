@@ -98,7 +98,7 @@ struct TenantIsolationTests {
     static let upkeepMethods = [
         "scoped(to:)", "tenantsVersion()", "tenantRecords()", "addTenant(_:)", "updateTenant(_:unchangedSince:)",
         "removeTenant(id:deleteData:)",
-        "deleteTenantData(id:)",
+        "deleteTenantData(id:)", "tenantMark(id:)", "setTenantMark(id:mark:)",
         "migrate()", "schemaVersion()", "pendingMigrations()", "ping()", "serverSecret()", "rekeyUsernames()", "sweepExpired(now:)",
         "allWebhookEndpoints()", "saveMetadataBLOB(_:force:)", "metadataBLOB()", "metadataBLOBNumber()", "rollUpMetrics(before:)",
         "metricsRolledThrough()", "claimMail(now:leaseUntil:leaseToken:limit:)", "markMailSent(id:leaseToken:at:)",
@@ -1185,6 +1185,29 @@ struct TenantIsolationTests {
         }
         #expect(Race.winners(distinct) { true } == 8)
         #expect(try await store.tenantsVersion() == 10)
+    }
+
+    /// A tenant's own database holds no registry: the tenants its upkeep rolls metrics up for
+    /// are also the ones marked there (`tenant add --database`), so their adoption charts get
+    /// their past days as the server database's tenants do.
+    @Test(arguments: TestDatabase.kinds)
+    func aTenantsOwnDatabaseRollsUpTheTenantsMarkedInIt(_ kind: TestDatabase.Kind) async throws {
+        let store = try await TestDatabase.makeStore(kind)
+        defer { (store as? PostgresStore)?.close() }
+        let day = 86_400.0
+        let day0 = Date(timeIntervalSince1970: (Self.t0.timeIntervalSince1970 / day).rounded(.down) * day)
+        #expect(try await store.tenantMark(id: "gamma") == nil)
+        try await store.setTenantMark(id: "gamma", mark: [1, 2, 3])
+        #expect(try await store.tenantMark(id: "gamma") == [1, 2, 3])
+        let gamma = store.scoped(to: "gamma")
+        try await gamma.appendAudit(AuditEvent(time: day0.addingTimeInterval(0.5 * day), kind: .signIn, metric: "sign_in_passkey"))
+        try await gamma.appendAudit(AuditEvent(time: day0.addingTimeInterval(0.7 * day), kind: .signIn, metric: "sign_in_passkey"))
+        #expect(try await store.rollUpMetrics(before: day0.addingTimeInterval(1.5 * day)) == 1)
+        #expect(
+            try await gamma.dailyMetrics(from: day0, to: day0.addingTimeInterval(day)) == [
+                DailyMetric(day: day0, metric: "sign_in_passkey", n: 2)
+            ])
+        #expect(try await store.dailyMetrics(from: day0, to: day0.addingTimeInterval(day)).isEmpty)
     }
 
     /// A tenant's own database (`tenant add --database`) is cleared of the tenant's rows when it
