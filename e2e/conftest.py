@@ -93,7 +93,10 @@ class Server:
         env = dict(os.environ)
         env.pop("PASSKEYD_CONFIG", None)
         env["PASSKEYD_ORIGINS"] = self.origin
-        return subprocess.run([self.binary, *args, "--database", self.database], cwd=self.directory, env=env,
+        # `passkeyd tenant` names the server's database --server-database (its `add --database`
+        # is a tenant's own).
+        flag = "--server-database" if args and args[0] == "tenant" else "--database"
+        return subprocess.run([self.binary, *args, flag, self.database], cwd=self.directory, env=env,
                               capture_output=True, text=True, input=stdin, timeout=60)
 
     def stop(self):

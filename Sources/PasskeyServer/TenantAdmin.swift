@@ -84,6 +84,7 @@ public struct TenantAdmin: Sendable {
         try refuseFiles(in: settings, tenant: name)
         let object = try Self.merged(patch: settings, into: Data("{}".utf8))
         var record = try validated(name: name, hosts: hosts, settings: object, createdAt: nil)
+        try await refuseAnotherIdentity(record)
         if let database {
             record.database = try await prepareDatabase(database, for: name)
         }
@@ -107,6 +108,7 @@ public struct TenantAdmin: Sendable {
         let object = try patch.map { try Self.merged(patch: $0, into: Data(current.settings.utf8)) } ?? Data(current.settings.utf8)
         var record = try validated(name: name, hosts: hosts ?? current.hosts, settings: object, createdAt: current.createdAt)
         record.database = current.database
+        try await refuseAnotherIdentity(record)
         // Strictly later than the record read: the next change's compare (below) tells them apart.
         record.updatedAt = max(record.updatedAt, current.updatedAt.addingTimeInterval(0.001))
         do {
@@ -251,6 +253,35 @@ public struct TenantAdmin: Sendable {
         }
         return TenantRecord(
             id: name, hosts: hosts, settings: String(decoding: json, as: UTF8.self), createdAt: createdAt ?? now(), updatedAt: now())
+    }
+
+    /// Refuses a tenant whose web origins or token issuer are the server's or another tenant's:
+    /// its tokens would name another relying party's issuer (an app checking that issuer would
+    /// take them), and its ceremonies would accept another's pages as its own.
+    func refuseAnotherIdentity(_ record: TenantRecord) async throws {
+        guard let (domain, _) = try? TenantSettings.read(tenant: record.id, json: Data(record.settings.utf8), server: server) else {
+            return
+        }
+        var others: [(name: String, domain: ServerConfiguration)] = [("the server", server.domain)]
+        for other in try await store.tenantRecords() where other.id != record.id {
+            // A taken host is the conflict the registry would answer: said first, as it says it.
+            if let taken = record.hosts.first(where: other.hosts.contains) {
+                throw APIError(.conflict, "conflict", "the host \(taken) is another tenant's")
+            }
+            if let (theirs, _) = try? TenantSettings.read(tenant: other.id, json: Data(other.settings.utf8), server: server) {
+                others.append(("tenant \(other.id)", theirs))
+            }
+        }
+        let origins = Set(domain.webOrigins.map { $0.lowercased() })
+        for (name, theirs) in others {
+            if let shared = theirs.webOrigins.first(where: { origins.contains($0.lowercased()) }) {
+                throw PasskeyServiceError(.invalidTenant, "The origin \(shared) is \(name)'s: a tenant's origins are its own.")
+            }
+            if theirs.issuer.lowercased() == domain.issuer.lowercased() {
+                throw PasskeyServiceError(
+                    .invalidTenant, "The token issuer \(domain.issuer) is \(name)'s: set tokens.issuer (or origins) of the tenant's own.")
+            }
+        }
     }
 
     /// Refuses a patch that sets a setting naming files on the server, unless ``namesFiles``

@@ -91,8 +91,20 @@ struct Tenant: AsyncParsableCommand {
 
     /// Runs `body` with the tenants' administration on the server's database (files may be named:
     /// this runs with the server's own access), its refusals as the command's.
-    static func withAdmin<T>(_ options: Options, _ body: (TenantAdmin, any PasskeyStore) async throws -> T) async throws -> T {
+    static func withAdmin<T>(
+        _ options: Options, existingServerDatabase: Bool = false, _ body: (TenantAdmin, any PasskeyStore) async throws -> T
+    ) async throws -> T {
         let loaded = try options.server.load()
+        // With a tenant's own database, the registry must be the running server's, never a new
+        // empty one made here: a script that named the server's database --database, as the
+        // other verbs take it, would otherwise put the tenant in a registry no server reads.
+        if existingServerDatabase, loaded.databaseURL.hasPrefix("sqlite://"),
+            !FileManager.default.fileExists(atPath: String(loaded.databaseURL.dropFirst("sqlite://".count)))
+        {
+            throw ValidationError(
+                "the server's database \(loaded.databaseURL) does not exist: run passkeyd tenant with the server's settings, or name its database with --server-database (in tenant add, --database names the tenant's own database)"
+            )
+        }
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.tenant"))
         defer { (store as? PostgresStore)?.close() }
         let databases = TenantDatabases(main: store, opener: opener)
@@ -153,7 +165,7 @@ struct Tenant: AsyncParsableCommand {
 
         func run() async throws {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
-            try await withAdmin(options) { admin, _ in
+            try await withAdmin(options, existingServerDatabase: tenantDatabase != nil) { admin, _ in
                 let record = try await admin.add(
                     name: name, hosts: settings.hosts, settings: try settings.patch(), database: tenantDatabase.map(Database.absolute),
                     by: Tenant.actor)

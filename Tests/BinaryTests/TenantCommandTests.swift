@@ -97,6 +97,15 @@ import WebAuthnTesting
         let directory = try ServeCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let base = ["tenant", "add", "shop", "--rp-id", "shop.example.com", "--origin", "https://shop.example.com"]
+        // The server's database must be there: named the old way (--database), it is taken for
+        // the tenant's, and the registry (the default passkeyd.sqlite here) is not made empty.
+        let unnamed = try ServeCommandTests.run(
+            base + ["--database", "sqlite://db.sqlite"], environment: ["PASSKEYD_RP_ID": "localhost"], in: directory)
+        #expect(unnamed.status == 2 && unnamed.stderr.contains("sqlite://passkeyd.sqlite does not exist"), "\(unnamed.stderr)")
+        for file in ["passkeyd.sqlite", "db.sqlite"] {
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent(file).path), "\(file) made")
+        }
+        #expect(try Self.run(["migrate"], in: directory).status == 0)
         let server = try Self.run(base + ["--database", "sqlite://db.sqlite"], in: directory)
         #expect(server.status == 2 && server.stderr.contains("is the server's database"), "\(server.stderr)")
         let odd = try Self.run(base + ["--database", "mysql://db/shop"], in: directory)

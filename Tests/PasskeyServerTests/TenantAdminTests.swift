@@ -120,6 +120,21 @@ import WebAuthnTesting
                 (
                     .post, "/api/admin/tenants", #"{"name":"delta","settings":"rpID"}"#, .badRequest, "malformed_json", "settings"
                 ),
+                (
+                    .post, "/api/admin/tenants",
+                    #"{"name":"delta","hosts":["d.localhost"],"settings":{"rpID":"localhost","origins":["http://localhost:8080"]}}"#,
+                    .badRequest, "invalid_tenant", "is the server's"
+                ),
+                (
+                    .post, "/api/admin/tenants",
+                    #"{"name":"delta","hosts":["d.localhost"],"settings":{"rpID":"c.localhost","origins":["http://c.localhost:8080"]}}"#,
+                    .badRequest, "invalid_tenant", "is tenant gamma's"
+                ),
+                (
+                    .post, "/api/admin/tenants",
+                    #"{"name":"delta","settings":{"rpID":"d.localhost","origins":["http://d.localhost:8080"],"tokens":{"issuer":"http://c.localhost:8080"}}}"#,
+                    .badRequest, "invalid_tenant", "token issuer http://c.localhost:8080 is tenant gamma's"
+                ),
                 (.patch, "/api/admin/tenants/gamma", #"{"settings":{"listen":"0.0.0.0:1"}}"#, .badRequest, "invalid_tenant", "listen"),
                 (.patch, "/api/admin/tenants/gamma", #"{"settings":{"rpID":null}}"#, .badRequest, "invalid_tenant", "rpID is missing"),
                 (.patch, "/api/admin/tenants/nobody", #"{"hosts":["n.localhost"]}"#, .notFound, "tenant_not_found", "nobody"),
