@@ -39,12 +39,17 @@ enum Database {
     static func openTenantDatabase(
         _ url: String, logger: Logger, migrations: ServerSettings.Migrations = .apply
     ) async throws -> any PasskeyStore {
-        if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) {
-            throw ConfigurationError(setting: "tenant database", problem: "\(url) does not exist (passkeyd tenant add makes it)")
-        }
+        try requireTenantFile(url)
         let store = try open(url, logger: logger)
         _ = try await prepare(store, url: url, logger: logger, migrations: migrations)
         return store
+    }
+
+    /// Refuses a tenant's SQLite database that is not there (never made again empty).
+    static func requireTenantFile(_ url: String) throws {
+        if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) {
+            throw ConfigurationError(setting: "tenant database", problem: "\(url) does not exist (passkeyd tenant add makes it)")
+        }
     }
 
     /// Several instances share a PostgreSQL database; their rate-limit counts live there too.

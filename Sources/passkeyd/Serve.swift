@@ -161,9 +161,7 @@ struct Migrate: AsyncParsableCommand {
         for url in urls.sorted() {
             let name = PostgresStore.redacted(url)
             do {
-                if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) {
-                    throw ConfigurationError(setting: "tenant database", problem: "\(url) does not exist (passkeyd tenant add makes it)")
-                }
+                try Database.requireTenantFile(url)
                 let (own, applied) = try await Database.openMigrated(url, logger: Logger(label: "passkeyd.database"))
                 defer { (own as? PostgresStore)?.close() }
                 let version = try await own.schemaVersion()
