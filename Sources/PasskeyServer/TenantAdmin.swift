@@ -277,11 +277,26 @@ public struct TenantAdmin: Sendable {
             if let shared = theirs.webOrigins.first(where: { origins.contains($0.lowercased()) }) {
                 throw PasskeyServiceError(.invalidTenant, "The origin \(shared) is \(name)'s: a tenant's origins are its own.")
             }
-            if theirs.issuer.lowercased() == domain.issuer.lowercased() {
+            if Self.sameIssuer(theirs.issuer, domain.issuer) {
                 throw PasskeyServiceError(
                     .invalidTenant, "The token issuer \(domain.issuer) is \(name)'s: set tokens.issuer (or origins) of the tenant's own.")
             }
         }
+    }
+
+    /// Whether two issuers name the same one: compared as URLs (scheme and host in any case, a
+    /// default port, a trailing `/`, surrounding spaces), since `tokens.issuer` is free text.
+    package static func sameIssuer(_ a: String, _ b: String) -> Bool {
+        func key(_ text: String) -> String {
+            var value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            while value.hasSuffix("/") { value.removeLast() }
+            guard var parts = URLComponents(string: value), let scheme = parts.scheme?.lowercased() else { return value.lowercased() }
+            parts.scheme = scheme
+            parts.host = parts.host?.lowercased()
+            if (scheme == "https" && parts.port == 443) || (scheme == "http" && parts.port == 80) { parts.port = nil }
+            return parts.string ?? value.lowercased()
+        }
+        return key(a) == key(b)
     }
 
     /// Refuses a patch that sets a setting naming files on the server, unless ``namesFiles``

@@ -54,6 +54,10 @@ public final class TenantDirectory: Service, Sendable {
         var hosts: [String: String] = [:]
         var records: [String: TenantRecord] = [:]
         var built: [String: Built] = [:]
+        /// Tenants whose build failed and was logged since the registry last moved.
+        var failed: Set<String> = []
+        /// Databases no tenant names any more, whose upkeep is stopping and pools closing.
+        var closing: Set<String> = []
     }
 
     private let state = Mutex(State())
@@ -92,6 +96,7 @@ public final class TenantDirectory: Service, Sendable {
         let records = try await store.tenantRecords()
         state.withLock { state in
             state.version = version
+            state.failed = []
             state.records = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
             state.hosts = [:]
             // The default tenant's hosts stay its own, whatever a tenant's record says (the CLI
@@ -125,13 +130,20 @@ public final class TenantDirectory: Service, Sendable {
             }
             let named = Set(state.withLock { $0.records.values.compactMap(\.database) })
             for (url, task) in upkeeps where !named.contains(url) {
-                // No tenant names it any more: its workers stop and its pools close.
-                task.cancel()
-                await task.value
+                // No tenant names it any more: its workers stop and its pools close, beside the
+                // poll (an open under way is waited out there, never here).
                 upkeeps[url] = nil
-                await databases.close(url)
+                task.cancel()
+                state.withLock { _ = $0.closing.insert(url) }
+                Task { [self] in
+                    await task.value
+                    await databases.close(url)
+                    state.withLock { _ = $0.closing.remove(url) }
+                }
             }
-            for url in named where upkeeps[url] == nil {
+            // A database named again while its pools still close gets its upkeep on a later poll.
+            let closing = state.withLock { $0.closing }
+            for url in named where upkeeps[url] == nil && !closing.contains(url) {
                 upkeeps[url] = Task { await keepUp(url) }
             }
             polls += 1
@@ -146,7 +158,9 @@ public final class TenantDirectory: Service, Sendable {
             if polls % Self.metadataPolls == 0 { await refreshMetadata() }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.pollInterval) }
         }
-        // The upkeep tasks see the shutdown too (they inherit it) and end their rounds.
+        // The upkeep tasks see a graceful shutdown too (they inherit it) and end their rounds;
+        // cancelled as well, they end even when this service is cancelled without one.
+        for task in upkeeps.values { task.cancel() }
         for task in upkeeps.values { await task.value }
         await databases.close()
     }
@@ -261,6 +275,9 @@ public final class TenantDirectory: Service, Sendable {
         return responder
     }
 
+    /// Whether this is the first failure to build tenant `id` since the registry last moved.
+    func firstFailure(of id: String) -> Bool { state.withLock { $0.failed.insert(id).inserted } }
+
     /// The services built so far (metadata refreshes, tests).
     var builtServices: [PasskeyService] { state.withLock { $0.built.values.map(\.service) } }
 }
@@ -289,7 +306,10 @@ struct TenantResponder: HTTPResponder {
             } catch {
                 // A database that is down is logged by its upkeep (once a minute), not once per
                 // request: requests to its tenant's hosts cannot flood the log.
-                let level: Logger.Level = (error as? StoreError)?.code == .unavailable ? .debug : .error
+                // Settings the server cannot serve (a registry row written by another release, the
+                // server's settings changed under it): logged once per version of the registry.
+                let level: Logger.Level =
+                    (error as? StoreError)?.code == .unavailable || !directory.firstFailure(of: id) ? .debug : .error
                 directory.logger.log(level: level, "tenant not served", metadata: ["tenant": "\(id)", "error": "\(error)"])
                 return Self.answer(.serviceUnavailable, "tenant_unavailable", "This service cannot answer right now.")
             }

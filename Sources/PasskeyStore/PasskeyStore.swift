@@ -36,6 +36,8 @@ public protocol PasskeyStore: MailStore {
     /// Marks this database as holding tenant `id` of the registry `mark` names (its upkeep then
     /// rolls that tenant's metrics up, as it does for the tenants of its own registry).
     func setTenantMark(id: String, mark: [UInt8]) async throws
+    /// The tenants marked in this database (empty: it holds no tenant of another's registry).
+    func markedTenants() async throws -> [String]
 
     /// Applies pending schema migrations; returns the versions applied.
     @discardableResult func migrate() async throws -> [Int]

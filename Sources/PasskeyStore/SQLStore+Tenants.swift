@@ -8,12 +8,19 @@ extension SQLStore {
     /// and those another server's registry keeps here (a tenant's own database, marked).
     static func allTenants(_ db: any SQLConnection) async throws -> [String] {
         let registry = try await db.rows("SELECT id FROM tenants ORDER BY id").map { try $0.text("id") }
-        let marked = try await db.rows("SELECT name FROM settings WHERE name LIKE 'tenant_mark/%' ORDER BY name").map {
+        var seen: Set<String> = [TenantID.defaultTenant]
+        return [TenantID.defaultTenant] + (registry + (try await marks(db))).filter { seen.insert($0).inserted }
+    }
+
+    /// The names marked in this database (`tenant_mark/NAME`; compared by prefix, since `_` is a
+    /// wildcard of LIKE).
+    static func marks(_ db: any SQLConnection) async throws -> [String] {
+        try await db.rows("SELECT name FROM settings WHERE substr(name, 1, 12) = 'tenant_mark/' ORDER BY name").map {
             String(try $0.text("name").dropFirst("tenant_mark/".count))
         }
-        var seen: Set<String> = [TenantID.defaultTenant]
-        return [TenantID.defaultTenant] + (registry + marked).filter { seen.insert($0).inserted }
     }
+
+    public func markedTenants() async throws -> [String] { try await Self.marks(upkeepReader) }
 
     public func tenantMark(id: String) async throws -> [UInt8]? {
         try await upkeepReader.first("SELECT value FROM settings WHERE name = \("tenant_mark/" + id)").map { try $0.bytes("value") }

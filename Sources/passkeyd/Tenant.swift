@@ -107,7 +107,7 @@ struct Tenant: AsyncParsableCommand {
         }
         let (store, _) = try await Database.openMigrated(loaded.databaseURL, logger: Logger(label: "passkeyd.tenant"))
         defer { (store as? PostgresStore)?.close() }
-        let databases = TenantDatabases(main: store, opener: opener)
+        let databases = TenantDatabases(main: store, opener: opener(creating: existingServerDatabase))
         let result: Result<T, any Error>
         do {
             result = .success(try await body(TenantAdmin(store: store, server: loaded, namesFiles: true, databases: databases), store))
@@ -143,9 +143,37 @@ struct Tenant: AsyncParsableCommand {
         return Scoped(store: own.scoped(to: name), record: record, opened: own)
     }
 
-    /// Opens and migrates a tenant's own database (`tenant add --database`), as the server does.
-    static let opener: TenantDatabases.Opener = { url in
-        try await Database.openMigrated(url, logger: Logger(label: "passkeyd.tenant")).0
+    /// Opens and migrates a tenant's own database, as the server does: a SQLite file that is gone
+    /// is refused (never made again empty), except by `tenant add`, which makes it.
+    static func opener(creating: Bool) -> TenantDatabases.Opener {
+        { url in
+            let logger = Logger(label: "passkeyd.tenant")
+            if creating { return try await Database.openMigrated(url, logger: logger).0 }
+            return try await Database.openTenantDatabase(url, logger: logger)
+        }
+    }
+
+    /// Before `tenant add` migrates the database `--database` names: a database that already has
+    /// passkeyd's schema must already hold tenants of a registry (its marks), never be another
+    /// server's own, whose schema this command would otherwise upgrade before finding out.
+    static func refuseAnotherServersDatabase(_ url: String) async throws {
+        // A SQLite file that is not there yet is new (made by the add, not here).
+        if url.hasPrefix("sqlite://"), !FileManager.default.fileExists(atPath: String(url.dropFirst("sqlite://".count))) { return }
+        let version: Int
+        let marked: [String]
+        do {
+            let store = try Database.open(url, logger: Logger(label: "passkeyd.tenant"))
+            defer { (store as? PostgresStore)?.close() }
+            version = try await store.schemaVersion()
+            marked = version > 0 ? try await store.markedTenants() : []
+        } catch {
+            throw ValidationError("the database \(PostgresStore.redacted(url)) cannot be used: \(error)")
+        }
+        if version > 0 && marked.isEmpty {
+            throw ValidationError(
+                "the database \(PostgresStore.redacted(url)) already has passkeyd's schema but holds no tenant: it is a server's own database; give the tenant a new, empty one"
+            )
+        }
     }
 
     struct Add: AsyncParsableCommand {
@@ -165,6 +193,7 @@ struct Tenant: AsyncParsableCommand {
 
         func run() async throws {
             guard settings.rpID != nil, !settings.origins.isEmpty else { throw ValidationError("a tenant needs --rp-id and --origin") }
+            if let tenantDatabase { try await Tenant.refuseAnotherServersDatabase(Database.absolute(tenantDatabase)) }
             try await withAdmin(options, existingServerDatabase: tenantDatabase != nil) { admin, _ in
                 let record = try await admin.add(
                     name: name, hosts: settings.hosts, settings: try settings.patch(), database: tenantDatabase.map(Database.absolute),

@@ -107,7 +107,12 @@ import WebAuthnTesting
         }
         #expect(try Self.run(["migrate"], in: directory).status == 0)
         let server = try Self.run(base + ["--database", "sqlite://db.sqlite"], in: directory)
-        #expect(server.status == 2 && server.stderr.contains("is the server's database"), "\(server.stderr)")
+        #expect(server.status == 2 && server.stderr.contains("it is a server's own database"), "\(server.stderr)")
+        // Another server's database (passkeyd's schema, no tenant marked) is refused before
+        // anything is migrated or written in it.
+        #expect(try ServeCommandTests.run(["migrate", "--database", "sqlite://other.sqlite"], environment: [:], in: directory).status == 0)
+        let other = try Self.run(base + ["--database", "sqlite://other.sqlite"], in: directory)
+        #expect(other.status == 2 && other.stderr.contains("it is a server's own database"), "\(other.stderr)")
         let odd = try Self.run(base + ["--database", "mysql://db/shop"], in: directory)
         #expect(odd.status == 2 && odd.stderr.contains("cannot be used"), "\(odd.stderr)")
         let added = try Self.run(base + ["--database", "sqlite://shop.sqlite"], in: directory)
@@ -138,6 +143,11 @@ import WebAuthnTesting
         let missing = try Self.run(["migrate"], in: directory)
         #expect(missing.status == 1 && missing.stderr.contains("does not exist"), "\(missing.stderr)")
         #expect(try Self.run(["import", file.path, "--tenant", "shop"], in: directory).stderr.contains("does not exist"))
+        // Looking into it (list) or removing it without its data never makes it again empty:
+        // an empty file would count no account and let the tenant go.
+        #expect(try Self.run(["tenant", "list"], in: directory).stdout.contains("? (its database cannot be read) accounts"))
+        let blind = try Self.run(["tenant", "remove", "shop", "--confirm", "shop"], in: directory)
+        #expect(blind.status != 0 && blind.stderr.contains("does not exist"), "\(blind.stdout) \(blind.stderr)")
         #expect(!FileManager.default.fileExists(atPath: path))
         try FileManager.default.moveItem(atPath: path + ".moved", toPath: path)
 

@@ -242,6 +242,21 @@ import WebAuthnTesting
         }
     }
 
+    /// `tokens.issuer` is free text: one issuer spelled another way is still the same one.
+    @Test func issuersAreComparedAsURLs() {
+        let same = [
+            ("https://id.example.com", "https://id.example.com/"), ("https://id.example.com", "https://id.example.com:443"),
+            ("https://id.example.com", " HTTPS://ID.Example.com "), ("http://a.localhost:80/", "http://a.localhost"),
+            ("https://id.example.com/t/a", "https://id.example.com/t/a/"),
+        ]
+        for (a, b) in same { #expect(TenantAdmin.sameIssuer(a, b), "\(a) \(b)") }
+        let different = [
+            ("https://id.example.com", "http://id.example.com"), ("https://id.example.com", "https://id.example.com:8443"),
+            ("https://id.example.com/t/a", "https://id.example.com/t/b"), ("https://id.example.com/T", "https://id.example.com/t"),
+        ]
+        for (a, b) in different { #expect(!TenantAdmin.sameIssuer(a, b), "\(a) \(b)") }
+    }
+
     @Test func onlyTheDefaultTenantsKeysManageTenants() async throws {
         try await Self.server { harness, clients in
             let now = Date()

@@ -98,7 +98,7 @@ struct TenantIsolationTests {
     static let upkeepMethods = [
         "scoped(to:)", "tenantsVersion()", "tenantRecords()", "addTenant(_:)", "updateTenant(_:unchangedSince:)",
         "removeTenant(id:deleteData:)",
-        "deleteTenantData(id:)", "tenantMark(id:)", "setTenantMark(id:mark:)",
+        "deleteTenantData(id:)", "tenantMark(id:)", "setTenantMark(id:mark:)", "markedTenants()",
         "migrate()", "schemaVersion()", "pendingMigrations()", "ping()", "serverSecret()", "rekeyUsernames()", "sweepExpired(now:)",
         "allWebhookEndpoints()", "saveMetadataBLOB(_:force:)", "metadataBLOB()", "metadataBLOBNumber()", "rollUpMetrics(before:)",
         "metricsRolledThrough()", "claimMail(now:leaseUntil:leaseToken:limit:)", "markMailSent(id:leaseToken:at:)",
@@ -1199,6 +1199,7 @@ struct TenantIsolationTests {
         #expect(try await store.tenantMark(id: "gamma") == nil)
         try await store.setTenantMark(id: "gamma", mark: [1, 2, 3])
         #expect(try await store.tenantMark(id: "gamma") == [1, 2, 3])
+        #expect(try await store.markedTenants() == ["gamma"])
         let gamma = store.scoped(to: "gamma")
         try await gamma.appendAudit(AuditEvent(time: day0.addingTimeInterval(0.5 * day), kind: .signIn, metric: "sign_in_passkey"))
         try await gamma.appendAudit(AuditEvent(time: day0.addingTimeInterval(0.7 * day), kind: .signIn, metric: "sign_in_passkey"))

@@ -421,7 +421,7 @@ struct WebhookClaimRaceTests {
         try await store.writer.run("UPDATE webhook_deliveries SET delivered_at = \(Self.t0) WHERE event_id = \(Int64(1))")
         #expect(try await store.migrate(through: 14) == [14])
         // Migration 16 carries the heads over into the default tenant.
-        #expect(try await store.migrate() == [15, 16, 17])
+        #expect(try await store.migrate() == [15, 16, 17, 18])
         let claimed = try await store.claimWebhookDeliveries(now: Self.t0, leaseUntil: Self.t0.addingTimeInterval(60), limit: 10)
         #expect(claimed.map(\.0.eventID).sorted() == [2, 3, 4], "\(claimed.map(\.0.eventID))")
     }
