@@ -7,6 +7,7 @@ import PasskeyCore
 import PasskeyServer
 import PasskeyStore
 import PasskeyStoreTesting
+import Synchronization
 import Testing
 import WebAuthn
 import WebAuthnTesting
@@ -23,7 +24,7 @@ import WebAuthnTesting
     /// A live server on a new database of the HTTP suites' kind, with tenant gamma added in a
     /// new database of its own (`database`: another URL instead, nil: none made).
     static func server(
-        environment: [String: String] = [:], gammaSettings: String = "",
+        environment: [String: String] = [:], gammaSettings: String = "", serverOpener: TenantDatabases.Opener? = nil,
         _ body:
             @escaping @Sendable (_ main: any PasskeyStore, _ own: any PasskeyStore, TenantAdmin, TenantHTTPTests.HostedClients)
             async throws -> Void
@@ -44,7 +45,7 @@ import WebAuthnTesting
         var logger = Logger(label: "passkeyd-test")
         logger.logLevel = .warning
         let app = PasskeyServer.application(
-            service: service, edge: settings.edge, port: 0, logger: logger, settings: settings, openDatabase: opener)
+            service: service, edge: settings.edge, port: 0, logger: logger, settings: settings, openDatabase: serverOpener ?? opener)
         try await app.test(.live) { client in
             let clients = TenantHTTPTests.HostedClients(live: client)
             do {
@@ -97,6 +98,41 @@ import WebAuthnTesting
                 answer = try await gamma.request(.get, "/api/auth/session", token: token)
             }
             #expect(answer.status == .notFound && answer.errorCode == "unknown_tenant", "\(answer.json)")
+        }
+    }
+
+    /// Once no tenant names a database, the server lets it go (its upkeep stops, its pools
+    /// close): a tenant added on it again later makes the server open it anew.
+    @Test func aDatabaseNoTenantNamesIsLetGoAndOpenedAnewWhenNamedAgain() async throws {
+        final class Opens: Sendable { let count = Atomic(0) }
+        let opens = Opens()
+        let counting: TenantDatabases.Opener = { url in
+            opens.count.add(1, ordering: .relaxed)
+            return try await TestDatabase.open(url: url)
+        }
+        try await Self.server(serverOpener: counting) { _, _, admin, clients in
+            // Each look on a fresh connection; one that fails (the server closing it) is a "not yet".
+            func until(_ condition: () async throws -> Bool) async throws -> Bool {
+                for _ in 0..<200 {
+                    if (try? await condition()) == true { return true }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return false
+            }
+            let record = try await admin.record("gamma")
+            let url = try #require(record.database)
+            #expect(try await until { opens.count.load(ordering: .relaxed) == 1 })
+            try await admin.remove(name: "gamma", deleteData: true, by: "test")
+            #expect(
+                try await until {
+                    try await clients.on(Self.host).request(.get, "/.well-known/webauthn", origin: nil).errorCode == "unknown_tenant"
+                })
+            _ = try await admin.add(name: "gamma", hosts: record.hosts, settings: Data(record.settings.utf8), database: url, by: "test")
+            #expect(
+                try await until {
+                    try await clients.on(Self.host).request(.get, "/.well-known/webauthn", origin: nil).status == .ok
+                        && opens.count.load(ordering: .relaxed) == 2
+                }, "opened \(opens.count.load(ordering: .relaxed)) times")
         }
     }
 
