@@ -15,7 +15,7 @@ per account, seeding and start-up times); writes them as JSON with --json FILE.
 The background accounts are written with SQL (random user handles, credential IDs and keys): they
 size the tables and indexes exactly as real ones would; the load users register real passkeys.
 """
-import argparse, json, os, resource, socket, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request, uuid
+import argparse, json, os, resource, shutil, socket, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
@@ -58,11 +58,12 @@ def rss_kib(pid):
 
 
 class Server:
-    def __init__(self, database, workdir, pin=None):
-        self.port = free_port()
+    def __init__(self, database, workdir, pin=None, port=None, env_more=None):
+        self.port = port or free_port()
         started = time.monotonic()
         env = dict(os.environ, PASSKEYD_LISTEN=f"127.0.0.1:{self.port}", PASSKEYD_ORIGINS=f"http://localhost:{self.port}",
                    PASSKEYD_RATE_LIMITS="off", PASSKEYD_LOG_FORMAT="json", LOG_LEVEL="warning", PASSKEYD_CONFIG="")
+        env.update(env_more or {})
         self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
         self.process = subprocess.Popen((["taskset", "-c", pin] if pin else []) + [os.path.join(RELEASE, "passkeyd"), "serve", "--database", database],
                                         env=env, stdout=self.log, stderr=self.log, cwd=workdir)
@@ -76,7 +77,15 @@ class Server:
         raise SystemExit(f"server on {database} did not start; see {self.log.name}")
 
     def stop(self):
-        self.process.terminate(); self.process.wait(timeout=30); self.log.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Kept for a look (gdb -p, the log) rather than lost with the work folder.
+            kept = f"/tmp/passkeyd-not-stopped-{self.process.pid}.log"
+            shutil.copy(self.log.name, kept)
+            raise SystemExit(f"passkeyd (pid {self.process.pid}) did not stop within 30 s of SIGTERM; its log: {kept}")
+        self.log.close()
 
 
 def load(server, mode, users, seconds, store, pin=None, database_cpu=False):

@@ -17,6 +17,8 @@ public struct PasskeyService: Sendable {
     /// request lives (``openIDRequestLifetime``).
     package let pendingAuthorizations: RateLimiter
     package let capacity: CeremonyCapacity
+    /// Per-address refusals held before they are sent; one for the process, like ``passwordWork``.
+    package let refusalHold: RefusalHold
     package let passwordWork: BoundedWorkPool
     package let secret: CachedSecret
     package let now: @Sendable () -> Date
@@ -58,6 +60,7 @@ public struct PasskeyService: Sendable {
         // so `passwordHashConcurrency` bounds the whole server's hashing (each scrypt hash holds
         // 128 MiB at the default cost), however many tenants a flood spreads over.
         passwordWork = process?.passwordWork ?? BoundedWorkPool(width: configuration.passwordHashConcurrency, maxWaiting: 64)
+        refusalHold = process?.refusalHold ?? RefusalHold(duration: .milliseconds(configuration.rateLimits.refusalHoldMilliseconds))
         secret = CachedSecret()
         tokens = AccessTokens(store: store, configuration: configuration.tokens, issuer: configuration.issuer, now: now)
         metadataState = MetadataState(relyingParty: relyingParty)
@@ -106,14 +109,20 @@ public struct PasskeyService: Sendable {
 
     // MARK: Abuse limits
 
-    /// The per-IP limit of the ceremony endpoints: every request counts; 429 past the limit.
+    /// The per-IP limit of the ceremony endpoints: every request counts; 429 past the limit,
+    /// held a moment (``RefusalHold``) when the address was refused already in this window.
     public func limitClient(_ client: Client) async throws {
         let limits = configuration.rateLimits
         guard limits.enabled, let ip = client.ipAddress else { return }
-        if case .limited(let retryAfter) = try await limiter.hit("ip:\(ip)", limit: limits.perIP, now: now()) {
-            metrics.rateLimited(scope: "ip")
-            throw PasskeyServiceError.rateLimited(retryAfter: retryAfter)
-        }
+        let (decision, repeated) = try await limiter.hitNotingRepeats("ip:\(ip)", limit: limits.perIP, now: now())
+        guard case .limited(let retryAfter) = decision else { return }
+        metrics.rateLimited(scope: "ip")
+        // Asked again after a refusal in this window: the refusal waits before it is sent.
+        guard repeated, refusalHold.duration > .zero else { throw PasskeyServiceError.rateLimited(retryAfter: retryAfter) }
+        let held = await refusalHold.hold()
+        metrics.refusalHeld(held)
+        let waited = held ? Int(refusalHold.duration.components.seconds) : 0
+        throw PasskeyServiceError.rateLimited(retryAfter: max(1, retryAfter - waited))
     }
 
     /// Before a password or recovery-code check on the account `key` (its username comparison

@@ -90,23 +90,30 @@ public final class RateLimiter: Sendable {
 
     /// Counts one hit on `key` and decides against `limit` per window.
     public func hit(_ key: String, limit: Int, now: Date) async throws -> Decision {
+        try await hitNotingRepeats(key, limit: limit, now: now).decision
+    }
+
+    /// ``hit(_:limit:now:)``, and whether `key` was past its limit before this hit: it was
+    /// refused earlier in this window and asked again (``RefusalHold``).
+    package func hitNotingRepeats(_ key: String, limit: Int, now: Date) async throws -> (decision: Decision, repeated: Bool) {
         let (start, nowMillis) = window(now)
         guard case .store = backend else {
             let hits = try await add(key, start: start)
-            return hits > limit ? .limited(retryAfter: retryAfter(start, nowMillis)) : .allowed
+            return hits > limit ? (.limited(retryAfter: retryAfter(start, nowMillis)), hits > limit + 1) : (.allowed, false)
         }
         let digest = Digest(key)
         let known = overLimit.withLock { memo in
             if memo.window != start { memo = (start, []) }
             return memo.keys.contains(digest)
         }
-        if known { return .limited(retryAfter: retryAfter(start, nowMillis)) }
+        if known { return (.limited(retryAfter: retryAfter(start, nowMillis)), true) }
         let hits = try await add(key, start: start)
-        guard hits > limit else { return .allowed }
+        guard hits > limit else { return (.allowed, false) }
         overLimit.withLock { memo in
             if memo.window == start && memo.keys.count < maxKeys { memo.keys.insert(digest) }
         }
-        return .limited(retryAfter: retryAfter(start, nowMillis))
+        // Past `limit + 1`: another instance (or this one, before a refund) refused it already.
+        return (.limited(retryAfter: retryAfter(start, nowMillis)), hits > limit + 1)
     }
 
     /// Whether `key` is already at `limit` in this window, without counting a hit.

@@ -22,6 +22,12 @@ extension ServerConfiguration {
         /// password or recovery-code attempt on it waits ``slowdownSeconds`` first.
         public var perAccountTotal: Int
         public var slowdownSeconds: Int
+        /// How long a per-address refusal is held before it is sent when the address was already
+        /// refused in this window (it did not wait as Retry-After told it): 0 sends it at once.
+        /// The connection waits, no CPU is spent, and a flood from one address gets at most
+        /// `maxConnectionsPerAddress` answers per hold (issue 44, the noisy neighbour). A
+        /// process setting: one budget of held refusals (``RefusalHold``) serves every tenant.
+        public var refusalHoldMilliseconds: Int
         /// Most counters kept in memory (single instance); the oldest is evicted past it. Should
         /// be more than `2 × perIP + 1`, the keys one address can make in a window (see
         /// ``oneAddressCanEvict``).
@@ -37,7 +43,7 @@ extension ServerConfiguration {
         }
         public init(
             enabled: Bool = true, windowSeconds: Int = 60, perIP: Int = 300, perAccount: Int = 10, perAccountTotal: Int = 100,
-            slowdownSeconds: Int = 2, maxKeys: Int = 100_000
+            slowdownSeconds: Int = 2, maxKeys: Int = 100_000, refusalHoldMilliseconds: Int = 1000
         ) {
             self.enabled = enabled
             self.windowSeconds = windowSeconds
@@ -46,6 +52,7 @@ extension ServerConfiguration {
             self.perAccountTotal = perAccountTotal
             self.slowdownSeconds = slowdownSeconds
             self.maxKeys = maxKeys
+            self.refusalHoldMilliseconds = refusalHoldMilliseconds
         }
     }
 

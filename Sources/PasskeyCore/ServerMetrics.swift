@@ -118,6 +118,12 @@ public final class ServerMetrics: Sendable {
         counter("passkeyd_rate_limited_total", [("scope", scope)]).increment()
     }
 
+    /// A per-address refusal of an address refused before in its window: held before it was
+    /// sent, or sent at once because the process held as many as it may (``RefusalHold``).
+    package func refusalHeld(_ held: Bool) {
+        counter("passkeyd_refusals_held_total", [("result", held ? "held" : "not_held")]).increment()
+    }
+
     /// Open ceremonies deleted to keep their number under `maxOpenChallenges`.
     package func ceremoniesDiscarded(_ count: Int) {
         counter("passkeyd_ceremonies_discarded_total").increment(by: count)

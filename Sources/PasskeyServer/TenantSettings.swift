@@ -23,7 +23,8 @@ public enum TenantSettings {
     static let serverKeys: Set<String> = [
         "listen", "databaseURL", "logFormat", "migrations", "publicDirectory", "metricsPublic", "metricsToken", "trustedProxies",
         "connections.bodyTimeoutSeconds", "connections.headerTimeoutSeconds", "connections.idleTimeoutSeconds",
-        "connections.maxConnections", "compatibilityRoutes", "maxBodySize", "rateLimits.maxKeys", "email.smtpURL", "email.smtpCAFile",
+        "connections.maxConnections", "compatibilityRoutes", "maxBodySize", "rateLimits.maxKeys", "rateLimits.refusalHoldMilliseconds",
+        "email.smtpURL", "email.smtpCAFile",
         "email.smtpAllowPlaintext", "webhookAllowPrivateAddresses", "mdsRootCertificate", "passwordHashConcurrency",
     ]
 

@@ -168,7 +168,10 @@ extension ServerConfiguration.RateLimits {
             slowdownSeconds: try reader.number("rateLimits.slowdownSeconds", env: "PASSKEYD_RATE_LIMIT_SLOWDOWN", in: 0...60)
                 ?? defaults.slowdownSeconds,
             maxKeys: try reader.number("rateLimits.maxKeys", env: "PASSKEYD_RATE_LIMIT_MAX_KEYS", in: 1000...100_000_000)
-                ?? defaults.maxKeys)
+                ?? defaults.maxKeys,
+            refusalHoldMilliseconds: try reader.number(
+                "rateLimits.refusalHoldMilliseconds", env: "PASSKEYD_RATE_LIMIT_REFUSAL_HOLD_MS", in: 0...10_000)
+                ?? defaults.refusalHoldMilliseconds)
     }
 }
 
