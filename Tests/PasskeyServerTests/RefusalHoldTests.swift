@@ -143,7 +143,8 @@ struct RefusalHoldTests {
         #expect(try SettingsTests.load().domain.rateLimits.refusalHoldMilliseconds == 1000)
         let set = try SettingsTests.load(["PASSKEYD_RATE_LIMIT_REFUSAL_HOLD_MS": "250"])
         #expect(set.domain.rateLimits.refusalHoldMilliseconds == 250)
-        #expect(try SettingsTests.load(file: #"{"rateLimits": {"refusalHoldMilliseconds": 0}}"#).domain.rateLimits.refusalHoldMilliseconds == 0)
+        let off = try SettingsTests.load(file: #"{"rateLimits": {"refusalHoldMilliseconds": 0}}"#)
+        #expect(off.domain.rateLimits.refusalHoldMilliseconds == 0)
         #expect(throws: ConfigurationError.self) { try SettingsTests.load(["PASSKEYD_RATE_LIMIT_REFUSAL_HOLD_MS": "10001"]) }
         #expect(throws: ConfigurationError.self) { try SettingsTests.load(["PASSKEYD_RATE_LIMIT_REFUSAL_HOLD_MS": "-1"]) }
         let tenant = #"{"rpID": "shop.example", "origins": ["https://shop.example"], "rateLimits": {"refusalHoldMilliseconds": 0}}"#
