@@ -119,7 +119,7 @@ public struct PasskeyService: Sendable {
         metrics.rateLimited(scope: "ip")
         // Asked again after a refusal in this window: the refusal waits before it is sent.
         guard repeated, refusalHold.duration > .zero else { throw PasskeyServiceError.rateLimited(retryAfter: retryAfter) }
-        let held = await refusalHold.hold()
+        let held = await refusalHold.hold(address: ip)
         metrics.refusalHeld(held)
         let waited = held ? Int(refusalHold.duration.components.seconds) : 0
         throw PasskeyServiceError.rateLimited(retryAfter: max(1, retryAfter - waited))

@@ -40,6 +40,8 @@ struct ServerOptions: ParsableArguments {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the passkey server (web UI and API).")
+    /// How long a graceful shutdown may take before it is escalated to cancellation.
+    static let gracefulShutdownLimit: Duration = .seconds(20)
 
     @OptionGroup var options: ServerOptions
 
@@ -123,8 +125,14 @@ struct Serve: AsyncParsableCommand {
         if loaded.edge.metricsToken == nil && !loaded.edge.metricsPublic {
             logger.info("/metrics is closed: set metricsToken (or metricsPublic behind a proxy) to open it")
         }
-        // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit.
-        try await app.runService()
+        // SIGTERM / SIGINT: stop accepting, finish the requests in flight, then exit. A graceful
+        // shutdown still under way after 20 s (something awaited that never ends) is escalated
+        // to cancellation, so the process exits before a supervisor's 30 s (TimeoutStopSec,
+        // terminationGracePeriodSeconds) turns into a SIGKILL.
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+        group.maximumGracefulShutdownDuration = Self.gracefulShutdownLimit
+        try await ServiceGroup(configuration: group).run()
         (store as? PostgresStore)?.close()
         logger.info("passkeyd stopped")
     }

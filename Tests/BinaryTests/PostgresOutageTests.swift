@@ -46,18 +46,12 @@ struct PostgresOutageTests {
     func outagesUnderLoadNeverCrashTheServerAndLoseNothing() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkeyd-outage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let script = PostgresClusterTests.repository.appendingPathComponent("scripts/postgres")
-        let pgPort = try ServeBinaryTests.freePort()
-        func postgres(_ arguments: [String]) throws -> PasskeyCLITests.Result {
-            try PostgresClusterTests.spawn(["/usr/bin/env", "PASSKEYD_PG_SYNCHRONOUS_COMMIT=on", "/bin/bash", script.path] + arguments)
-        }
-        let started = try postgres(["start", directory.path, "\(pgPort)"])
-        try #require(started.status == 0, "\(started.stderr)")
+        let cluster = try StoppablePostgres(directory: directory)
         defer {
-            _ = try? postgres(["stop", directory.path])
+            cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        let database = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let database = cluster.url
         let server = try await PostgresClusterTests.server(
             database, ["PASSKEYD_RATE_LIMIT_PER_IP": "1000000"], log: directory.appendingPathComponent("passkeyd.log"))
         defer { server.stop() }
@@ -70,10 +64,10 @@ struct PostgresOutageTests {
         var lines: [String] = []
         for seconds in [1, 3, 12, 60] {
             let stopping = ContinuousClock.now
-            let stopped = try postgres(["stop", directory.path, "immediate"])
+            let stopped = try cluster.run(["stop", directory.path, "immediate"])
             #expect(stopped.status == 0, "\(stopped.stderr)")
             try await Task.sleep(for: .seconds(seconds))
-            let restarted = try postgres(["start", directory.path, "\(pgPort)"])
+            let restarted = try cluster.run(["start", directory.path, "\(cluster.port)"])
             #expect(restarted.status == 0, "\(restarted.stderr)")
             let back = ContinuousClock.now
             let line = try await Self.judge(record, outage: stopping, back: back, name: "stopped \(seconds) s")
@@ -82,8 +76,8 @@ struct PostgresOutageTests {
         }
         // A proxy resetting every connection: the database stays up, its backends are killed.
         let killing = ContinuousClock.now
-        let killed = try postgres([
-            "sql", directory.path, "\(pgPort)",
+        let killed = try cluster.run([
+            "sql", directory.path, "\(cluster.port)",
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
         ])
         #expect(killed.status == 0, "\(killed.stderr)")
@@ -232,4 +226,40 @@ struct PostgresOutageTests {
             try? await Task.sleep(for: .milliseconds(100))
         }
     }
+}
+
+/// A throwaway PostgreSQL the test stops and starts itself (`scripts/postgres` in `directory`,
+/// on a free port), with `synchronous_commit=on`: with it off (the other tests' setting) an
+/// immediate stop loses the last commits it had acknowledged, which would be the database's
+/// loss, not passkeyd's.
+struct StoppablePostgres: Sendable {
+    let directory: URL
+    let port: Int
+    /// Its connection URL.
+    let url: String
+
+    /// Starts it; throws with its error output when it does not start.
+    init(directory: URL) throws {
+        self.directory = directory
+        port = try ServeBinaryTests.freePort()
+        let started = try Self.script(["start", directory.path, "\(port)"])
+        guard started.status == 0 else { throw StartFailed(output: started.stderr) }
+        url = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    struct StartFailed: Error, CustomStringConvertible {
+        let output: String
+        var description: String { "PostgreSQL did not start: \(output)" }
+    }
+
+    /// `scripts/postgres` with `arguments` (`start DIR PORT`, `stop DIR [MODE]`, `sql DIR PORT SQL`).
+    func run(_ arguments: [String]) throws -> PasskeyCLITests.Result { try Self.script(arguments) }
+
+    private static func script(_ arguments: [String]) throws -> PasskeyCLITests.Result {
+        let script = PostgresClusterTests.repository.appendingPathComponent("scripts/postgres")
+        return try PostgresClusterTests.spawn(["/usr/bin/env", "PASSKEYD_PG_SYNCHRONOUS_COMMIT=on", "/bin/bash", script.path] + arguments)
+    }
+
+    /// Stops it (a fast shutdown) at the end of a test.
+    func stop() { _ = try? run(["stop", directory.path]) }
 }

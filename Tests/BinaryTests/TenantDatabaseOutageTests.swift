@@ -41,19 +41,12 @@ struct TenantDatabaseOutageTests {
     @Test(.enabled(if: PostgresClusterTests.postgresInstalled || PostgresClusterTests.required), .timeLimit(.minutes(4)))
     func aTenantsDatabaseStoppedUnderLoadTouchesNoOtherTenant() async throws {
         let directory = try ServeCommandTests.temporaryDirectory()
-        let script = PostgresClusterTests.repository.appendingPathComponent("scripts/postgres")
-        let pgPort = try ServeBinaryTests.freePort()
-        let cluster = directory.appendingPathComponent("pg")
-        @Sendable func postgres(_ arguments: [String]) throws -> PasskeyCLITests.Result {
-            try PostgresClusterTests.spawn(["/usr/bin/env", "PASSKEYD_PG_SYNCHRONOUS_COMMIT=on", "/bin/bash", script.path] + arguments)
-        }
-        let started = try postgres(["start", cluster.path, "\(pgPort)"])
-        try #require(started.status == 0, "\(started.stderr)")
+        let cluster = try StoppablePostgres(directory: directory.appendingPathComponent("pg"))
         defer {
-            _ = try? postgres(["stop", cluster.path])
+            cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        let tenantDatabase = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let tenantDatabase = cluster.url
 
         // The server's database (SQLite) holds the registry; the tenant's rows go to PostgreSQL.
         #expect(try TenantCommandTests.run(["migrate"], in: directory).status == 0)
@@ -77,10 +70,10 @@ struct TenantDatabaseOutageTests {
             try Self.signUps(server, host: "shop.localhost", origin: Self.shopOrigin, seconds: 16, prefix: "s")
         }
         try await Task.sleep(for: .seconds(4))
-        let stopped = try await Self.onThread { try postgres(["stop", cluster.path, "immediate"]) }
+        let stopped = try await Self.onThread { try cluster.run(["stop", cluster.directory.path, "immediate"]) }
         #expect(stopped.status == 0, "\(stopped.stderr)")
         try await Task.sleep(for: .seconds(3))
-        let restarted = try await Self.onThread { try postgres(["start", cluster.path, "\(pgPort)"]) }
+        let restarted = try await Self.onThread { try cluster.run(["start", cluster.directory.path, "\(cluster.port)"]) }
         #expect(restarted.status == 0, "\(restarted.stderr)")
         let (home, shop) = try await (defaultLoad, shopLoad)
         #expect(server.process.isRunning, "passkeyd died:\n\(server.logTail())")

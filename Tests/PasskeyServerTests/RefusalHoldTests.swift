@@ -41,40 +41,42 @@ struct RefusalHoldTests {
 
     @Test func noHoldWhenItIsOff() async {
         let hold = RefusalHold(duration: .zero, capacity: 8)
-        #expect(await hold.hold() == false)
+        #expect(await hold.hold(address: "192.0.2.1") == false)
         #expect(hold.holding == 0)
     }
 
-    /// Past its capacity a refusal is sent at once; a held one comes back when its sleep ends and
-    /// frees its place.
-    @Test func atMostCapacityAreHeldAtOnce() async {
+    /// Past the process's capacity, or past one address's share, a refusal is sent at once; a
+    /// held one comes back when its sleep ends and frees its place.
+    @Test(.timeLimit(.minutes(1))) func atMostCapacityAreHeldAtOnceAndAtMostTheAddressesShare() async {
         let latch = Latch()
-        let hold = RefusalHold(duration: .seconds(1), capacity: 3) { await latch.sleep($0) }
+        let hold = RefusalHold(duration: .seconds(1), capacity: 3, perAddress: 2) { await latch.sleep($0) }
         let held = await withTaskGroup(of: Bool.self) { group in
-            for _ in 0..<3 {
-                group.addTask { await hold.hold() }
+            for address in ["192.0.2.1", "192.0.2.1", "192.0.2.2"] {
+                group.addTask { await hold.hold(address: address) }
             }
             while latch.sleepers < 3 { await Task.yield() }
-            #expect(hold.holding == 3)
-            // The fourth and fifth find the process full: answered at once, not held.
-            #expect(await hold.hold() == false)
-            #expect(await hold.hold() == false)
+            #expect(hold.holding == 3 && hold.holding("192.0.2.1") == 2 && hold.holding("192.0.2.2") == 1)
+            // The address that has its two held is answered at once; so is a third address,
+            // the process holding its three.
+            #expect(await hold.hold(address: "192.0.2.1") == false)
+            #expect(await hold.hold(address: "192.0.2.3") == false)
             latch.release()
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(held == 3)
-        #expect(hold.holding == 0)
-        #expect(await hold.hold() == true, "a place is free again (the latch is open now)")
+        #expect(hold.holding == 0 && hold.holding("192.0.2.1") == 0)
+        #expect(await hold.hold(address: "192.0.2.1") == true, "a place is free again (the latch is open now)")
     }
 
-    /// A server shutting down cancels its handlers: a held refusal stops waiting.
-    @Test(.timeLimit(.minutes(1))) func aCancelledHoldEndsAtOnce() async {
+    /// A cancelled hold stops waiting, frees its place and says it was cut short (the refusal's
+    /// Retry-After is then not shortened by a hold that did not happen).
+    @Test(.timeLimit(.minutes(1))) func aCancelledHoldEndsAtOnceAndSaysSo() async {
         let hold = RefusalHold(duration: .seconds(3600), capacity: 4)
-        let task = Task { await hold.hold() }
+        let task = Task { await hold.hold(address: "192.0.2.9") }
         while hold.holding == 0 { await Task.yield() }
         task.cancel()
-        #expect(await task.value == true)
-        #expect(hold.holding == 0)
+        #expect(await task.value == false)
+        #expect(hold.holding == 0 && hold.holding("192.0.2.9") == 0)
     }
 
     /// Takers released together against one address's limit: exactly `limit` pass, exactly one is
@@ -134,6 +136,25 @@ struct RefusalHoldTests {
             } else {
                 #expect(!text.contains("passkeyd_refusals_held_total"), "\(text)")
             }
+        }
+    }
+
+    /// A held refusal's Retry-After counts the second it was held: both refusals are decided at
+    /// one instant of the test's clock, the second is sent a second later and says one less.
+    @Test(.timeLimit(.minutes(1))) func aHeldRefusalsRetryAfterCountsTheHold() async throws {
+        let harness = try await ServerHarness {
+            $0.rateLimits.perIP = 1
+            $0.rateLimits.refusalHoldMilliseconds = 1000
+        }
+        try await harness.run(live: true) { api in
+            let body = Array("{}".utf8)
+            #expect(try await api.request(.post, "/api/auth/authenticate/options", body: body).status == .ok)
+            let first = try await api.request(.post, "/api/auth/authenticate/options", body: body)
+            let held = try await api.request(.post, "/api/auth/authenticate/options", body: body)
+            #expect(first.status == .tooManyRequests && held.status == .tooManyRequests)
+            let told = Int(first.headers[.retryAfter] ?? "") ?? 0
+            #expect(told >= 2, "the test clock sits early enough in its window: \(told)")
+            #expect(Int(held.headers[.retryAfter] ?? "") == told - 1, "\(held.headers)")
         }
     }
 
