@@ -29,6 +29,12 @@ final class DatabaseHealth: @unchecked Sendable {
 
     private let state = Mutex(State())
     private let down = Atomic<Bool>(false)
+    /// The store was closed: nothing asks it any more, so an open breaker stops probing (a
+    /// tenant's database that cannot be opened is tried again with a new store every few
+    /// seconds: each dropped store's probes would otherwise go on until the database is back).
+    private let closed = Atomic<Bool>(false)
+    /// Whether an open breaker's probe loop runs (tests).
+    private let probingNow = Atomic<Bool>(false)
     let probe: PostgresConnection.Configuration
     let suspectAfter: Duration
     let probeTimeout: Duration
@@ -50,8 +56,15 @@ final class DatabaseHealth: @unchecked Sendable {
     /// Whether the database is known to be down (one atomic load per operation).
     var isDown: Bool { down.load(ordering: .relaxed) }
 
+    /// Whether the database is being probed while known down.
+    var probing: Bool { probingNow.load(ordering: .relaxed) }
+
+    /// The store closed: no more checks, and a probe loop ends at its next turn.
+    func close() { closed.store(true, ordering: .relaxed) }
+
     /// Something looked wrong: check the database unless a check runs, or one passed just now.
     func suspect() {
+        if closed.load(ordering: .relaxed) { return }
         let start = state.withLock { state -> Bool in
             if state.checking || state.down { return false }
             if let passed = state.lastPassed, passed + probeInterval > .now { return false }
@@ -70,6 +83,7 @@ final class DatabaseHealth: @unchecked Sendable {
             }
             return
         }
+        probingNow.store(true, ordering: .relaxed)
         state.withLock {
             $0.down = true
             $0.downSince = .now
@@ -79,8 +93,13 @@ final class DatabaseHealth: @unchecked Sendable {
         onDown?()
         while true {
             try? await Task.sleep(for: probeInterval)
+            if closed.load(ordering: .relaxed) {
+                probingNow.store(false, ordering: .relaxed)
+                return
+            }
             if await reachable() { break }
         }
+        probingNow.store(false, ordering: .relaxed)
         onBack?()
         let since = state.withLock { state -> ContinuousClock.Instant? in
             defer {

@@ -42,10 +42,14 @@ public final class PostgresStore: SQLStore, @unchecked Sendable {
         super.init(engine: TracedSQLEngine.wrap(engine), migrationTimeout: options.migrationTimeout)
     }
 
-    deinit { postgres.pools.close() }
+    deinit { close() }
 
-    /// Closes the pools' connections (on shutdown, once the server has stopped).
-    public func close() { postgres.pools.close() }
+    /// Closes the pools' connections and ends the outage breaker's probing (on shutdown, once
+    /// the server has stopped, or when a store is dropped).
+    public func close() {
+        postgres.health.close()
+        postgres.pools.close()
+    }
 
     /// Whether the store currently knows the database to be down (it answers at once then).
     public var databaseIsDown: Bool { postgres.health.isDown }

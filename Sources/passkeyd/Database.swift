@@ -41,7 +41,14 @@ enum Database {
     ) async throws -> any PasskeyStore {
         try requireTenantFile(url)
         let store = try open(url, logger: logger)
-        _ = try await prepare(store, url: url, logger: logger, migrations: migrations)
+        do {
+            _ = try await prepare(store, url: url, logger: logger, migrations: migrations)
+        } catch {
+            // Tried again with a new store every few seconds while it cannot be used: this one's
+            // pools and outage probes end now.
+            (store as? PostgresStore)?.close()
+            throw error
+        }
         return store
     }
 
