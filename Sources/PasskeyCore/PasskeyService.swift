@@ -114,10 +114,18 @@ public struct PasskeyService: Sendable {
     public func limitClient(_ client: Client) async throws {
         let limits = configuration.rateLimits
         guard limits.enabled, let ip = client.ipAddress else { return }
-        let (decision, repeated) = try await limiter.hitNotingRepeats("ip:\(ip)", limit: limits.perIP, now: now())
+        try await limitAddress(ip, budget: "ip", limit: limits.perIP)
+    }
+
+    /// Counts one request of the address `ip` against its `budget` (`ip`, `authorize`,
+    /// `oauth_client`: each a counter of its own, `limit` a window): 429 `rate_limited` past the
+    /// limit. An address refused already in this window asked again without waiting as
+    /// Retry-After told it: its refusal waits ``RefusalHold/duration`` before it is sent, and
+    /// its Retry-After counts the wait.
+    package func limitAddress(_ ip: String, budget: String, limit: Int) async throws {
+        let (decision, repeated) = try await limiter.hitNotingRepeats("\(budget):\(ip)", limit: limit, now: now())
         guard case .limited(let retryAfter) = decision else { return }
-        metrics.rateLimited(scope: "ip")
-        // Asked again after a refusal in this window: the refusal waits before it is sent.
+        metrics.rateLimited(scope: budget)
         guard repeated, refusalHold.duration > .zero else { throw PasskeyServiceError.rateLimited(retryAfter: retryAfter) }
         let held = await refusalHold.hold(address: ip)
         metrics.refusalHeld(held)

@@ -139,6 +139,30 @@ struct RefusalHoldTests {
         }
     }
 
+    /// The OpenID provider's own budgets are held the same way: a flood of a tenant's token
+    /// endpoint (`oauth_client:`) gets its first refusal at once and the next ones held.
+    @Test func theOpenIDBudgetsAreHeldToo() async throws {
+        let harness = try await ServerHarness {
+            $0.rateLimits.perIP = 2
+            $0.rateLimits.refusalHoldMilliseconds = 20
+            $0.metricsToken = "metrics-token-0123456789"
+        }
+        try await harness.run(live: true) { api in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<5 {
+                let response = try await api.request(
+                    .post, "/oauth2/token", body: Array("grant_type=authorization_code&code=nothing".utf8), origin: nil,
+                    headers: [.contentType: "application/x-www-form-urlencoded"])
+                statuses.append(response.status)
+            }
+            #expect(statuses.prefix(2).allSatisfy { $0 != .tooManyRequests } && statuses.dropFirst(2).allSatisfy { $0 == .tooManyRequests })
+            let scrape = try await api.request(.get, "/metrics", headers: [.authorization: "Bearer metrics-token-0123456789"])
+            let text = String(decoding: scrape.bytes, as: UTF8.self)
+            #expect(text.contains(#"passkeyd_rate_limited_total{scope="oauth_client"} 3"#), "\(text)")
+            #expect(text.contains(#"passkeyd_refusals_held_total{result="held"} 2"#), "\(text)")
+        }
+    }
+
     /// A held refusal's Retry-After counts the second it was held: both refusals are decided at
     /// one instant of the test's clock, the second is sent a second later and says one less.
     @Test(.timeLimit(.minutes(1))) func aHeldRefusalsRetryAfterCountsTheHold() async throws {
