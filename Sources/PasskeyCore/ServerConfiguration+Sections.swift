@@ -24,9 +24,10 @@ extension ServerConfiguration {
         public var slowdownSeconds: Int
         /// How long a per-address refusal is held before it is sent when the address was already
         /// refused in this window (it did not wait as Retry-After told it): 0 sends it at once.
-        /// The connection waits, no CPU is spent, and a flood from one address gets at most
-        /// `maxConnectionsPerAddress` answers per hold (issue 44, the noisy neighbour). A
-        /// process setting: one budget of held refusals (``RefusalHold``) serves every tenant.
+        /// The connection waits, no CPU is spent, and a flood from one address that waits for its
+        /// answers gets at most `maxConnectionsPerAddress` of them per hold (issue 44, the noisy
+        /// neighbour). A process setting: one budget of held refusals (``RefusalHold``: 64 per
+        /// address, 1,024 in all) serves every tenant.
         public var refusalHoldMilliseconds: Int
         /// Most counters kept in memory (single instance); the oldest is evicted past it. Should
         /// be more than `2 × perIP + 1`, the keys one address can make in a window (see

@@ -119,7 +119,8 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A per-address refusal of an address refused before in its window: held before it was
-    /// sent, or sent at once because the process held as many as it may (``RefusalHold``).
+    /// sent, or not (the address or the process held as many as they may, or the hold was cut
+    /// short: ``RefusalHold``).
     package func refusalHeld(_ held: Bool) {
         counter("passkeyd_refusals_held_total", [("result", held ? "held" : "not_held")]).increment()
     }
